@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: the contract scripts rely on (spec/README.md).
+const (
+	exitOK         = 0 // success, verified, identical
+	exitFailed     = 1 // verification failed, drift found
+	exitUsage      = 2 // usage error or unreadable input
+	exitIncomplete = 3 // evidence unavailable or unsupported
+)
+
+// exitError carries an exit code decided by a command's result, so the
+// verdict decides the exit status and printing never does.
+type exitError struct {
+	code int
+	err  error // nil when the command already printed everything it had to say
+	hint string
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error, hint string) error { return &exitError{code: exitUsage, err: err, hint: hint} }
+
+// version reports the module version and VCS revision of this binary.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		return v + " " + rev + dirty
+	}
+	return v
+}
+
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+func newRootCmd(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tracectl",
+		Short: "Record, sign and verify MCP tool-call transcripts (TRACE v0.3 profile)",
+		Long: `tracectl records what AI agents' MCP tool calls did as signed, verifiable
+evidence: every tools/call attempt with its own identity and an honest outcome,
+complete paginated tools/list snapshots, and a signed TRACE v0.2 Trust Record
+that commits to the transcript.`,
+		Example:       "  tracectl demo\n  tracectl canon --digest tools.json",
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr(err, "run '"+c.CommandPath()+" --help' for usage")
+	})
+	for _, add := range commands {
+		root.AddCommand(add(s))
+	}
+	return root
+}
+
+// commands is filled by each command's file in init, so adding a command is
+// one file.
+var commands []func(streams) *cobra.Command
+
+func run(args []string, in io.Reader, out, errw io.Writer) int {
+	root := newRootCmd(streams{in: in, out: out, err: errw})
+	root.SetArgs(args)
+	err := root.Execute()
+	return exitCode(err, errw)
+}
+
+// exitCode is the one place that maps a command's outcome to an exit status
+// and prints its diagnostics.
+func exitCode(err error, errw io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(errw, "tracectl: error: %s\n", escapeTerminal(ee.err.Error()))
+		}
+		if ee.hint != "" {
+			fmt.Fprintf(errw, "tracectl: hint: %s\n", escapeTerminal(ee.hint))
+		}
+		return ee.code
+	}
+	// Cobra's own errors (unknown command, bad args) are usage errors.
+	fmt.Fprintf(errw, "tracectl: error: %s\n", escapeTerminal(err.Error()))
+	fmt.Fprintf(errw, "tracectl: hint: run 'tracectl --help' for usage\n")
+	return exitUsage
+}
