@@ -1,0 +1,162 @@
+package canon
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+)
+
+// Canonicalize returns the RFC 8785 form of data under p with default limits.
+func Canonicalize(data []byte, p Policy) ([]byte, error) {
+	return AppendCanonical(nil, data, p, Limits{})
+}
+
+// AppendCanonical appends the canonical form of data to dst. On error dst is
+// returned unchanged: no partial output.
+func AppendCanonical(dst, data []byte, p Policy, lim Limits) ([]byte, error) {
+	if !p.valid() {
+		return dst, fmt.Errorf("canon: invalid policy %d", p)
+	}
+	d, err := parse(data, ParseOptions{Limits: lim})
+	if err != nil {
+		return dst, err
+	}
+	e := encoder{d: d, p: p, buf: dst}
+	if cap(dst)-len(dst) < len(data) {
+		e.buf = make([]byte, len(dst), len(dst)+len(data)+16)
+		copy(e.buf, dst)
+	}
+	if err := e.encode(0); err != nil {
+		return dst, err
+	}
+	return e.buf, nil
+}
+
+// Canonical returns the canonical form of the subtree at v under p. Errors
+// carry pointers relative to v's document.
+func (v Value) Canonical(p Policy) ([]byte, error) {
+	if !p.valid() {
+		return nil, fmt.Errorf("canon: invalid policy %d", p)
+	}
+	e := encoder{d: v.d, p: p, buf: make([]byte, 0, len(v.Raw())+16)}
+	if err := e.encode(v.i); err != nil {
+		return nil, err
+	}
+	return e.buf, nil
+}
+
+// Digest returns the sha256 digest ("sha256:<hex>") of data's canonical form
+// under p. It streams the canonical bytes into the hash: no second copy of
+// the document is held.
+func Digest(data []byte, p Policy) (string, error) {
+	d, err := parse(data, ParseOptions{})
+	if err != nil {
+		return "", err
+	}
+	return Value{d: d}.Digest(p)
+}
+
+// Digest returns the sha256 digest of the subtree's canonical form.
+func (v Value) Digest(p Policy) (string, error) {
+	h := sha256.New()
+	if _, err := v.writeTo(h, p); err != nil {
+		return "", err
+	}
+	return formatDigest(h), nil
+}
+
+// WriteCanonical streams data's canonical form to w. On a canonicalization
+// error nothing is written (the document is fully checked first... except
+// numbers, which are judged while writing: callers that need all-or-nothing
+// output to a shared sink must use AppendCanonical).
+func WriteCanonical(w io.Writer, data []byte, p Policy, lim Limits) (int64, error) {
+	d, err := parse(data, ParseOptions{Limits: lim})
+	if err != nil {
+		return 0, err
+	}
+	return Value{d: d}.writeTo(w, p)
+}
+
+func (v Value) writeTo(w io.Writer, p Policy) (int64, error) {
+	if !p.valid() {
+		return 0, fmt.Errorf("canon: invalid policy %d", p)
+	}
+	e := encoder{d: v.d, p: p, w: w, buf: make([]byte, 0, min(len(v.Raw())+16, 2*flushAt))}
+	if err := e.encode(v.i); err != nil {
+		return e.n, err
+	}
+	if e.werr == nil && len(e.buf) > 0 {
+		m, err := w.Write(e.buf)
+		e.n += int64(m)
+		e.werr = err
+	}
+	return e.n, e.werr
+}
+
+// ErrNotCanonical reports input that is valid under the policy but not in
+// its canonical form.
+var ErrNotCanonical = errors.New("not in canonical form")
+
+// Check returns nil iff data is exactly its own canonical form under p.
+func Check(data []byte, p Policy) error {
+	c, err := AppendCanonical(nil, data, p, Limits{})
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(c, data) {
+		off := 0
+		for off < len(c) && off < len(data) && c[off] == data[off] {
+			off++
+		}
+		return fmt.Errorf("%w: first difference at byte %d", ErrNotCanonical, off)
+	}
+	return nil
+}
+
+// Marshal encodes a Go value with encoding/json and canonicalizes the result
+// under PolicyV02: the way tracectl writes its own evidence objects.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return Canonicalize(bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), PolicyV02)
+}
+
+// SHA256 returns "sha256:<64 lowercase hex>" of b's exact bytes.
+func SHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func formatDigest(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+// ParseDigest checks the form "sha256:<64 lowercase hex>" and returns the sum.
+func ParseDigest(s string) ([32]byte, error) {
+	var sum [32]byte
+	const prefix = "sha256:"
+	if len(s) != len(prefix)+64 || s[:len(prefix)] != prefix {
+		return sum, fmt.Errorf("digest %q: want sha256:<64 lowercase hex>", truncate(s))
+	}
+	for _, c := range s[len(prefix):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return sum, fmt.Errorf("digest %q: want sha256:<64 lowercase hex>", truncate(s))
+		}
+	}
+	hex.Decode(sum[:], []byte(s[len(prefix):]))
+	return sum, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
