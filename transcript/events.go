@@ -1,0 +1,295 @@
+package transcript
+
+// Format identifiers. Every hashed or signed object names its own format, so
+// a digest of one kind can never be taken for another (spec/transcript.md).
+const (
+	// Format is the transcript format id, recorded in the header line.
+	Format = "tracectl.transcript/v1"
+	// Profile names the proposed profile this transcript implements. It is a
+	// proposal (TRACE v0.3 MCP transcript profile, not adopted); tracectl
+	// never claims conformance to an adopted standard.
+	Profile = "tracectl.mcp-transcript/trace-v0.3-proposal"
+	// MerkleAlg names the commitment: RFC 6962 Merkle tree hash, SHA-256,
+	// leaf = SHA-256(0x00 || line bytes without the LF).
+	MerkleAlg = "rfc6962-sha256"
+)
+
+// Event types: the "type" member of each line.
+const (
+	TypeHeader       = "header"
+	TypeProtocol     = "protocol"
+	TypeSnapshot     = "snapshot"
+	TypeNotification = "notification"
+	TypeAttempt      = "attempt"
+	TypeObservation  = "observation"
+	TypeResolution   = "resolution"
+	TypeRecovery     = "recovery"
+	TypeSeal         = "seal"
+)
+
+// Durability and retention modes, recorded in the header.
+const (
+	DurabilityStrict = "strict" // attempt fsynced before dispatch, response fsynced before delivery
+	DurabilityBatch  = "batch"  // group commit: fsync at most every BatchInterval
+	DurabilityNone   = "none"   // written, never fsynced
+
+	RetainFull   = "full"   // payload bytes kept under blobs/
+	RetainDigest = "digest" // digests and lengths only
+)
+
+// Line is the part every transcript line shares.
+type Line struct {
+	Type string `json:"type"`
+	Seq  int64  `json:"seq"` // 0-based line number; contiguous
+}
+
+// Header is line 0.
+type Header struct {
+	Type             string           `json:"type"` // "header"
+	Seq              int64            `json:"seq"`  // 0
+	Format           string           `json:"format"`
+	Profile          string           `json:"profile"`
+	Canonicalization Canonicalization `json:"canonicalization"`
+	Merkle           string           `json:"merkle"`
+	ExecutionScope   string           `json:"execution_scope"`
+	Producer         Producer         `json:"producer"`
+	Server           Server           `json:"server"`
+	Retention        string           `json:"retention"`
+	Durability       string           `json:"durability"`
+	Limits           HeaderLimits     `json:"limits"`
+	StartedAtMs      int64            `json:"started_at_ms"`
+}
+
+// Canonicalization names the canon policy ids in force.
+type Canonicalization struct {
+	Lines        string `json:"lines"`        // canon.PolicyV02ID: every line
+	Declarations string `json:"declarations"` // canon.PolicyMCPDeclID: per-tool declaration digests
+}
+
+// Producer identifies the software that wrote the transcript.
+type Producer struct {
+	Name           string `json:"name"`
+	Version        string `json:"version"`
+	KeyThumbprint  string `json:"key_thumbprint,omitempty"` // RFC 7638, when the signing key is known at start
+	InstanceDigest string `json:"executable_sha256,omitempty"`
+}
+
+// Server is the MCP server as the producer observed it. Raw arguments are
+// never recorded (they may hold secrets): only their digest and count.
+type Server struct {
+	Transport        string `json:"transport"`                   // "stdio" or "in-process"
+	Executable       string `json:"executable,omitempty"`        // resolved path as observed
+	ExecutableSHA256 string `json:"executable_sha256,omitempty"` // of the file's bytes at start
+	ArgsDigest       string `json:"args_digest,omitempty"`       // sha256 of JCS(array of argument strings)
+	Argc             int64  `json:"argc"`
+	Name             string `json:"name,omitempty"` // a label the operator gave, not an authenticated identity
+}
+
+// HeaderLimits are the limits in force while recording.
+type HeaderLimits struct {
+	MaxFrameBytes    int64 `json:"max_frame_bytes"`
+	MaxSnapshotPages int64 `json:"max_snapshot_pages"`
+	MaxPageBytes     int64 `json:"max_page_bytes"`
+	MaxSnapshotBytes int64 `json:"max_snapshot_bytes"`
+	BatchIntervalMs  int64 `json:"batch_interval_ms,omitempty"`
+	CallTimeoutMs    int64 `json:"call_timeout_ms,omitempty"`
+}
+
+// Payload commits to exact bytes: a request line, a response line, a
+// tools/list page. The bytes, when retained, are stored content-addressed
+// at blobs/sha256/<hex>.
+type Payload struct {
+	Digest    string `json:"digest"` // sha256:<hex> of the exact bytes
+	Length    int64  `json:"length"`
+	Retained  bool   `json:"retained"`
+	OverLimit bool   `json:"over_limit,omitempty"` // longer than max_frame_bytes: forwarded, not retained
+}
+
+// JSONRPCID records a JSON-RPC id exactly: never decoded through a float.
+type JSONRPCID struct {
+	Present bool   `json:"present"`
+	Kind    string `json:"kind,omitempty"` // string | number | null | other (the JSON type of the member)
+	Text    string `json:"text,omitempty"` // the exact JSON text of the id as received
+}
+
+// Protocol is a protocol observation: which MCP era and revision the peers
+// use, and the server's self-description as reported (not authenticated).
+type Protocol struct {
+	Type       string   `json:"type"` // "protocol"
+	Seq        int64    `json:"seq"`
+	AtMs       int64    `json:"at_ms"`
+	Era        string   `json:"era"`                      // "modern" | "legacy" | "unknown"
+	Version    string   `json:"version"`                  // the revision string as declared or negotiated
+	Source     string   `json:"source"`                   // "initialize_response" | "discover_response" | "request_meta"
+	ServerName string   `json:"server_name,omitempty"`    // serverInfo.name as reported
+	ServerVer  string   `json:"server_version,omitempty"` // serverInfo.version as reported
+	Payload    *Payload `json:"payload,omitempty"`        // the exact message observed
+}
+
+// SnapshotEvent records a declaration snapshot (its manifest is a blob).
+type SnapshotEvent struct {
+	Type             string `json:"type"` // "snapshot"
+	Seq              int64  `json:"seq"`
+	AtMs             int64  `json:"at_ms"`
+	SnapshotID       string `json:"snapshot_id"`
+	ManifestDigest   string `json:"manifest_digest"` // sha256 of the manifest's canonical bytes
+	Complete         bool   `json:"complete"`
+	IncompleteReason string `json:"incomplete_reason,omitempty"`
+	Tools            int64  `json:"tools"`
+	Pages            int64  `json:"pages"`
+	Reuse            bool   `json:"reuse"` // a cached capture reused; the manifest names the original and the policy
+}
+
+// Notification records a notification that matters to the evidence.
+type Notification struct {
+	Type      string     `json:"type"` // "notification"
+	Seq       int64      `json:"seq"`
+	AtMs      int64      `json:"at_ms"`
+	Method    string     `json:"method"`               // e.g. notifications/tools/list_changed, notifications/cancelled
+	Direction string     `json:"direction"`            // "server_to_client" | "client_to_server"
+	RequestID *JSONRPCID `json:"request_id,omitempty"` // for cancelled: the request it names
+	AttemptID string     `json:"attempt_id,omitempty"` // for cancelled: the attempt that id matched, if any
+	Payload   Payload    `json:"payload"`
+}
+
+// Attempt is one outbound tools/call attempt. It is durable before the
+// request is dispatched (strict durability).
+type Attempt struct {
+	Type           string       `json:"type"` // "attempt"
+	Seq            int64        `json:"seq"`
+	AtMs           int64        `json:"at_ms"`
+	ExecutionScope string       `json:"execution_scope"`
+	AttemptID      string       `json:"attempt_id"`
+	Tool           string       `json:"tool"`
+	ArgsDigest     string       `json:"arguments_digest,omitempty"` // mcp-decl canonical digest of params.arguments, when canonicalizable
+	RPCID          JSONRPCID    `json:"jsonrpc_id"`
+	Protocol       AttemptProto `json:"protocol"`
+	ServerDigest   string       `json:"server"` // sha256 of JCS(header.server): the target as observed
+	Request        Payload      `json:"request"`
+	Terminator     string       `json:"terminator"` // "lf" | "crlf" | "none": how the request line ended
+	Snapshot       SnapshotRef  `json:"snapshot"`
+	RetryOf        string       `json:"retry_of,omitempty"`
+	RetryBasis     string       `json:"retry_basis,omitempty"` // caller_declared | inferred | continuation
+	Correlation    Correlation  `json:"correlation"`
+}
+
+// AttemptProto is the protocol revision an attempt was sent under.
+type AttemptProto struct {
+	Era   string `json:"era"`   // "modern" | "legacy" | "unknown"
+	State string `json:"state"` // request _meta protocolVersion: "present" | "absent" | "malformed"; legacy: "negotiated"
+	Value string `json:"version,omitempty"`
+}
+
+// SnapshotRef binds an attempt to the snapshot in force at dispatch, or
+// says why there was none.
+type SnapshotRef struct {
+	SnapshotID     string `json:"snapshot_id,omitempty"`
+	ManifestDigest string `json:"manifest_digest,omitempty"`
+	Complete       bool   `json:"complete"`
+	NoneReason     string `json:"none_reason,omitempty"` // no_tools_list_observed | invalidated_by_list_changed | ...
+}
+
+// Correlation metadata: recorded after a safe-shape check; an invalid value
+// is recorded as invalid, never copied.
+type Correlation struct {
+	Traceparent   *CorrValue `json:"traceparent,omitempty"`
+	Tracestate    *CorrValue `json:"tracestate,omitempty"`
+	CorrelationID *CorrValue `json:"correlation_id,omitempty"`
+}
+
+// CorrValue is a validated correlation value.
+type CorrValue struct {
+	Valid  bool   `json:"valid"`
+	Value  string `json:"value,omitempty"`  // only when valid
+	Reason string `json:"reason,omitempty"` // only when invalid: not_string | too_long | bad_charset | bad_shape
+}
+
+// Observation kinds.
+const (
+	ObsResponse         = "response"          // a response line was recorded (result or JSON-RPC error)
+	ObsTransportFailure = "transport_failure" // the transport failed with the call in flight: outcome unknown
+	ObsTimeout          = "timeout"           // no response within the call timeout: outcome unknown
+	ObsCancelSent       = "cancel_sent"       // the client cancelled: outcome unknown
+	ObsLateResponse     = "late_response"     // a response after a timeout/cancel: recorded, earlier unknown kept
+)
+
+// Observation is something observed about an attempt.
+type Observation struct {
+	Type       string   `json:"type"` // "observation"
+	Seq        int64    `json:"seq"`
+	AtMs       int64    `json:"at_ms"`
+	AttemptID  string   `json:"attempt_id"`
+	Kind       string   `json:"kind"`
+	ResultType string   `json:"result_type,omitempty"` // complete | input_required | <extension>; "error" for JSON-RPC errors
+	IsError    bool     `json:"is_error,omitempty"`    // result.isError
+	ErrorCode  *int64   `json:"error_code,omitempty"`  // JSON-RPC error code
+	Response   *Payload `json:"response,omitempty"`
+	Detail     string   `json:"detail,omitempty"` // e.g. "server exited: signal: killed"
+	Basis      string   `json:"basis"`            // "producer_observation": not authenticated by the server
+}
+
+// Resolution outcomes and reasons.
+const (
+	OutcomeUnknown = "unknown"
+
+	ReasonProducerCrashed = "producer_crashed" // recovered after a crash with the attempt in flight
+	ReasonSealedInFlight  = "sealed_in_flight" // sealed while the attempt had no terminal observation
+	ReasonServerExited    = "server_exited"    // the server went away with the attempt in flight
+)
+
+// Resolution closes an attempt that has no terminal observation. It is
+// appended at seal or recovery; it never rewrites an earlier line.
+type Resolution struct {
+	Type      string `json:"type"` // "resolution"
+	Seq       int64  `json:"seq"`
+	AtMs      int64  `json:"at_ms"`
+	AttemptID string `json:"attempt_id"`
+	Outcome   string `json:"outcome"` // "unknown"
+	Reason    string `json:"reason"`
+}
+
+// Recovery records what recovery found, e.g. a quarantined torn line.
+type Recovery struct {
+	Type       string `json:"type"` // "recovery"
+	Seq        int64  `json:"seq"`
+	AtMs       int64  `json:"at_ms"`
+	TornDigest string `json:"torn_digest,omitempty"` // sha256 of the quarantined bytes
+	TornLength int64  `json:"torn_length,omitempty"`
+	TornFile   string `json:"torn_file,omitempty"` // side file under the bundle holding those bytes
+	Detail     string `json:"detail"`
+}
+
+// Seal is the last line: counts the verifier recomputes.
+type Seal struct {
+	Type              string `json:"type"` // "seal"
+	Seq               int64  `json:"seq"`
+	AtMs              int64  `json:"at_ms"`
+	Attempts          int64  `json:"attempts"`
+	Responses         int64  `json:"responses"`
+	TransportFailures int64  `json:"transport_failures"`
+	Unknown           int64  `json:"unknown"`
+	Recovered         bool   `json:"recovered"`
+}
+
+// Bundle layout (spec/transcript.md): a directory holding these files.
+const (
+	RecordFile     = "record.json"      // the signed TRACE v0.2 Trust Record
+	TranscriptFile = "transcript.jsonl" // the journal, one canonical JSON object per line
+	BlobDir        = "blobs/sha256"     // exact payload bytes and snapshot manifests, named by SHA-256 hex
+	QuarantineDir  = "quarantine"       // torn lines found by recovery, kept byte for byte
+)
+
+// BlobPath returns the bundle-relative path of the blob with the given
+// "sha256:<hex>" digest, or "" when the digest is malformed.
+func BlobPath(digest string) string {
+	const prefix = "sha256:"
+	if len(digest) != len(prefix)+64 || digest[:len(prefix)] != prefix {
+		return ""
+	}
+	for _, c := range digest[len(prefix):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return BlobDir + "/" + digest[len(prefix):]
+}
