@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// clientToServer forwards client lines to the server, recording tools/call
+// attempts (durably, before forwarding), tools/list requests and
+// cancellations. It is the only writer of the server's stdin.
+func (s *session) clientToServer() error {
+	lr := newLineReader(s.cfg.ClientIn, MaxInterpretBytes)
+	for {
+		f, err := lr.next(func(b []byte) error { _, werr := s.serverIn.Write(b); return werr })
+		if f.streamed {
+			s.mu.Lock()
+			s.noteSinkErr(s.cfg.Sink.Oversized("client_to_server", f.digest, f.length))
+			s.mu.Unlock()
+		} else if f.data != nil {
+			if werr := s.fromClient(f.data); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (s *session) fromClient(line []byte) error {
+	body, term := splitTerminator(line)
+	m := parseMessage(body, MaxInterpretBytes)
+	if m.kind == kindRequest || m.kind == kindNotification {
+		s.noteEra(m)
+	}
+	switch {
+	case m.kind == kindRequest && m.method == "tools/call":
+		s.mu.Lock()
+		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: term, msg: m})
+		if err != nil {
+			// Fail closed: not forwarded; the client learns why.
+			s.noteSinkErr(err)
+			s.mu.Unlock()
+			return s.writeClient(errorLine(m.idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+		}
+		// A second call in flight under the same id is still its own
+		// attempt; its response cannot be told apart, so responses go to
+		// the first (the conflict is visible in the transcript: two
+		// attempts, one id, overlapping).
+		p := &pending{what: reqCall, ref: ref}
+		if _, dup := s.inflight[m.idKey]; !dup {
+			s.inflight[m.idKey] = p
+			delete(s.answered, m.idKey)
+			if s.cfg.CallTimeout > 0 {
+				key := m.idKey
+				p.timer = time.AfterFunc(s.cfg.CallTimeout, func() { s.timeout(key, p) })
+			}
+		}
+		s.mu.Unlock()
+	case m.kind == kindRequest && m.method == "tools/list":
+		s.track(m.idKey, &pending{what: reqList, isList: true, listReq: append([]byte(nil), line...)})
+	case m.kind == kindRequest && m.method == "initialize":
+		s.track(m.idKey, &pending{what: reqInit, isList: true})
+	case m.kind == kindRequest && m.method == "server/discover":
+		s.track(m.idKey, &pending{what: reqDiscover, isList: true})
+	case m.kind == kindNotification && m.method == "notifications/cancelled":
+		if rid, ok := m.params.Get("requestId"); ok {
+			key := string(rid.Raw())
+			s.mu.Lock()
+			if p, ok := s.inflight[key]; ok && p.what == reqCall {
+				p.canceled = true
+				s.noteSinkErr(s.cfg.Sink.CancelSent(p.ref, line))
+			}
+			s.mu.Unlock()
+		}
+	}
+	_, err := s.serverIn.Write(line)
+	return err
+}
+
+func (s *session) track(key string, p *pending) {
+	s.mu.Lock()
+	s.inflight[key] = p
+	s.mu.Unlock()
+}
+
+func (s *session) timeout(key string, p *pending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.inflight[key]; !ok || cur != p {
+		return
+	}
+	p.timedOut = true
+	s.noteSinkErr(s.cfg.Sink.Timeout(p.ref))
+}
+
+// serverToClient forwards server lines to the client, recording responses
+// (durably, before forwarding), tools/list pages and list_changed.
+func (s *session) serverToClient(r io.Reader) error {
+	lr := newLineReader(r, MaxInterpretBytes)
+	for {
+		streaming := false
+		f, err := lr.next(func(b []byte) error {
+			if !streaming {
+				s.outMu.Lock() // held for the whole streamed line
+				streaming = true
+			}
+			_, werr := s.cfg.ClientOut.Write(b)
+			return werr
+		})
+		if streaming {
+			s.outMu.Unlock()
+		}
+		if f.streamed {
+			s.mu.Lock()
+			s.noteSinkErr(s.cfg.Sink.Oversized("server_to_client", f.digest, f.length))
+			s.mu.Unlock()
+		} else if f.data != nil {
+			if werr := s.fromServer(f.data); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (s *session) fromServer(line []byte) error {
+	body, _ := splitTerminator(line)
+	m := parseMessage(body, MaxInterpretBytes)
+	forward, synth := s.observeServer(m, line)
+	if synth != nil {
+		if err := s.writeClient(synth); err != nil {
+			return err
+		}
+	}
+	if !forward {
+		return nil
+	}
+	return s.writeClient(line)
+}
+
+// observeServer records what a server line means and decides whether it is
+// forwarded (it always is, unless the proxy already answered the client for
+// that id, or the response could not be recorded).
+func (s *session) observeServer(m message, line []byte) (forward bool, synth []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m.kind {
+	case kindResponse:
+		p, ok := s.inflight[m.idKey]
+		if !ok {
+			return true, nil
+		}
+		delete(s.inflight, m.idKey)
+		switch p.what {
+		case reqList:
+			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.hasErr))
+			return true, nil
+		case reqInit:
+			if !m.hasErr {
+				v, name, ver := initializeInfo(m.result)
+				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "legacy", Version: v, Source: "initialize_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+				s.legacyVer = v
+			}
+			return true, nil
+		case reqDiscover:
+			if !m.hasErr {
+				name, ver := discoverInfo(m.result)
+				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: s.modernVer, Source: "discover_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+			}
+			return true, nil
+		}
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		obs := responseObs(m, line)
+		obs.Late = p.timedOut || p.canceled
+		if err := s.cfg.Sink.Response(p.ref, obs); err != nil {
+			// Fail closed: a response is never forwarded unrecorded; the
+			// client gets an error naming the reason instead.
+			s.noteSinkErr(err)
+			return false, errorLine(m.idKey, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())
+		}
+		if s.answered[m.idKey] {
+			delete(s.answered, m.idKey)
+			return false, nil
+		}
+	case kindNotification:
+		if m.method == "notifications/tools/list_changed" {
+			s.noteSinkErr(s.cfg.Sink.ListChanged(append([]byte(nil), line...)))
+		}
+	}
+	return true, nil
+}
+
+func responseObs(m message, line []byte) ResponseObs {
+	obs := ResponseObs{Line: line}
+	if m.hasErr {
+		obs.ResultType = "error"
+		if m.errNum.Valid() {
+			if v, err := strconv.ParseInt(string(m.errNum.Raw()), 10, 64); err == nil {
+				obs.ErrorCode = &v
+			}
+		}
+		return obs
+	}
+	obs.ResultType = "complete" // a legacy result without resultType is complete
+	if rt, ok := str(m.result, "resultType"); ok {
+		obs.ResultType = rt
+	}
+	if ie, ok := m.result.Get("isError"); ok {
+		obs.IsError, _ = ie.Bool()
+	}
+	return obs
+}
+
+// noteEra: initialize means legacy; a request carrying the modern _meta
+// protocol version means modern.
+func (s *session) noteEra(m message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.method == "initialize" {
+		s.era = "legacy"
+		return
+	}
+	if state, v := m.protocolState(); state == "present" && s.era == "" {
+		s.era = "modern"
+		s.modernVer = v
+		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: v, Source: "request_meta"}))
+	}
+}
+
+// Era returns the era observed so far and its revision.
+func (s *session) eraInfo() (era, version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.era == "legacy" {
+		return "legacy", s.legacyVer
+	}
+	return s.era, s.modernVer
+}
+
+func initializeInfo(result canon.Value) (version, name, ver string) {
+	version, _ = str(result, "protocolVersion")
+	if si, ok := result.Get("serverInfo"); ok {
+		name, _ = str(si, "name")
+		ver, _ = str(si, "version")
+	}
+	return
+}
+
+func discoverInfo(result canon.Value) (name, ver string) {
+	if meta, ok := result.Get("_meta"); ok {
+		if si, ok := meta.Get(MetaServerInfo); ok {
+			name, _ = str(si, "name")
+			ver, _ = str(si, "version")
+		}
+	}
+	return
+}
+
+var _ = errors.New

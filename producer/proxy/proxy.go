@@ -1,0 +1,314 @@
+// Package proxy is tracectl's byte-transparent stdio MCP proxy: it sits
+// between an MCP client and a stdio server, forwards every byte unchanged in
+// both directions, and records what it observes through a Sink (in
+// production, the producer's durable journal).
+//
+// Ordering guarantees (spec/transcript.md, "Durability"):
+//   - a tools/call request is forwarded only after Sink.Attempt returned,
+//     i.e. after the attempt is durable; if it fails, the request is not
+//     forwarded and the client receives a JSON-RPC error (fail closed);
+//   - a tools/call response is forwarded only after Sink.Response returned;
+//   - when the server goes away with calls in flight, each gets a
+//     transport-failure observation and the client a JSON-RPC error.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Sink receives observations. Implementations make them durable according
+// to their durability mode before returning.
+type Sink interface {
+	// Attempt records a tools/call attempt before it is forwarded.
+	Attempt(c Call) (AttemptRef, error)
+	// Response records the response to an attempt before it is forwarded.
+	Response(a AttemptRef, r ResponseObs) error
+	// Timeout, CancelSent and TransportFailure record an unknown outcome.
+	Timeout(a AttemptRef) error
+	CancelSent(a AttemptRef, line []byte) error
+	TransportFailure(a AttemptRef, detail string) error
+	// Protocol records an era/revision observation.
+	Protocol(p ProtocolObs) error
+	// ListPage hands a tools/list request and its response to snapshot
+	// collection; ListChanged reports notifications/tools/list_changed.
+	ListPage(request, response []byte, isError bool) error
+	ListChanged(line []byte) error
+	// Oversized records a frame too long to interpret (forwarded unchanged).
+	Oversized(direction string, digest string, length int64) error
+}
+
+// AttemptRef identifies a recorded attempt.
+type AttemptRef interface{ AttemptID() string }
+
+// Call is what the proxy knows about a tools/call request.
+type Call struct {
+	Line       []byte // exact bytes including the terminator
+	Terminator string // "lf" | "crlf" | "none"
+	msg        message
+}
+
+// ResponseObs is a response to an attempt.
+type ResponseObs struct {
+	Line       []byte
+	ResultType string // complete | input_required | <ext> | "error"
+	IsError    bool
+	ErrorCode  *int64
+	Late       bool // after a timeout or cancellation
+}
+
+// ProtocolObs is an era observation.
+type ProtocolObs struct {
+	Era, Version, Source, ServerName, ServerVersion string
+	Line                                            []byte
+}
+
+// Config configures a proxy run.
+type Config struct {
+	Command string
+	Args    []string
+	Env     []string // nil: inherit
+	Dir     string
+
+	ClientIn  io.Reader // the MCP client's requests (our stdin)
+	ClientOut io.Writer // to the MCP client (our stdout)
+	ServerErr io.Writer // where the server's stderr goes (our stderr)
+
+	Sink        Sink
+	CallTimeout time.Duration // 0: none
+	Grace       time.Duration // how long in-flight calls may finish after client EOF or ctx cancel
+	KillAfter   time.Duration // after closing the server's stdin: wait, then SIGTERM, then SIGKILL after this
+	Started     func(pid int) // optional: called once the server runs
+}
+
+// Result summarizes a run.
+type Result struct {
+	ExitStatus string // the server's exit status as observed
+	InFlight   int    // attempts still in flight at the end (left for the recorder to resolve as unknown)
+}
+
+// What a pending request is, so its response is routed to the right record.
+const (
+	reqCall     = iota // tools/call: an attempt
+	reqList            // tools/list: a snapshot page
+	reqInit            // initialize: the legacy negotiated version
+	reqDiscover        // server/discover: the modern server's self-description
+)
+
+type pending struct {
+	what     int
+	ref      AttemptRef
+	isList   bool
+	listReq  []byte
+	timer    *time.Timer
+	timedOut bool
+	canceled bool
+}
+
+type session struct {
+	cfg       Config
+	mu        sync.Mutex // guards inflight, answered, era, sinkErr; Sink calls are made under it so history is ordered
+	outMu     sync.Mutex // serializes whole lines written to the client; never held while taking mu
+	inflight  map[string]*pending
+	answered  map[string]bool // ids the proxy answered itself (late responses are then not forwarded)
+	clientOut io.Writer
+	serverIn  io.WriteCloser
+	era       string
+	modernVer string
+	legacyVer string
+	sinkErr   error
+}
+
+// ErrAuditUnavailable is returned to the client (as a JSON-RPC error) and
+// from Run when the Sink cannot make evidence durable.
+var ErrAuditUnavailable = errors.New("audit unavailable: evidence could not be made durable")
+
+// Run starts the server and proxies until the client closes its input (or
+// ctx is cancelled) and the server has been shut down.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Grace == 0 {
+		cfg.Grace = 5 * time.Second
+	}
+	if cfg.KillAfter == 0 {
+		cfg.KillAfter = 2 * time.Second
+	}
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
+	cmd.Stderr = cfg.ServerErr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	serverIn, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	serverOut, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start server %q: %w", cfg.Command, err)
+	}
+	if cfg.Started != nil {
+		cfg.Started(cmd.Process.Pid)
+	}
+	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, clientOut: cfg.ClientOut, serverIn: serverIn}
+
+	serverDone := make(chan error, 1)
+	go func() { serverDone <- s.serverToClient(serverOut) }()
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- s.clientToServer() }()
+
+	var clientErr error
+	serverClosed := false
+	select {
+	case clientErr = <-clientDone:
+	case <-ctx.Done():
+	case err := <-serverDone:
+		serverClosed = true
+		_ = err
+	}
+	// Stop forwarding client input; let in-flight calls finish for a grace period.
+	if !serverClosed {
+		deadline := time.NewTimer(cfg.Grace)
+		tick := time.NewTicker(10 * time.Millisecond)
+	wait:
+		for s.inflightCalls() > 0 {
+			select {
+			case <-deadline.C:
+				break wait
+			case err := <-serverDone:
+				serverClosed = true
+				_ = err
+				break wait
+			case <-tick.C:
+			}
+		}
+		deadline.Stop()
+		tick.Stop()
+	}
+	serverIn.Close()
+	status := shutdown(cmd, serverDone, serverClosed, cfg.KillAfter)
+	res := &Result{ExitStatus: status}
+	// Anything still in flight when the server is gone failed in transport.
+	res.InFlight = s.failInflight("server exited: " + status)
+	if s.sinkErr != nil {
+		return res, s.sinkErr
+	}
+	if clientErr != nil && !errors.Is(clientErr, io.EOF) {
+		return res, clientErr
+	}
+	return res, nil
+}
+
+// shutdown stops the server politely: stdin is closed already; wait, then
+// SIGTERM, then SIGKILL.
+func shutdown(cmd *exec.Cmd, serverDone chan error, closed bool, killAfter time.Duration) string {
+	waited := make(chan error, 1)
+	go func() {
+		if !closed {
+			select {
+			case <-serverDone:
+			case <-time.After(killAfter):
+			}
+		}
+		waited <- cmd.Wait()
+	}()
+	select {
+	case err := <-waited:
+		return exitStatus(cmd, err)
+	case <-time.After(killAfter):
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-waited:
+		return exitStatus(cmd, err)
+	case <-time.After(killAfter):
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return exitStatus(cmd, <-waited)
+}
+
+func exitStatus(cmd *exec.Cmd, err error) string {
+	if cmd.ProcessState != nil {
+		return cmd.ProcessState.String()
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "unknown"
+}
+
+func (s *session) inflightCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.inflight {
+		if !p.isList {
+			n++
+		}
+	}
+	return n
+}
+
+// writeClient writes whole lines to the client, so lines from the server
+// and lines the proxy synthesizes never interleave. Never called with mu held:
+// a client that is slow to read must not stall the recording of the other
+// direction.
+func (s *session) writeClient(b []byte) error {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	_, err := s.cfg.ClientOut.Write(b)
+	return err
+}
+
+func (s *session) noteSinkErr(err error) {
+	if err != nil && s.sinkErr == nil {
+		s.sinkErr = fmt.Errorf("%w: %v", ErrAuditUnavailable, err)
+	}
+}
+
+// errorLine builds a JSON-RPC error response for the exact id text.
+func errorLine(idText string, code int, msg string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + strconv.Quote(msg) + `}}` + "\n")
+}
+
+// JSON-RPC error codes the proxy synthesizes (implementation-defined range).
+const (
+	codeAuditUnavailable = -32001 // not forwarded: evidence could not be made durable
+	codeTransportFailure = -32002 // the server went away with the call in flight
+)
+
+func (s *session) failInflight(detail string) int {
+	s.mu.Lock()
+	var synth [][]byte
+	defer func() {
+		s.mu.Unlock()
+		for _, b := range synth {
+			_ = s.writeClient(b)
+		}
+	}()
+	n := 0
+	for key, p := range s.inflight {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		if p.isList {
+			delete(s.inflight, key)
+			continue
+		}
+		n++
+		s.noteSinkErr(s.cfg.Sink.TransportFailure(p.ref, detail))
+		if !p.canceled {
+			synth = append(synth, errorLine(key, codeTransportFailure, "tracectl: transport failure: "+detail))
+			s.answered[key] = true
+		}
+		delete(s.inflight, key)
+	}
+	return n
+}
