@@ -13,7 +13,7 @@ import (
 // attempts (durably, before forwarding), tools/list requests and
 // cancellations. It is the only writer of the server's stdin.
 func (s *session) clientToServer() error {
-	lr := newLineReader(s.cfg.ClientIn, MaxInterpretBytes)
+	lr := newLineReader(s.cfg.ClientIn, s.cfg.MaxInterpret)
 	for {
 		f, err := lr.next(func(b []byte) error { _, werr := s.serverIn.Write(b); return werr })
 		if f.streamed {
@@ -32,8 +32,14 @@ func (s *session) clientToServer() error {
 }
 
 func (s *session) fromClient(line []byte) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return io.ErrClosedPipe
+	}
 	body, term := splitTerminator(line)
-	m := parseMessage(body, MaxInterpretBytes)
+	m := parseMessage(body, int64(s.cfg.MaxInterpret))
 	if m.kind == kindRequest || m.kind == kindNotification {
 		s.noteEra(m)
 	}
@@ -101,7 +107,7 @@ func (s *session) timeout(key string, p *pending) {
 // serverToClient forwards server lines to the client, recording responses
 // (durably, before forwarding), tools/list pages and list_changed.
 func (s *session) serverToClient(r io.Reader) error {
-	lr := newLineReader(r, MaxInterpretBytes)
+	lr := newLineReader(r, s.cfg.MaxInterpret)
 	for {
 		streaming := false
 		f, err := lr.next(func(b []byte) error {
@@ -132,7 +138,7 @@ func (s *session) serverToClient(r io.Reader) error {
 
 func (s *session) fromServer(line []byte) error {
 	body, _ := splitTerminator(line)
-	m := parseMessage(body, MaxInterpretBytes)
+	m := parseMessage(body, int64(s.cfg.MaxInterpret))
 	forward, synth := s.observeServer(m, line)
 	if synth != nil {
 		if err := s.writeClient(synth); err != nil {

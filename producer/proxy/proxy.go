@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -86,6 +87,9 @@ type Config struct {
 	Grace       time.Duration // how long in-flight calls may finish after client EOF or ctx cancel
 	KillAfter   time.Duration // after closing the server's stdin: wait, then SIGTERM, then SIGKILL after this
 	Started     func(pid int) // optional: called once the server runs
+	// MaxInterpret bounds the bytes of one line held in memory to read it
+	// (default MaxInterpretBytes). Longer lines are streamed through.
+	MaxInterpret int
 }
 
 // Result summarizes a run.
@@ -124,6 +128,19 @@ type session struct {
 	modernVer string
 	legacyVer string
 	sinkErr   error
+	stopped   bool // the session is over: late client input is not interpreted
+}
+
+func (s *session) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+}
+
+func (s *session) sinkError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sinkErr
 }
 
 // ErrAuditUnavailable is returned to the client (as a JSON-RPC error) and
@@ -131,13 +148,18 @@ type session struct {
 var ErrAuditUnavailable = errors.New("audit unavailable: evidence could not be made durable")
 
 // Run starts the server and proxies until the client closes its input (or
-// ctx is cancelled) and the server has been shut down.
+// ctx is cancelled, or the server goes away) and the server has been shut
+// down. Every byte the server wrote before it closed stdout is forwarded
+// before Run returns.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Grace == 0 {
 		cfg.Grace = 5 * time.Second
 	}
 	if cfg.KillAfter == 0 {
 		cfg.KillAfter = 2 * time.Second
+	}
+	if cfg.MaxInterpret <= 0 {
+		cfg.MaxInterpret = MaxInterpretBytes
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
@@ -147,44 +169,53 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	serverOut, err := cmd.StdoutPipe()
+	// Our own pipe for stdout, so that Wait (on exit) never closes the read
+	// end while bytes are still to be forwarded.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = pw
 	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
 		return nil, fmt.Errorf("start server %q: %w", cfg.Command, err)
 	}
+	pw.Close()
 	if cfg.Started != nil {
 		cfg.Started(cmd.Process.Pid)
 	}
 	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, clientOut: cfg.ClientOut, serverIn: serverIn}
 
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	serverDone := make(chan error, 1)
-	go func() { serverDone <- s.serverToClient(serverOut) }()
+	go func() { serverDone <- s.serverToClient(pr) }()
 	clientDone := make(chan error, 1)
 	go func() { clientDone <- s.clientToServer() }()
 
 	var clientErr error
-	serverClosed := false
+	stdoutClosed := false
 	select {
 	case clientErr = <-clientDone:
 	case <-ctx.Done():
-	case err := <-serverDone:
-		serverClosed = true
-		_ = err
+	case <-serverDone:
+		stdoutClosed = true
+	case <-exited:
 	}
-	// Stop forwarding client input; let in-flight calls finish for a grace period.
-	if !serverClosed {
+	// Stop taking client input into account; let in-flight calls finish for
+	// a grace period while the server can still answer.
+	if !stdoutClosed {
 		deadline := time.NewTimer(cfg.Grace)
-		tick := time.NewTicker(10 * time.Millisecond)
+		tick := time.NewTicker(5 * time.Millisecond)
 	wait:
 		for s.inflightCalls() > 0 {
 			select {
 			case <-deadline.C:
 				break wait
-			case err := <-serverDone:
-				serverClosed = true
-				_ = err
+			case <-serverDone:
+				stdoutClosed = true
 				break wait
 			case <-tick.C:
 			}
@@ -192,13 +223,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		deadline.Stop()
 		tick.Stop()
 	}
+	s.stop()
 	serverIn.Close()
-	status := shutdown(cmd, serverDone, serverClosed, cfg.KillAfter)
+	terminate(cmd, exited, cfg.KillAfter)
+	if !stdoutClosed {
+		// The server has exited; drain what it wrote. A grandchild that
+		// still holds the pipe open must not hold us forever.
+		select {
+		case <-serverDone:
+		case <-time.After(cfg.KillAfter):
+			pr.Close()
+			<-serverDone
+		}
+	}
+	pr.Close()
+	status := exitStatus(cmd, waitErr)
 	res := &Result{ExitStatus: status}
-	// Anything still in flight when the server is gone failed in transport.
 	res.InFlight = s.failInflight("server exited: " + status)
-	if s.sinkErr != nil {
-		return res, s.sinkErr
+	if err := s.sinkError(); err != nil {
+		return res, err
 	}
 	if clientErr != nil && !errors.Is(clientErr, io.EOF) {
 		return res, clientErr
@@ -206,32 +249,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// shutdown stops the server politely: stdin is closed already; wait, then
-// SIGTERM, then SIGKILL.
-func shutdown(cmd *exec.Cmd, serverDone chan error, closed bool, killAfter time.Duration) string {
-	waited := make(chan error, 1)
-	go func() {
-		if !closed {
-			select {
-			case <-serverDone:
-			case <-time.After(killAfter):
-			}
-		}
-		waited <- cmd.Wait()
-	}()
+// terminate stops the server politely: stdin is closed already; wait, then
+// SIGTERM, then SIGKILL to its process group.
+func terminate(cmd *exec.Cmd, exited chan struct{}, after time.Duration) {
 	select {
-	case err := <-waited:
-		return exitStatus(cmd, err)
-	case <-time.After(killAfter):
+	case <-exited:
+		return
+	case <-time.After(after):
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-waited:
-		return exitStatus(cmd, err)
-	case <-time.After(killAfter):
+	case <-exited:
+		return
+	case <-time.After(after):
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	return exitStatus(cmd, <-waited)
+	<-exited
 }
 
 func exitStatus(cmd *exec.Cmd, err error) string {
