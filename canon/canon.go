@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
 )
 
 // Canonicalize returns the RFC 8785 form of data under p with default limits.
@@ -26,39 +27,42 @@ func AppendCanonical(dst, data []byte, p Policy, lim Limits) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	e := encoder{d: d, p: p, buf: dst}
-	if cap(dst)-len(dst) < len(data) {
-		e.buf = make([]byte, len(dst), len(dst)+len(data)+16)
-		copy(e.buf, dst)
+	return d.Root().appendCanonical(dst, p)
+}
+
+func (v Value) appendCanonical(dst []byte, p Policy) ([]byte, error) {
+	if !p.valid() {
+		return dst, fmt.Errorf("canon: invalid policy %d", p)
 	}
-	if err := e.encode(0); err != nil {
+	if v.d == nil {
+		return dst, errors.New("canon: canonical form of the zero Value")
+	}
+	if err := v.d.check(v.i, p); err != nil {
 		return dst, err
 	}
+	// Canonical output is rarely longer than the input (only exponent
+	// spellings of integers, "1e15", grow), so one reservation suffices.
+	e := encoder{d: v.d, buf: slices.Grow(dst, len(v.Raw())+16)}
+	e.encode(v.i)
 	return e.buf, nil
 }
 
 // Canonical returns the canonical form of the subtree at v under p. Errors
-// carry pointers relative to v's document.
-func (v Value) Canonical(p Policy) ([]byte, error) {
-	if !p.valid() {
-		return nil, fmt.Errorf("canon: invalid policy %d", p)
-	}
-	e := encoder{d: v.d, p: p, buf: make([]byte, 0, len(v.Raw())+16)}
-	if err := e.encode(v.i); err != nil {
-		return nil, err
-	}
-	return e.buf, nil
-}
+// carry pointers and offsets within v's document.
+func (v Value) Canonical(p Policy) ([]byte, error) { return v.appendCanonical(nil, p) }
 
 // Digest returns the sha256 digest ("sha256:<hex>") of data's canonical form
 // under p. It streams the canonical bytes into the hash: no second copy of
 // the document is held.
 func Digest(data []byte, p Policy) (string, error) {
+	if !p.valid() {
+		return "", fmt.Errorf("canon: invalid policy %d", p)
+	}
 	d, err := parse(data, ParseOptions{})
 	if err != nil {
 		return "", err
 	}
-	return Value{d: d}.Digest(p)
+	return d.Root().Digest(p)
 }
 
 // Digest returns the sha256 digest of the subtree's canonical form.
@@ -70,26 +74,32 @@ func (v Value) Digest(p Policy) (string, error) {
 	return formatDigest(h), nil
 }
 
-// WriteCanonical streams data's canonical form to w. On a canonicalization
-// error nothing is written (the document is fully checked first... except
-// numbers, which are judged while writing: callers that need all-or-nothing
-// output to a shared sink must use AppendCanonical).
+// WriteCanonical streams data's canonical form to w. The whole document is
+// judged before the first byte is written, so on a canonicalization error
+// nothing is written; an error from w stops the output where it failed.
 func WriteCanonical(w io.Writer, data []byte, p Policy, lim Limits) (int64, error) {
+	if !p.valid() {
+		return 0, fmt.Errorf("canon: invalid policy %d", p)
+	}
 	d, err := parse(data, ParseOptions{Limits: lim})
 	if err != nil {
 		return 0, err
 	}
-	return Value{d: d}.writeTo(w, p)
+	return d.Root().writeTo(w, p)
 }
 
 func (v Value) writeTo(w io.Writer, p Policy) (int64, error) {
 	if !p.valid() {
 		return 0, fmt.Errorf("canon: invalid policy %d", p)
 	}
-	e := encoder{d: v.d, p: p, w: w, buf: make([]byte, 0, min(len(v.Raw())+16, 2*flushAt))}
-	if err := e.encode(v.i); err != nil {
-		return e.n, err
+	if v.d == nil {
+		return 0, errors.New("canon: canonical form of the zero Value")
 	}
+	if err := v.d.check(v.i, p); err != nil {
+		return 0, err
+	}
+	e := encoder{d: v.d, w: w, buf: make([]byte, 0, min(len(v.Raw())+16, 2*flushAt))}
+	e.encode(v.i)
 	if e.werr == nil && len(e.buf) > 0 {
 		m, err := w.Write(e.buf)
 		e.n += int64(m)

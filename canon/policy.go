@@ -3,9 +3,6 @@ package canon
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/cockroachdb/apd/v3"
-	"github.com/gowebpki/jcs"
 )
 
 // Policy decides which JSON numbers a canonical form may hold. Each policy
@@ -60,92 +57,3 @@ func ParsePolicy(s string) (Policy, error) {
 }
 
 func (p Policy) valid() bool { return p == PolicyV02 || p == PolicyMCPDecl }
-
-// Adjusted-exponent bounds beyond which a value cannot be a binary64 without
-// overflow (above) or underflow to zero (below). Checked before apd does any
-// work so a hostile exponent costs nothing.
-const (
-	maxAdjExp = 308
-	minAdjExp = -324
-)
-
-// appendNumber appends the canonical text of the RFC 8259 number literal tok
-// (already grammar-checked) under p, or returns the reason it is unsupported.
-func appendNumber(dst, tok []byte, p Policy) ([]byte, string) {
-	// Fast path: a plain integer literal of at most 15 digits is exact and
-	// within range, and its text is already canonical (the grammar forbids
-	// leading zeros) except for "-0".
-	neg := tok[0] == '-'
-	digits := tok
-	if neg {
-		digits = tok[1:]
-	}
-	plain := true
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		if len(digits) <= 15 {
-			if neg && len(digits) == 1 && digits[0] == '0' {
-				return append(dst, '0'), ""
-			}
-			return append(dst, tok...), ""
-		}
-		if len(digits) == 16 {
-			if v, err := strconv.ParseUint(string(digits), 10, 64); err == nil && v <= MaxSafeInteger {
-				return append(dst, tok...), ""
-			}
-		}
-		return dst, "integer outside ±9007199254740991"
-	}
-	return appendDecimal(dst, tok, p)
-}
-
-func appendDecimal(dst, tok []byte, p Policy) ([]byte, string) {
-	var d apd.Decimal
-	if _, _, err := d.SetString(string(tok)); err != nil {
-		// The grammar was checked, so this is an exponent apd cannot hold:
-		// far outside every policy's range.
-		return dst, "exponent out of range"
-	}
-	if d.IsZero() {
-		return append(dst, '0'), "" // 0.0, -0e5, 0e999: the integer 0
-	}
-	adj := int64(d.Exponent) + d.NumDigits() - 1
-	if adj >= 16 {
-		return dst, "integer outside ±9007199254740991" // |d| >= 1e16
-	}
-	if adj >= 0 {
-		var ip, frac apd.Decimal
-		d.Modf(&ip, &frac)
-		if frac.IsZero() {
-			i, err := ip.Int64()
-			if err != nil || i > MaxSafeInteger || i < -MaxSafeInteger {
-				return dst, "integer outside ±9007199254740991"
-			}
-			return strconv.AppendInt(dst, i, 10), ""
-		}
-	}
-	if p != PolicyMCPDecl {
-		return dst, "non-integer number (policy " + p.ID() + " admits integers only)"
-	}
-	if adj > maxAdjExp || adj < minAdjExp {
-		return dst, "non-integer outside the binary64 range"
-	}
-	f, err := d.Float64()
-	if err != nil {
-		return dst, "non-integer not representable as binary64"
-	}
-	var back apd.Decimal
-	if _, err := back.SetFloat64(f); err != nil || d.Cmp(&back) != 0 {
-		return dst, "non-integer whose exact value binary64 cannot hold (it would be rounded)"
-	}
-	s, err := jcs.NumberToJSON(f)
-	if err != nil {
-		return dst, "non-integer not representable as binary64"
-	}
-	return append(dst, s...), ""
-}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Doc is a parsed JSON document. It keeps the input bytes; every Value can
@@ -13,6 +12,7 @@ type Doc struct {
 	src   []byte
 	nodes []node
 	keys  []byte
+	order []int32 // object members in RFC 8785 order; see node.ord
 }
 
 // Parse parses data strictly (see the package doc) into a Doc without
@@ -23,7 +23,8 @@ func Parse(data []byte, o ParseOptions) (*Doc, error) { return parse(data, o) }
 // Root returns the top-level value.
 func (d *Doc) Root() Value { return Value{d: d, i: 0} }
 
-// Value is a position in a Doc. The zero Value is invalid (Kind 0).
+// Value is a position in a Doc. The zero Value is invalid (Kind 0): its
+// accessors return zero results and its Canonical and Digest fail.
 type Value struct {
 	d *Doc
 	i int32
@@ -44,15 +45,28 @@ func (v Value) Kind() Kind {
 
 // Raw returns the exact input bytes of the value (not a copy).
 func (v Value) Raw() []byte {
+	if v.d == nil {
+		return nil
+	}
 	n := v.n()
 	return v.d.src[n.start:n.end]
 }
 
 // Offset returns the byte offset of the value in the input.
-func (v Value) Offset() int64 { return int64(v.n().start) }
+func (v Value) Offset() int64 {
+	if v.d == nil {
+		return 0
+	}
+	return int64(v.n().start)
+}
 
 // Pointer returns the RFC 6901 JSON Pointer of the value in its document.
-func (v Value) Pointer() string { return pointerOf(v.d.nodes, v.d.keys, v.d.src, v.i) }
+func (v Value) Pointer() string {
+	if v.d == nil {
+		return ""
+	}
+	return pointerOf(v.d.nodes, v.d.keys, v.d.src, v.i)
+}
 
 // Str returns the decoded text of a string value.
 func (v Value) Str() (string, bool) {
@@ -64,7 +78,7 @@ func (v Value) Str() (string, bool) {
 	if !n.escaped {
 		return string(raw), true
 	}
-	return string(unescape(raw)), true
+	return string(unescapeInto(nil, raw)), true
 }
 
 // Bool returns the value of a boolean.
@@ -89,7 +103,7 @@ func (v Value) Elems() []Value {
 		return nil
 	}
 	out := make([]Value, 0, v.n().count)
-	for c := v.n().first; c >= 0; c = v.d.nodes[c].next {
+	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
 		out = append(out, Value{d: v.d, i: c})
 	}
 	return out
@@ -107,7 +121,7 @@ func (v Value) Members() []Member {
 		return nil
 	}
 	out := make([]Member, 0, v.n().count)
-	for c := v.n().first; c >= 0; c = v.d.nodes[c].next {
+	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
 		out = append(out, Member{Name: string(v.d.key(c)), Value: Value{d: v.d, i: c}})
 	}
 	return out
@@ -125,7 +139,7 @@ func (v Value) Get(name string) (Value, bool) {
 		return Value{}, false
 	}
 	found := int32(-1)
-	for c := v.n().first; c >= 0; c = v.d.nodes[c].next {
+	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
 		if string(v.d.key(c)) == name {
 			if found >= 0 {
 				return Value{}, false
@@ -142,6 +156,14 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
+// firstChild returns the first child of a complete container, or -1.
+func (d *Doc) firstChild(i int32) int32 {
+	if d.nodes[i].count == 0 {
+		return -1
+	}
+	return i + 1
+}
+
 // key returns the unescaped member name of node i.
 func (d *Doc) key(i int32) []byte {
 	n := &d.nodes[i]
@@ -151,22 +173,19 @@ func (d *Doc) key(i int32) []byte {
 	return d.src[n.keyStart:n.keyEnd]
 }
 
-// sortedMembers appends the object's member indices to buf in RFC 8785
-// order (UTF-16 code units of the unescaped names).
-func (d *Doc) sortedMembers(obj int32, buf []int32) []int32 {
-	start := len(buf)
-	for c := d.nodes[obj].first; c >= 0; c = d.nodes[c].next {
-		buf = append(buf, c)
-	}
-	kids := buf[start:]
-	slices.SortFunc(kids, func(a, b int32) int { return compareUTF16(d.key(a), d.key(b)) })
-	return buf
+// members returns the object's members in RFC 8785 order.
+func (d *Doc) members(obj int32) []int32 {
+	n := &d.nodes[obj]
+	return d.order[n.ord : n.ord+n.count]
 }
 
-// compareUTF16 orders two UTF-8 strings by their UTF-16 code units. Byte
-// order equals code point order, which differs from UTF-16 order only when a
-// supplementary character (surrogate pair, 0xD800..) meets a BMP character
-// at or above U+E000, so only the first differing rune needs a closer look.
+// compareUTF16 orders two UTF-8 strings by their UTF-16 code units. It
+// returns 0 only for equal strings. Byte order equals code point order,
+// which differs from UTF-16 order only where a supplementary character
+// (4-byte UTF-8, lead byte F0..F4; a surrogate pair in UTF-16, D800..DFFF)
+// meets a character in U+E000..U+FFFF (lead byte EE or EF): the surrogates
+// sort first. Only the first differing byte matters. If it is a
+// continuation byte, both runes share their lead byte and so their class.
 func compareUTF16(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
@@ -176,22 +195,14 @@ func compareUTF16(a, b []byte) int {
 	if i == n {
 		return len(a) - len(b)
 	}
-	for i > 0 && !utf8.RuneStart(a[i]) {
-		i--
+	ca, cb := a[i], b[i]
+	if ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {
+		if ca >= 0xF0 {
+			return -1 // a is a surrogate pair: D800.. < E000..
+		}
+		return 1
 	}
-	ra, _ := utf8.DecodeRune(a[i:])
-	rb, _ := utf8.DecodeRune(b[i:])
-	return int(utf16Unit(ra)) - int(utf16Unit(rb))
-}
-
-// utf16Unit returns the first UTF-16 code unit of r. Two different runes
-// with the same first unit are both supplementary, and then their order by
-// code point equals their order by second unit.
-func utf16Unit(r rune) rune {
-	if r >= 0x10000 {
-		return 0xD800 + (r-0x10000)>>10
-	}
-	return r
+	return int(ca) - int(cb)
 }
 
 // pointerOf builds the RFC 6901 pointer of node i by walking to the root.
@@ -213,7 +224,9 @@ func pointerOf(nodes []node, keys, src []byte, i int32) string {
 			parts = append(parts, k)
 		} else {
 			idx := 0
-			for c := nodes[par].first; c >= 0 && c != i; c = nodes[c].next {
+			// Count the siblings before i. While the parser is inside i,
+			// i is not yet linked to them, and the count is still right.
+			for c := par + 1; c >= 0 && c != i; c = nodes[c].next {
 				idx++
 			}
 			parts = append(parts, strconv.Itoa(idx))
@@ -225,11 +238,4 @@ func pointerOf(nodes []node, keys, src []byte, i int32) string {
 		return ""
 	}
 	return "/" + strings.Join(parts, "/")
-}
-
-// unescape decodes a string body that is known to be valid.
-func unescape(raw []byte) []byte {
-	p := parser{src: append(append([]byte{'"'}, raw...), '"')}
-	p.str(-1)
-	return p.strBuf
 }
