@@ -338,3 +338,41 @@ func TestSDKServerWireFacts(t *testing.T) {
 		t.Errorf("exit: %v", err)
 	}
 }
+
+// TestSDKClientAgainstRawServer checks that the Go SDK client can drive
+// rawserver in each era, so other packages may use either peer with it.
+func TestSDKClientAgainstRawServer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		script, ask, want string
+	}{
+		{"paged", "", modernVersion},
+		{"paged", legacyVersion, legacyVersion},
+		{"modern", "", modernVersion},
+		{"legacy", "", legacyVersion}, // discover probe gets -32601: falls back
+	} {
+		t.Run(tc.script+"/"+tc.want, func(t *testing.T) {
+			client := mcp.NewClient(&mcp.Implementation{Name: "mcptest", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), lineTimeout)
+			defer cancel()
+			cmd := exec.Command(mcptest.Build(t, "rawserver"), "-script", tc.script, "-pages", "3")
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: tc.ask})
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.want {
+				t.Errorf("negotiated %q, want %q", got, tc.want)
+			}
+			if names, pages := collect(t, cs); len(names) != 9 || pages != 3 {
+				t.Errorf("%d pages: %v", pages, names)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "raw-0008"})
+			if err != nil || res.Content[0].(*mcp.TextContent).Text != "called raw-0008" {
+				t.Errorf("call: %v", err)
+			}
+		})
+	}
+}

@@ -30,10 +30,25 @@
 //	tools/call                 {"content":[{"type":"text","text":"called NAME"}]};
 //	                           a name not in the listing gives -32602
 //	ping                       {}
-//	anything else              -32601
+//	anything else              -32601 (subscriptions/listen included)
 //
 // The server never sends list_changed and never sends requests. It does not
-// require initialize before other requests.
+// require initialize before other requests. The Go SDK client can drive every
+// script that answers normally, in both eras (it probes server/discover and
+// falls back to initialize on -32601, as with the legacy script).
+//
+// # Flags
+//
+//	-script NAME        behaviour, below (default paged)
+//	-pages N            pages for paged, empty-cursor, dup-keys, huge-page
+//	                    (0: the script's default)
+//	-tools-per-page M   tools per page (default 3)
+//	-huge-bytes B       minimum size of huge-page's first page (default 20 MiB)
+//	-ttl-ms T           ttlMs on modern cacheable results (default 0; 60000
+//	                    for the modern script: an SDK client then serves
+//	                    repeated tools/list calls from its cache)
+//	-cache-scope S      cacheScope on modern cacheable results (public|private)
+//	-v                  log every message to stderr
 //
 // # Scripts (-script NAME)
 //

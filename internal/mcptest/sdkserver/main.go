@@ -22,11 +22,11 @@
 //     notifications/initialized, logging/setLevel and resources/(un)subscribe
 //     sent with the modern _meta give -32601.
 //   - Legacy (2025-11-25 and older): initialize then notifications/initialized.
-//     A request without the modern _meta before initialize is refused with a
-//     JSON-RPC error ("method ... is invalid during session initialization",
-//     code -32603 internal error in v1.8.0, not a dedicated code).
+//     A request without the modern _meta before initialize is refused with
+//     error code 0 ("method ... is invalid during session initialization").
 //     server/discover without the modern _meta gives -32601, which is what a
-//     dual-era client's probe falls back on.
+//     dual-era client's probe falls back on. One process accepts both eras:
+//     modern requests after a legacy handshake and vice versa.
 //   - The cache fields are always serialised on list results, in both eras:
 //     "ttlMs" (0 unless -ttl-ms is set) and "cacheScope" ("public"). Legacy
 //     results carry no resultType.
@@ -44,6 +44,14 @@
 //     server/discover and falls back to initialize with 2025-11-25 on any
 //     non-modern error. Pass ClientSessionOptions.ProtocolVersion "2025-11-25"
 //     to force the legacy handshake.
+//   - JSON-RPC ids go through float64 and int64: 9007199254740993 is answered
+//     as 9007199254740992, 1.5 as 1, -0 as 0. A request with id null is
+//     treated as a notification and never answered.
+//   - A request cancelled with notifications/cancelled is still answered,
+//     with an error of code 0 whose message ends in "context canceled".
+//   - Strings are re-encoded with HTML escaping: "<&>" in echoed arguments
+//     comes back as "\u003c\u0026\u003e"; number text inside raw JSON
+//     (1.0, 1e2, 9007199254740993) is kept.
 //   - Raw schemas given to (*Server).AddTool as json.RawMessage are written out
 //     verbatim (compacted), so number text such as 0.5 or 9007199254740991 and
 //     member order survive; typed tools (mcp.AddTool) would not. Tool
