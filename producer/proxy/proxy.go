@@ -95,7 +95,13 @@ type Config struct {
 // Result summarizes a run.
 type Result struct {
 	ExitStatus string // the server's exit status as observed
-	InFlight   int    // attempts still in flight at the end (left for the recorder to resolve as unknown)
+	// TransportFailures counts attempts the server abandoned: it exited or
+	// closed stdout on its own with them in flight.
+	TransportFailures int
+	// InFlight are attempts still without an answer when the proxy itself
+	// ended the session (client gone, grace period over). Their outcome is
+	// unknown; the recorder resolves them when it seals.
+	InFlight []AttemptRef
 }
 
 // What a pending request is, so its response is routed to the right record.
@@ -223,6 +229,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		deadline.Stop()
 		tick.Stop()
 	}
+	serverGone := stdoutClosed || isClosed(exited)
 	s.stop()
 	serverIn.Close()
 	terminate(cmd, exited, cfg.KillAfter)
@@ -239,7 +246,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	pr.Close()
 	status := exitStatus(cmd, waitErr)
 	res := &Result{ExitStatus: status}
-	res.InFlight = s.failInflight("server exited: " + status)
+	if serverGone {
+		detail := "server exited: " + status
+		if stdoutClosed {
+			detail = "server closed stdout; then " + detail
+		}
+		res.TransportFailures = s.failInflight(detail)
+	} else {
+		res.InFlight = s.abandonInflight()
+	}
 	if err := s.sinkError(); err != nil {
 		return res, err
 	}
@@ -317,6 +332,32 @@ const (
 	codeTransportFailure = -32002 // the server went away with the call in flight
 )
 
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandonInflight returns the attempts the proxy stops waiting for.
+func (s *session) abandonInflight() []AttemptRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var refs []AttemptRef
+	for key, p := range s.inflight {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		if p.what == reqCall {
+			refs = append(refs, p.ref)
+		}
+		delete(s.inflight, key)
+	}
+	return refs
+}
+
 func (s *session) failInflight(detail string) int {
 	s.mu.Lock()
 	var synth [][]byte
@@ -331,7 +372,7 @@ func (s *session) failInflight(detail string) int {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
-		if p.isList {
+		if p.what != reqCall {
 			delete(s.inflight, key)
 			continue
 		}

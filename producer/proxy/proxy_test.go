@@ -115,8 +115,8 @@ func TestByteTransparencyThroughCat(t *testing.T) {
 	if !bytes.Equal(out.Bytes(), want) {
 		t.Fatalf("client received %d bytes (sha256 %x), sent %d (sha256 %x)", out.Len(), sha256.Sum256(out.Bytes()), len(want), sha256.Sum256(want))
 	}
-	if res.InFlight != 0 {
-		t.Errorf("in flight at end = %d, want 0", res.InFlight)
+	if len(res.InFlight) != 0 || res.TransportFailures != 0 {
+		t.Errorf("in flight at end = %d, transport failures %d, want 0, 0", len(res.InFlight), res.TransportFailures)
 	}
 	// The over-limit line was streamed in both directions and committed by
 	// digest and length only.

@@ -1,0 +1,238 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracectl/tracectl/internal/mcptest"
+)
+
+func TestMain(m *testing.M) { os.Exit(mcptest.Main(m)) }
+
+// pipeClient is the MCP client side of an in-process proxy run.
+type pipeClient struct {
+	t     *testing.T
+	in    *io.PipeWriter // client -> proxy
+	out   *bufio.Reader  // proxy -> client
+	lines chan []byte
+	done  chan struct{}
+	res   *Result
+	err   error
+}
+
+func startProxy(t *testing.T, sink Sink, cfg Config, server string, args ...string) *pipeClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	cfg.Command, cfg.Args = server, args
+	cfg.ClientIn, cfg.ClientOut, cfg.ServerErr, cfg.Sink = inR, outW, io.Discard, sink
+	if cfg.Grace == 0 {
+		cfg.Grace = 500 * time.Millisecond
+	}
+	if cfg.KillAfter == 0 {
+		cfg.KillAfter = 500 * time.Millisecond
+	}
+	c := &pipeClient{t: t, in: inW, out: bufio.NewReader(outR), lines: make(chan []byte, 100), done: make(chan struct{})}
+	go func() {
+		c.res, c.err = Run(context.Background(), cfg)
+		outW.Close()
+		close(c.done)
+	}()
+	go func() {
+		for {
+			l, err := c.out.ReadBytes('\n')
+			if len(l) > 0 {
+				c.lines <- l
+			}
+			if err != nil {
+				close(c.lines)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { inW.Close(); <-c.done })
+	return c
+}
+
+func (c *pipeClient) send(line string) {
+	c.t.Helper()
+	if _, err := c.in.Write([]byte(line + "\n")); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+func (c *pipeClient) recv() string {
+	c.t.Helper()
+	select {
+	case l, ok := <-c.lines:
+		if !ok {
+			c.t.Fatal("recv: proxy closed the client's stdout")
+		}
+		return string(l)
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("recv: timeout")
+	}
+	return ""
+}
+
+func (c *pipeClient) finish() (*Result, error) {
+	c.in.Close()
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		c.t.Fatal("proxy did not finish")
+	}
+	return c.res, c.err
+}
+
+const (
+	initLine = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	listLine = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
+)
+
+func callLine(id, tool string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+}
+
+func TestLegacySessionRecordsInOrder(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	c := startProxy(t, sink, Config{}, raw, "-script", "paged")
+	c.send(initLine)
+	if got := c.recv(); !strings.Contains(got, `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("initialize response = %s", got)
+	}
+	c.send(listLine)
+	page1 := c.recv()
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2"}}`)
+	c.recv()
+	c.send(callLine("3", "raw-0000"))
+	if got := c.recv(); !strings.Contains(got, `"called raw-0000"`) {
+		t.Fatalf("call response = %s", got)
+	}
+	if _, err := c.finish(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(sink.log(), "\n")
+	want := strings.Join([]string{
+		"protocol legacy 2025-11-25",
+		"page " + itoa(len(listLine)+1) + " " + itoa(len(page1)),
+		"page",
+		"attempt a1",
+		"response a1 complete late=false",
+	}, "\n")
+	if !prefixLines(got, want) {
+		t.Fatalf("sink log:\n%s\nwant (line prefixes):\n%s", got, want)
+	}
+}
+
+func TestCallTimeoutThenSessionEndLeavesUnknown(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	c := startProxy(t, sink, Config{CallTimeout: 50 * time.Millisecond, Grace: 200 * time.Millisecond}, raw, "-script", "never-answer")
+	c.send(callLine(`"x"`, "raw-0000"))
+	time.Sleep(150 * time.Millisecond)
+	res, err := c.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.InFlight) != 1 || res.InFlight[0].AttemptID() != "a1" || res.TransportFailures != 0 {
+		t.Fatalf("result = %+v, want a1 in flight (unknown), no transport failure", res)
+	}
+	if got, want := strings.Join(sink.log(), ";"), "attempt a1;timeout a1"; got != want {
+		t.Fatalf("sink log = %q, want %q", got, want)
+	}
+}
+
+func TestServerClosesStdoutWithCallInFlight(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	c := startProxy(t, sink, Config{}, raw, "-script", "close-stdout-unanswered")
+	c.send(callLine("9007199254740993", "raw-0000"))
+	got := c.recv()
+	// The client gets a JSON-RPC error for its exact id.
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":-32002,`) {
+		t.Fatalf("client got %s", got)
+	}
+	res, err := c.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TransportFailures != 1 || len(res.InFlight) != 0 {
+		t.Fatalf("result = %+v, want one transport failure", res)
+	}
+	if log := strings.Join(sink.log(), ";"); log != "attempt a1;transport_failure a1" {
+		t.Fatalf("sink log = %q", log)
+	}
+}
+
+func TestAuditFailureFailsClosed(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{failNext: errors.New("no space left on device")}
+	c := startProxy(t, sink, Config{}, raw, "-script", "paged")
+	c.send(callLine("7", "raw-0000"))
+	got := c.recv()
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":7,"error":{"code":-32001,`) || !strings.Contains(got, "audit unavailable") {
+		t.Fatalf("client got %s", got)
+	}
+	// The server never saw the call: a ping answered next proves the
+	// session continued and nothing else came back for id 7.
+	c.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":8,`) {
+		t.Fatalf("after the refused call the client got %s, want the ping response", got)
+	}
+	_, err := c.finish()
+	if !errors.Is(err, ErrAuditUnavailable) {
+		t.Fatalf("Run error = %v, want ErrAuditUnavailable", err)
+	}
+}
+
+func TestExactIDsMatchResponses(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	c := startProxy(t, sink, Config{}, raw, "-script", "echo-ids")
+	ids := []string{"9007199254740993", "-0", "1.5", `""`, `"a\u0062"`}
+	for _, id := range ids {
+		c.send(callLine(id, "raw-0000"))
+		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+id+`,`) {
+			t.Fatalf("id %s: got %s", id, got)
+		}
+	}
+	if _, err := c.finish(); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.attempts) != len(ids) || len(sink.responses) != len(ids) {
+		t.Fatalf("attempts %d responses %d, want %d each", len(sink.attempts), len(sink.responses), len(ids))
+	}
+	for i, a := range sink.attempts {
+		if a.msg.id.Text != ids[i] {
+			t.Errorf("attempt %d id text = %q, want %q", i, a.msg.id.Text, ids[i])
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// prefixLines reports whether each line of want is a prefix of the same
+// line of got, and got has no more lines.
+func prefixLines(got, want string) bool {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	if len(g) != len(w) {
+		return false
+	}
+	for i := range w {
+		if !strings.HasPrefix(g[i], w[i]) {
+			return false
+		}
+	}
+	return true
+}
