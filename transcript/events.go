@@ -106,11 +106,22 @@ type Payload struct {
 }
 
 // JSONRPCID records a JSON-RPC id exactly: never decoded through a float.
+// When the id is present, exactly one of Text and Digest is set: Text up to
+// MaxRPCIDTextBytes, Digest (sha256 of the exact text) beyond.
 type JSONRPCID struct {
 	Present bool   `json:"present"`
-	Kind    string `json:"kind,omitempty"` // string | number | null | other (the JSON type of the member)
-	Text    string `json:"text,omitempty"` // the exact JSON text of the id as received
+	Kind    string `json:"kind,omitempty"`   // string | number | null | other (the JSON type of the member)
+	Text    string `json:"text,omitempty"`   // the exact JSON text of the id as received
+	Digest  string `json:"digest,omitempty"` // sha256 of the exact JSON text, when longer than MaxRPCIDTextBytes
 }
+
+// JSON-RPC id kinds.
+const (
+	IDString = "string"
+	IDNumber = "number"
+	IDNull   = "null"
+	IDOther  = "other" // object, array or boolean: not a valid id, recorded as received
+)
 
 // Protocol is a protocol observation: which MCP era and revision the peers
 // use, and the server's self-description as reported (not authenticated).
@@ -160,8 +171,10 @@ type Attempt struct {
 	AtMs           int64        `json:"at_ms"`
 	ExecutionScope string       `json:"execution_scope"`
 	AttemptID      string       `json:"attempt_id"`
-	Tool           string       `json:"tool"`
-	ArgsDigest     string       `json:"arguments_digest,omitempty"` // mcp-decl canonical digest of params.arguments, when canonicalizable
+	Tool           string       `json:"tool"`                            // params.name; "" when tool_invalid is set
+	ToolInvalid    string       `json:"tool_invalid,omitempty"`          // absent | not_string | too_long: why tool is ""
+	ArgsDigest     string       `json:"arguments_digest,omitempty"`      // mcp-decl canonical digest of params.arguments, when canonicalizable
+	ArgsUnsupport  string       `json:"arguments_unsupported,omitempty"` // the canon code when params.arguments cannot be canonicalized
 	RPCID          JSONRPCID    `json:"jsonrpc_id"`
 	Protocol       AttemptProto `json:"protocol"`
 	ServerDigest   string       `json:"server"` // sha256 of JCS(header.server): the target as observed
@@ -187,7 +200,18 @@ type SnapshotRef struct {
 	ManifestDigest string `json:"manifest_digest,omitempty"`
 	Complete       bool   `json:"complete"`
 	NoneReason     string `json:"none_reason,omitempty"` // no_tools_list_observed | invalidated_by_list_changed | ...
+	// ListChangedSince: a tools/list_changed notification was recorded
+	// after this snapshot and before the attempt. The binding stays (it is
+	// what the caller selected with); the flag says it may be stale.
+	ListChangedSince bool `json:"list_changed_since,omitempty"`
 }
+
+// Reasons an attempt binds no snapshot.
+const (
+	NoneNoSnapshot       = "no_tools_list_observed"      // nothing was recorded before the attempt
+	NoneInvalidated      = "invalidated_by_list_changed" // reserved: the caller chose not to bind a snapshot a list_changed invalidated
+	NoneSnapshotDisabled = "snapshot_not_collected"      // the caller records no snapshots (e.g. an in-process runtime without tools/list)
+)
 
 // Correlation metadata: recorded after a safe-shape check; an invalid value
 // is recorded as invalid, never copied.
@@ -195,7 +219,20 @@ type Correlation struct {
 	Traceparent   *CorrValue `json:"traceparent,omitempty"`
 	Tracestate    *CorrValue `json:"tracestate,omitempty"`
 	CorrelationID *CorrValue `json:"correlation_id,omitempty"`
+	// RetryOf is the caller's retry declaration (MetaRetryOf): the
+	// correlation id of the earlier call, checked like CorrelationID. The
+	// link itself is Attempt.RetryOf; a declaration that names no earlier
+	// attempt is kept here and links nothing.
+	RetryOf *CorrValue `json:"retry_of,omitempty"`
 }
+
+// Correlation invalid reasons.
+const (
+	CorrNotString  = "not_string"
+	CorrTooLong    = "too_long"
+	CorrBadCharset = "bad_charset"
+	CorrBadShape   = "bad_shape"
+)
 
 // CorrValue is a validated correlation value.
 type CorrValue struct {
@@ -224,8 +261,9 @@ type Observation struct {
 	IsError    bool     `json:"is_error,omitempty"`    // result.isError
 	ErrorCode  *int64   `json:"error_code,omitempty"`  // JSON-RPC error code
 	Response   *Payload `json:"response,omitempty"`
-	Detail     string   `json:"detail,omitempty"` // e.g. "server exited: signal: killed"
-	Basis      string   `json:"basis"`            // "producer_observation": not authenticated by the server
+	Terminator string   `json:"terminator,omitempty"` // with response: how the response line ended
+	Detail     string   `json:"detail,omitempty"`     // e.g. "server exited: signal: killed"
+	Basis      string   `json:"basis"`                // "producer_observation": not authenticated by the server
 }
 
 // Resolution outcomes and reasons.
@@ -259,7 +297,12 @@ type Recovery struct {
 	Detail     string `json:"detail"`
 }
 
-// Seal is the last line: counts the verifier recomputes.
+// Seal is the last line: counts the verifier recomputes. Every attempt is
+// in exactly one bucket, so Responses + TransportFailures + Unknown ==
+// Attempts: Responses when it has a response or late_response observation;
+// otherwise TransportFailures when it has a transport_failure observation;
+// otherwise Unknown (timeout, cancel_sent, or an unknown resolution).
+// Attempts is the Trust Record's call_count.
 type Seal struct {
 	Type              string `json:"type"` // "seal"
 	Seq               int64  `json:"seq"`
@@ -292,4 +335,15 @@ func BlobPath(digest string) string {
 		}
 	}
 	return BlobDir + "/" + digest[len(prefix):]
+}
+
+// QuarantinePath returns the bundle-relative path where recovery keeps the
+// exact bytes of a torn line with the given "sha256:<hex>" digest, or ""
+// when the digest is malformed.
+func QuarantinePath(digest string) string {
+	p := BlobPath(digest)
+	if p == "" {
+		return ""
+	}
+	return QuarantineDir + "/" + p[len(BlobDir)+1:]
 }

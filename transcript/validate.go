@@ -1,0 +1,455 @@
+package transcript
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// invalid is a validation failure before the line's seq is attached.
+type invalid struct {
+	code   string
+	detail string
+}
+
+func (v *invalid) withSeq(seq int64) *LineError { return lineErr(seq, v.code, v.detail, nil) }
+
+func bad(format string, args ...any) *invalid {
+	return &invalid{code: CodeInvalidMember, detail: fmt.Sprintf(format, args...)}
+}
+
+// validate checks what the Go types cannot: enumerations, digests, bounds
+// and the rules that tie members together (spec/transcript.md).
+func validate(ev any) *invalid {
+	switch e := ev.(type) {
+	case *Header:
+		return e.validate()
+	case *Protocol:
+		return e.validate()
+	case *SnapshotEvent:
+		return e.validate()
+	case *Notification:
+		return e.validate()
+	case *Attempt:
+		return e.validate()
+	case *Observation:
+		return e.validate()
+	case *Resolution:
+		return e.validate()
+	case *Recovery:
+		return e.validate()
+	case *Seal:
+		return e.validate()
+	}
+	return bad("unknown event %T", ev)
+}
+
+func oneOf(name, v string, allowed ...string) *invalid {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return bad("%s %q is not one of %q", name, bounded(v), allowed)
+}
+
+func digest(name, v string) *invalid {
+	if _, err := canon.ParseDigest(v); err != nil {
+		return bad("%s: %v", name, err)
+	}
+	return nil
+}
+
+func optDigest(name, v string) *invalid {
+	if v == "" {
+		return nil
+	}
+	return digest(name, v)
+}
+
+func ident(name, v string) *invalid {
+	if v == "" || len(v) > MaxIDBytes {
+		return bad("%s must be 1 to %d bytes", name, MaxIDBytes)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= 0x20 || v[i] >= 0x7f {
+			return bad("%s must be printable ASCII without spaces", name)
+		}
+	}
+	return nil
+}
+
+func short(name, v string, max int) *invalid {
+	if len(v) > max {
+		return bad("%s longer than %d bytes", name, max)
+	}
+	return nil
+}
+
+func nonneg(name string, v int64) *invalid {
+	if v < 0 {
+		return bad("%s is negative", name)
+	}
+	return nil
+}
+
+func first(checks ...*invalid) *invalid {
+	for _, c := range checks {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// event checks the members every non-header line has.
+func event(typ, want string, seq, atMs int64) *invalid {
+	if typ != want {
+		return bad("type %q, want %q", typ, want)
+	}
+	if seq < 1 {
+		return bad("seq %d: only the header is line 0", seq)
+	}
+	return nonneg("at_ms", atMs)
+}
+
+func (h *Header) validate() *invalid {
+	if h.Type != TypeHeader {
+		return bad("type %q", h.Type)
+	}
+	if h.Seq != 0 {
+		return bad("header seq %d, want 0", h.Seq)
+	}
+	unsupported := func(name, got, want string) *invalid {
+		if got != want {
+			return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("%s %q, this reader supports %q", name, bounded(got), want)}
+		}
+		return nil
+	}
+	return first(
+		unsupported("format", h.Format, Format),
+		unsupported("profile", h.Profile, Profile),
+		unsupported("merkle", h.Merkle, MerkleAlg),
+		unsupported("canonicalization.lines", h.Canonicalization.Lines, canon.PolicyV02ID),
+		unsupported("canonicalization.declarations", h.Canonicalization.Declarations, canon.PolicyMCPDeclID),
+		ident("execution_scope", h.ExecutionScope),
+		h.Producer.validate(),
+		h.Server.validate(),
+		oneOf("retention", h.Retention, RetainFull, RetainDigest),
+		oneOf("durability", h.Durability, DurabilityStrict, DurabilityBatch, DurabilityNone),
+		h.Limits.validate(h.Durability),
+		nonneg("started_at_ms", h.StartedAtMs),
+	)
+}
+
+func (p *Producer) validate() *invalid {
+	if p.Name == "" {
+		return bad("producer.name is empty")
+	}
+	return first(
+		short("producer.name", p.Name, MaxReportedBytes),
+		short("producer.version", p.Version, MaxReportedBytes),
+		short("producer.key_thumbprint", p.KeyThumbprint, MaxReportedBytes),
+		optDigest("producer.executable_sha256", p.InstanceDigest),
+	)
+}
+
+func (s *Server) validate() *invalid {
+	if s.Transport == "" {
+		return bad("server.transport is empty")
+	}
+	if s.ArgsDigest == "" && s.Argc != 0 {
+		return bad("server.argc %d without server.args_digest", s.Argc)
+	}
+	return first(
+		short("server.transport", s.Transport, MaxReportedBytes),
+		short("server.executable", s.Executable, MaxPathBytes),
+		optDigest("server.executable_sha256", s.ExecutableSHA256),
+		optDigest("server.args_digest", s.ArgsDigest),
+		nonneg("server.argc", s.Argc),
+		short("server.name", s.Name, MaxReportedBytes),
+	)
+}
+
+func (l *HeaderLimits) validate(durability string) *invalid {
+	if (durability == DurabilityBatch) != (l.BatchIntervalMs > 0) {
+		return bad("limits.batch_interval_ms is present iff durability is batch")
+	}
+	return first(
+		nonneg("limits.max_frame_bytes", l.MaxFrameBytes),
+		nonneg("limits.max_snapshot_pages", l.MaxSnapshotPages),
+		nonneg("limits.max_page_bytes", l.MaxPageBytes),
+		nonneg("limits.max_snapshot_bytes", l.MaxSnapshotBytes),
+		nonneg("limits.call_timeout_ms", l.CallTimeoutMs),
+	)
+}
+
+func (p *Payload) validate(name string) *invalid {
+	if p.Retained && p.OverLimit {
+		return bad("%s: an over-limit payload is not retained", name)
+	}
+	return first(digest(name+".digest", p.Digest), nonneg(name+".length", p.Length))
+}
+
+func (id *JSONRPCID) validate() *invalid {
+	if !id.Present {
+		if id.Kind != "" || id.Text != "" || id.Digest != "" {
+			return bad("jsonrpc_id: an absent id has no kind, text or digest")
+		}
+		return nil
+	}
+	if e := oneOf("jsonrpc_id.kind", id.Kind, IDString, IDNumber, IDNull, IDOther); e != nil {
+		return e
+	}
+	switch {
+	case id.Text != "" && id.Digest != "":
+		return bad("jsonrpc_id: text and digest are exclusive")
+	case id.Text != "":
+		return short("jsonrpc_id.text", id.Text, MaxRPCIDTextBytes)
+	case id.Digest != "":
+		return digest("jsonrpc_id.digest", id.Digest)
+	}
+	return bad("jsonrpc_id: a present id has its text or its digest")
+}
+
+func (p *Protocol) validate() *invalid {
+	e := first(
+		event(p.Type, TypeProtocol, p.Seq, p.AtMs),
+		oneOf("era", p.Era, EraModern, EraLegacy, EraUnknown),
+		oneOf("source", p.Source, SourceInitialize, SourceDiscover, SourceRequestMeta),
+		short("version", p.Version, MaxReportedBytes),
+		short("server_name", p.ServerName, MaxReportedBytes),
+		short("server_version", p.ServerVer, MaxReportedBytes),
+	)
+	if e == nil && p.Payload != nil {
+		e = p.Payload.validate("payload")
+	}
+	return e
+}
+
+func (s *SnapshotEvent) validate() *invalid {
+	if s.Complete == (s.IncompleteReason != "") {
+		return bad("incomplete_reason is present iff complete is false")
+	}
+	return first(
+		event(s.Type, TypeSnapshot, s.Seq, s.AtMs),
+		ident("snapshot_id", s.SnapshotID),
+		digest("manifest_digest", s.ManifestDigest),
+		short("incomplete_reason", s.IncompleteReason, MaxReportedBytes),
+		nonneg("tools", s.Tools),
+		nonneg("pages", s.Pages),
+	)
+}
+
+func (n *Notification) validate() *invalid {
+	if n.Method == "" {
+		return bad("method is empty")
+	}
+	if n.AttemptID != "" && n.RequestID == nil {
+		return bad("attempt_id without request_id")
+	}
+	e := first(
+		event(n.Type, TypeNotification, n.Seq, n.AtMs),
+		short("method", n.Method, MaxReportedBytes),
+		oneOf("direction", n.Direction, ServerToClient, ClientToServer),
+		n.Payload.validate("payload"),
+	)
+	if e == nil && n.RequestID != nil {
+		e = n.RequestID.validate()
+	}
+	if e == nil && n.AttemptID != "" {
+		e = ident("attempt_id", n.AttemptID)
+	}
+	return e
+}
+
+func (a *Attempt) validate() *invalid {
+	e := first(
+		event(a.Type, TypeAttempt, a.Seq, a.AtMs),
+		ident("execution_scope", a.ExecutionScope),
+		ident("attempt_id", a.AttemptID),
+		a.validateTool(),
+		optDigest("arguments_digest", a.ArgsDigest),
+		short("arguments_unsupported", a.ArgsUnsupport, MaxReportedBytes),
+		a.RPCID.validate(),
+		a.Protocol.validate(),
+		digest("server", a.ServerDigest),
+		a.Request.validate("request"),
+		oneOf("terminator", a.Terminator, TermLF, TermCRLF, TermNone),
+		a.Snapshot.validate(),
+		a.Correlation.validate(),
+	)
+	if e != nil {
+		return e
+	}
+	if a.ArgsDigest != "" && a.ArgsUnsupport != "" {
+		return bad("arguments_digest and arguments_unsupported are exclusive")
+	}
+	if (a.RetryOf == "") != (a.RetryBasis == "") {
+		return bad("retry_of and retry_basis go together")
+	}
+	if a.RetryOf != "" {
+		if a.RetryOf == a.AttemptID {
+			return bad("an attempt cannot be a retry of itself")
+		}
+		return first(ident("retry_of", a.RetryOf), oneOf("retry_basis", a.RetryBasis, BasisCallerDeclared, BasisInferred, BasisContinuation))
+	}
+	return nil
+}
+
+func (a *Attempt) validateTool() *invalid {
+	if a.ToolInvalid != "" {
+		if a.Tool != "" {
+			return bad("tool is empty when tool_invalid is set")
+		}
+		return oneOf("tool_invalid", a.ToolInvalid, ToolAbsent, ToolNotString, ToolTooLong)
+	}
+	return short("tool", a.Tool, MaxToolNameBytes)
+}
+
+func (p *AttemptProto) validate() *invalid {
+	e := first(
+		oneOf("protocol.era", p.Era, EraModern, EraLegacy, EraUnknown),
+		oneOf("protocol.state", p.State, ProtoPresent, ProtoAbsent, ProtoMalformed, ProtoNegotiated),
+		short("protocol.version", p.Value, MaxReportedBytes),
+	)
+	if e != nil {
+		return e
+	}
+	hasValue := p.State == ProtoPresent || p.State == ProtoNegotiated
+	if hasValue != (p.Value != "") {
+		return bad("protocol.version is present iff protocol.state is present or negotiated")
+	}
+	return nil
+}
+
+func (s *SnapshotRef) validate() *invalid {
+	if s.NoneReason != "" {
+		if s.SnapshotID != "" || s.ManifestDigest != "" || s.Complete || s.ListChangedSince {
+			return bad("snapshot: none_reason excludes the binding members")
+		}
+		return oneOf("snapshot.none_reason", s.NoneReason, NoneNoSnapshot, NoneInvalidated, NoneSnapshotDisabled)
+	}
+	return first(ident("snapshot.snapshot_id", s.SnapshotID), digest("snapshot.manifest_digest", s.ManifestDigest))
+}
+
+func (c *Correlation) validate() *invalid {
+	return first(
+		c.Traceparent.validate("correlation.traceparent", CheckTraceparent),
+		c.Tracestate.validate("correlation.tracestate", CheckTracestate),
+		c.CorrelationID.validate("correlation.correlation_id", CheckCorrelationID),
+		c.RetryOf.validate("correlation.retry_of", CheckCorrelationID),
+	)
+}
+
+func (v *CorrValue) validate(name string, check func(string) string) *invalid {
+	if v == nil {
+		return nil
+	}
+	if v.Valid {
+		if v.Reason != "" {
+			return bad("%s: a valid value has no reason", name)
+		}
+		if r := check(v.Value); r != "" {
+			return bad("%s: marked valid but %s", name, r)
+		}
+		return nil
+	}
+	if v.Value != "" {
+		return bad("%s: an invalid value is never recorded", name)
+	}
+	return oneOf(name+".reason", v.Reason, CorrNotString, CorrTooLong, CorrBadCharset, CorrBadShape)
+}
+
+func (o *Observation) validate() *invalid {
+	e := first(
+		event(o.Type, TypeObservation, o.Seq, o.AtMs),
+		ident("attempt_id", o.AttemptID),
+		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse),
+		oneOf("basis", o.Basis, BasisProducer),
+		short("result_type", o.ResultType, MaxReportedBytes),
+		short("detail", o.Detail, MaxDetailBytes),
+	)
+	if e != nil {
+		return e
+	}
+	withResponse := o.Kind == ObsResponse || o.Kind == ObsLateResponse
+	if withResponse != (o.Response != nil) {
+		return bad("kind %s: response is present iff the kind is response or late_response", o.Kind)
+	}
+	if withResponse != (o.Terminator != "") {
+		return bad("kind %s: terminator is present iff response is", o.Kind)
+	}
+	if !withResponse && (o.ResultType != "" || o.IsError || o.ErrorCode != nil) {
+		return bad("kind %s: result_type, is_error and error_code belong to responses", o.Kind)
+	}
+	if o.ErrorCode != nil && o.ResultType != ResultTypeError {
+		return bad("error_code requires result_type %q", ResultTypeError)
+	}
+	if o.IsError && o.ResultType == ResultTypeError {
+		return bad("is_error belongs to results, not JSON-RPC errors")
+	}
+	if withResponse {
+		return first(o.Response.validate("response"), oneOf("terminator", o.Terminator, TermLF, TermCRLF, TermNone))
+	}
+	return nil
+}
+
+func (r *Resolution) validate() *invalid {
+	return first(
+		event(r.Type, TypeResolution, r.Seq, r.AtMs),
+		ident("attempt_id", r.AttemptID),
+		oneOf("outcome", r.Outcome, OutcomeUnknown),
+		oneOf("reason", r.Reason, ReasonProducerCrashed, ReasonSealedInFlight, ReasonServerExited),
+	)
+}
+
+func (r *Recovery) validate() *invalid {
+	if r.Detail == "" {
+		return bad("detail is empty")
+	}
+	torn := r.TornDigest != "" || r.TornLength != 0 || r.TornFile != ""
+	if torn {
+		if r.TornDigest == "" || r.TornLength <= 0 || r.TornFile == "" {
+			return bad("torn_digest, torn_length and torn_file go together")
+		}
+		if r.TornFile != QuarantinePath(r.TornDigest) {
+			return bad("torn_file %q, want %q", bounded(r.TornFile), QuarantinePath(r.TornDigest))
+		}
+	}
+	return first(
+		event(r.Type, TypeRecovery, r.Seq, r.AtMs),
+		optDigest("torn_digest", r.TornDigest),
+		short("detail", r.Detail, MaxDetailBytes),
+	)
+}
+
+func (s *Seal) validate() *invalid {
+	e := first(
+		event(s.Type, TypeSeal, s.Seq, s.AtMs),
+		nonneg("attempts", s.Attempts),
+		nonneg("responses", s.Responses),
+		nonneg("transport_failures", s.TransportFailures),
+		nonneg("unknown", s.Unknown),
+	)
+	if e != nil {
+		return e
+	}
+	if s.Responses+s.TransportFailures+s.Unknown != s.Attempts {
+		return bad("responses + transport_failures + unknown = %d, attempts = %d", s.Responses+s.TransportFailures+s.Unknown, s.Attempts)
+	}
+	return nil
+}
+
+// Detail trims producer prose to MaxDetailBytes at a rune boundary.
+func Detail(s string) string {
+	if len(s) <= MaxDetailBytes {
+		return s
+	}
+	cut := MaxDetailBytes - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
