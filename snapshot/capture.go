@@ -33,13 +33,18 @@ const (
 	LegacyVersion = "2025-11-25"
 )
 
-// Capture defaults. The probe timeout is short because a legacy server that
-// ignores server/discover costs exactly that long; the request timeout is
-// long enough for a slow server to build a large page.
+// Capture defaults. The probe timeout is what a legacy server that ignores
+// server/discover costs; it also covers the server's start-up (a Node server
+// on a busy machine takes seconds before it reads its first line), so it is
+// not short. The request timeout is long enough for a slow server to build a
+// large page.
 const (
-	DefaultProbeTimeout   = 5 * time.Second
+	DefaultProbeTimeout   = 10 * time.Second
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultShutdownGrace  = 2 * time.Second
+	// MaxRelistsCeiling bounds CaptureOptions.MaxRelists: a server whose
+	// catalog never settles must not keep a capture running forever.
+	MaxRelistsCeiling = 10
 	// stderrTail is how much of the server's stderr a failed capture quotes.
 	stderrTail = 2048
 )
@@ -52,11 +57,15 @@ type CaptureOptions struct {
 	ProbeTimeout   time.Duration // auto: how long server/discover may take before falling back
 	RequestTimeout time.Duration // every other request
 	ShutdownGrace  time.Duration // after closing stdin, and again after SIGTERM
-	ClientName     string        // clientInfo.name (default "tracectl")
-	ClientVersion  string        // clientInfo.version (default "0")
-	Env            []string      // the server's environment (nil: inherit)
-	Dir            string        // the server's working directory
-	Stderr         io.Writer     // receives the server's stderr (nil: discarded; a tail is kept for errors)
+	// MaxRelists is how many times a collection during which the server
+	// sent list_changed is given up and started again from the first page
+	// (0: never; the snapshot is then incomplete with that reason).
+	MaxRelists    int
+	ClientName    string    // clientInfo.name (default "tracectl")
+	ClientVersion string    // clientInfo.version (default "0")
+	Env           []string  // the server's environment (nil: inherit)
+	Dir           string    // the server's working directory
+	Stderr        io.Writer // receives the server's stderr (nil: discarded; a tail is kept for errors)
 }
 
 // ErrHandshake is wrapped when no tools/list request could be made: the
@@ -94,6 +103,9 @@ func Capture(ctx context.Context, argv []string, o CaptureOptions) (*Snapshot, e
 	case ProtocolAuto, ProtocolModern, ProtocolLegacy:
 	default:
 		return nil, fmt.Errorf("capture: unknown protocol %q (want auto, modern or legacy)", o.Protocol)
+	}
+	if o.MaxRelists < 0 || o.MaxRelists > MaxRelistsCeiling {
+		return nil, fmt.Errorf("capture: relists %d outside 0..%d", o.MaxRelists, MaxRelistsCeiling)
 	}
 	lim := o.Limits.WithDefaults()
 	if err := lim.check(); err != nil {
@@ -133,23 +145,34 @@ func Capture(ctx context.Context, argv []string, o CaptureOptions) (*Snapshot, e
 		return nil, fmt.Errorf("%w: %w%s", ErrHandshake, err, s.stderrNote())
 	}
 
-	col, err := NewCollector(Options{
-		CaptureID: o.CaptureID, Mode: ModeActive, Limits: lim,
-		ServerName: hs.name, ServerVersion: hs.version, ServerSource: hs.source,
-		Era: hs.era, Version: &hs.protoVersion, ListChangedWatch: hs.watch,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+	for relists := 0; ; relists++ {
+		col, err := NewCollector(Options{
+			CaptureID: o.CaptureID, Mode: ModeActive, Limits: lim,
+			ServerName: hs.name, ServerVersion: hs.version, ServerSource: hs.source,
+			Era: hs.era, Version: &hs.protoVersion, ListChangedWatch: hs.watch, Relists: int64(relists),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("capture: %w", err)
+		}
+		if err := s.collect(ctx, col, hs, o.RequestTimeout); err != nil {
+			return nil, err
+		}
+		// A catalog that changed under the collection is fetched again
+		// from the first page, as a client would; the manifest counts the
+		// collections given up this way.
+		if !col.changed || relists >= o.MaxRelists || col.stop != nil {
+			return col.Snapshot()
+		}
 	}
+}
+
+// collect walks the pages into col until it finishes.
+func (s *server) collect(ctx context.Context, col *Collector, hs handshake, timeout time.Duration) error {
 	s.col = col
-	if s.early {
-		// Arrived between the handshake and the first page request.
-		col.NotifyListChanged()
-	}
+	defer func() { s.col = nil }()
 	var cursor []byte
 	for !col.Finished() {
-		params := hs.params(cursor)
-		req, resp, err := s.call(ctx, "tools/list", params, o.RequestTimeout)
+		req, resp, err := s.call(ctx, "tools/list", hs.params(cursor), timeout)
 		if err != nil {
 			reason := StopTransportClosed
 			var ol *overLimitError
@@ -162,14 +185,14 @@ func Capture(ctx context.Context, argv []string, o CaptureOptions) (*Snapshot, e
 				reason = StopCancelled
 			}
 			col.Stop(reason, fmt.Sprintf("page %d: %v%s", len(col.pages), err, s.stderrNote()))
-			break
+			return nil
 		}
 		if err := col.Add(req, resp); err != nil {
-			return nil, fmt.Errorf("capture: %w", err)
+			return fmt.Errorf("capture: %w", err)
 		}
 		cursor, _ = col.NextCursor()
 	}
-	return col.Snapshot()
+	return nil
 }
 
 func (o CaptureOptions) withDefaults() CaptureOptions {
@@ -352,7 +375,6 @@ type server struct {
 	stderr  *tail
 	nextID  int64
 	col     *Collector // receives list_changed once collection starts
-	early   bool       // list_changed seen before the collector existed
 	maxLine int64
 	once    sync.Once
 }
@@ -561,12 +583,10 @@ func (s *server) handle(m msg) error {
 		}
 		return s.send(b)
 	}
-	if m.method == "notifications/tools/list_changed" {
-		if s.col != nil {
-			s.col.NotifyListChanged()
-		} else {
-			s.early = true
-		}
+	// A list_changed before the first page request predates the
+	// collection: the pages fetched after it show the changed catalog.
+	if m.method == "notifications/tools/list_changed" && s.col != nil {
+		s.col.NotifyListChanged()
 	}
 	return nil
 }

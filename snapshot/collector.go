@@ -24,6 +24,9 @@ type Options struct {
 	Era                       string // default EraUnknown
 	Version                   *string
 	ListChangedWatch          string // default WatchUnknown
+	// Relists counts earlier collections given up because list_changed
+	// arrived during them (active capture only).
+	Relists int64
 }
 
 // PageBytes are the exact bytes of one exchange, in manifest order. The
@@ -65,6 +68,9 @@ func NewCollector(o Options) (*Collector, error) {
 	o.Limits = o.Limits.WithDefaults()
 	if err := o.Limits.check(); err != nil {
 		return nil, fmt.Errorf("snapshot limits: %w", err)
+	}
+	if o.Relists < 0 {
+		return nil, errors.New("snapshot relists must not be negative")
 	}
 	if o.CaptureID == "" || len(o.CaptureID) > 128 {
 		return nil, errors.New("snapshot capture id must be 1..128 bytes")
@@ -227,6 +233,7 @@ func (c *Collector) Snapshot() (*Snapshot, error) {
 	col.ListChangedWatch = c.o.ListChangedWatch
 	col.ListChangedDuring = c.changed
 	col.ListChangedBeforeDispatch = c.changedAB
+	col.Relists = c.o.Relists
 	col.RetainedBytes = c.retained
 	col.Limits = c.o.Limits
 	seen := make(map[string]int, len(c.tools))

@@ -153,6 +153,7 @@ type Collection struct {
 	ListChangedWatch          string   `json:"list_changed_watch"`
 	ListChangedDuring         bool     `json:"list_changed_during_collection"`
 	ListChangedBeforeDispatch bool     `json:"list_changed_before_dispatch"`
+	Relists                   int64    `json:"relists"` // earlier collections given up because list_changed arrived during them
 	DuplicateToolNames        []string `json:"duplicate_tool_names"`
 	UnnamedTools              int64    `json:"unnamed_tools"`
 	RetainedBytes             int64    `json:"retained_bytes"` // request and response bytes of the recorded pages
@@ -436,6 +437,9 @@ func (m *Manifest) validate() error {
 		if c.TerminalReached {
 			return errors.New("collection both stopped and terminal")
 		}
+	}
+	if c.Relists < 0 || (c.Relists > 0 && c.Mode != ModeActive) {
+		return errors.New("collection.relists must be 0, or positive for an active capture")
 	}
 	if int64(len(m.Pages)) > c.Limits.MaxPages {
 		return fmt.Errorf("%d pages exceed max_pages %d", len(m.Pages), c.Limits.MaxPages)

@@ -1,0 +1,384 @@
+package snapshot_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/snapshot"
+)
+
+// selfServerEnv makes the test binary act as a tiny raw-line server for the
+// one behaviour the shared test servers do not have: ignoring
+// server/discover entirely (a legacy server that never answers the probe).
+const selfServerEnv = "SNAPSHOT_TEST_SILENT_DISCOVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(selfServerEnv) != "" {
+		silentDiscoverServer()
+		os.Exit(0)
+	}
+	os.Exit(mcptest.Main(m))
+}
+
+// silentDiscoverServer answers initialize and one tools/list page, and
+// never answers server/discover.
+func silentDiscoverServer() {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		line := sc.Text()
+		id := between(line, `"id":`, `,`)
+		switch {
+		case strings.Contains(line, `"server/discover"`):
+		case strings.Contains(line, `"initialize"`):
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"silent","version":"0.1"}}}`+"\n", id)
+		case strings.Contains(line, `"tools/list"`):
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"only","inputSchema":{"type":"object"}}]}}`+"\n", id)
+		}
+	}
+}
+
+func between(s, a, b string) string {
+	_, rest, _ := strings.Cut(s, a)
+	v, _, _ := strings.Cut(rest, b)
+	return v
+}
+
+func capture(t testing.TB, o snapshot.CaptureOptions, argv ...string) *snapshot.Snapshot {
+	t.Helper()
+	s, err := captureErr(o, argv...)
+	if err != nil {
+		t.Fatalf("Capture(%s, %q): %v", o.Protocol, argv, err)
+	}
+	return s
+}
+
+func captureErr(o snapshot.CaptureOptions, argv ...string) (*snapshot.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if o.CaptureID == "" {
+		o.CaptureID = "cap-test"
+	}
+	return snapshot.Capture(ctx, argv, o)
+}
+
+func loader(s *snapshot.Snapshot) snapshot.LoadFunc {
+	blobs := map[string][]byte{}
+	for _, p := range s.Pages {
+		blobs[canon.SHA256(p.Request)] = p.Request
+		blobs[canon.SHA256(p.Response)] = p.Response
+	}
+	return func(d string) ([]byte, error) {
+		if b, ok := blobs[d]; ok {
+			return b, nil
+		}
+		return nil, os.ErrNotExist
+	}
+}
+
+func toolByName(m *snapshot.Manifest, name string) (snapshot.Tool, bool) {
+	for _, t := range m.Tools {
+		if t.Name != nil && *t.Name == name {
+			return t, true
+		}
+	}
+	return snapshot.Tool{}, false
+}
+
+// TestCaptureSDKServer captures 2,507 tools (2,500 generated plus the
+// server's own seven) over 68 pages from the Go SDK server in both eras and
+// checks every collection fact. (68 pages: 100 per page would be faster,
+// but many pages is the point.)
+func TestCaptureSDKServer(t *testing.T) {
+	bin := mcptest.Build(t, "sdkserver")
+	const tools, pageSize = 2507, 37
+	wantPages := (tools + pageSize - 1) / pageSize
+	byEra := map[string]*snapshot.Snapshot{}
+	for _, tc := range []struct {
+		proto, era, version, watch, source string
+		resultType                         string
+	}{
+		{snapshot.ProtocolModern, snapshot.EraModern, snapshot.ModernVersion, snapshot.WatchSubscribed, "discover_response", snapshot.StatePresent},
+		{snapshot.ProtocolLegacy, snapshot.EraLegacy, snapshot.LegacyVersion, snapshot.WatchSession, "initialize_response", snapshot.StateAbsent},
+	} {
+		t.Run(tc.proto, func(t *testing.T) {
+			s := capture(t, snapshot.CaptureOptions{Protocol: tc.proto}, bin, "-tools", "2500", "-page-size", fmt.Sprint(pageSize), "-ttl-ms", "1500")
+			byEra[tc.proto] = s
+			m := s.Manifest
+			if !m.Complete || len(m.IncompleteReasons) != 0 {
+				t.Fatalf("incomplete: %q %+v", m.IncompleteReasons, m.Collection.Stop)
+			}
+			c := m.Collection
+			if !c.FirstRequestWithoutCursor || !c.TerminalReached || c.Stop != nil || c.ListChangedDuring ||
+				len(c.DuplicateToolNames) != 0 || c.UnnamedTools != 0 || c.Mode != snapshot.ModeActive {
+				t.Errorf("collection facts: %+v", c)
+			}
+			if c.ListChangedWatch != tc.watch {
+				t.Errorf("list_changed watch %s, want %s", c.ListChangedWatch, tc.watch)
+			}
+			if m.Protocol.Era != tc.era || *m.Protocol.Version != tc.version {
+				t.Errorf("protocol %+v", m.Protocol)
+			}
+			if m.Server.Source != tc.source || m.Server.Name == nil || *m.Server.Name != "tracectl-sdkserver" {
+				t.Errorf("server %+v", m.Server)
+			}
+			if len(m.Pages) != wantPages || len(m.Tools) != tools {
+				t.Errorf("%d pages, %d tools; want %d, %d", len(m.Pages), len(m.Tools), wantPages, tools)
+			}
+			for i, p := range m.Pages {
+				last := i == len(m.Pages)-1
+				if (p.Cursor.State == snapshot.StateAbsent) != (i == 0) || (p.NextCursor.State == snapshot.StateAbsent) != last {
+					t.Errorf("page %d cursors: %+v -> %+v", i, p.Cursor, p.NextCursor)
+				}
+				if p.TTLMs.Integer == nil || *p.TTLMs.Integer != 1500 || p.CacheScope.Value == nil || *p.CacheScope.Value != "public" {
+					t.Errorf("page %d cache fields: ttl %+v scope %+v", i, p.TTLMs, p.CacheScope)
+				}
+				if p.ResultType.State != tc.resultType {
+					t.Errorf("page %d resultType %+v, want state %s", i, p.ResultType, tc.resultType)
+				}
+			}
+			// The decimals tool is served with 0.5, 0.7 and 2^53-1 as the
+			// server wrote them, and its declaration is supported.
+			dec, ok := toolByName(m, "decimals")
+			if !ok || dec.Declaration.Status != snapshot.DeclOK {
+				t.Fatalf("decimals: %+v", dec)
+			}
+			raw := s.Pages[dec.Page].Response
+			for _, want := range []string{`"minimum":0.5`, `"default":0.7`, `"maximum":9007199254740991`} {
+				if !bytes.Contains(raw, []byte(want)) {
+					t.Errorf("page %d lacks %s", dec.Page, want)
+				}
+			}
+			if ann, ok := toolByName(m, "annotated"); !ok || ann.Declaration.Status != snapshot.DeclOK ||
+				!bytes.Contains(s.Pages[ann.Page].Response, []byte(`"com.example.vendor/owner":"team-tools"`)) {
+				t.Errorf("annotated tool or its _meta missing: %+v", ann)
+			}
+			if probs := snapshot.VerifyPages(m, loader(s)); len(probs) != 0 {
+				t.Errorf("VerifyPages: %v", probs)
+			}
+			if _, err := snapshot.ParseManifest(s.Bytes); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// Both eras serve the same declarations: no drift between them.
+	if a, b := byEra[snapshot.ProtocolModern], byEra[snapshot.ProtocolLegacy]; a != nil && b != nil {
+		r := snapshot.Diff(snapshot.DiffInput{Manifest: a.Manifest, Load: loader(a)}, snapshot.DiffInput{Manifest: b.Manifest, Load: loader(b)})
+		if r.Verdict != snapshot.VerdictIdentical {
+			t.Errorf("modern vs legacy: %s", r.Verdict)
+		}
+		if a.Digest == b.Digest {
+			t.Error("modern and legacy captures share a manifest digest")
+		}
+	}
+}
+
+// A tool added while pages are being collected: the server sends
+// list_changed (legacy: on the session; modern: on the listen stream the
+// capture opened), and the snapshot is incomplete with that reason.
+func TestCaptureListChangedMidCollection(t *testing.T) {
+	bin := mcptest.Build(t, "sdkserver")
+	for _, proto := range []string{snapshot.ProtocolModern, snapshot.ProtocolLegacy} {
+		t.Run(proto, func(t *testing.T) {
+			// 500 pages after the change leave far more than the server's
+			// 10 ms debounce for the notification to arrive mid-collection.
+			s := capture(t, snapshot.CaptureOptions{Protocol: proto}, bin, "-tools", "2500", "-page-size", "5", "-add-tool-after-list", "2")
+			m := s.Manifest
+			if !m.Collection.ListChangedDuring || m.Complete || !slices.Contains(m.IncompleteReasons, snapshot.ReasonListChangedDuring) {
+				t.Fatalf("list_changed during %v, complete %v, reasons %q", m.Collection.ListChangedDuring, m.Complete, m.IncompleteReasons)
+			}
+			if !m.Collection.TerminalReached {
+				t.Error("collection did not reach the terminal page")
+			}
+		})
+	}
+}
+
+// With relisting allowed, the collection during which the tool was added is
+// given up and a fresh one, which includes the new tool, is complete; the
+// manifest counts the relist.
+func TestCaptureRelistsAfterListChanged(t *testing.T) {
+	bin := mcptest.Build(t, "sdkserver")
+	s := capture(t, snapshot.CaptureOptions{Protocol: snapshot.ProtocolLegacy, MaxRelists: 1}, bin, "-tools", "2500", "-page-size", "5", "-add-tool-after-list", "2")
+	m := s.Manifest
+	if !m.Complete || m.Collection.Relists != 1 {
+		t.Fatalf("complete %v relists %d reasons %q", m.Complete, m.Collection.Relists, m.IncompleteReasons)
+	}
+	if _, ok := toolByName(m, "late_tool"); !ok {
+		t.Error("the added tool is not in the second collection")
+	}
+	if _, err := captureErr(snapshot.CaptureOptions{MaxRelists: snapshot.MaxRelistsCeiling + 1}, bin); err == nil {
+		t.Error("relists above the ceiling accepted")
+	}
+}
+
+func TestCaptureProtocolSelection(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		o       snapshot.CaptureOptions
+		argv    []string
+		era     string
+		wantErr bool
+	}{
+		{"auto finds modern", snapshot.CaptureOptions{}, []string{raw, "-script", "modern"}, snapshot.EraModern, false},
+		{"auto falls back on an error", snapshot.CaptureOptions{}, []string{raw, "-script", "legacy"}, snapshot.EraLegacy, false},
+		{"auto falls back on a timeout, on a fresh process", snapshot.CaptureOptions{ProbeTimeout: 300 * time.Millisecond,
+			Env: append(os.Environ(), selfServerEnv+"=1")}, []string{self}, snapshot.EraLegacy, false},
+		{"modern refused by a legacy server", snapshot.CaptureOptions{Protocol: snapshot.ProtocolModern}, []string{raw, "-script", "legacy"}, "", true},
+		{"legacy refused by a modern server", snapshot.CaptureOptions{Protocol: snapshot.ProtocolLegacy}, []string{raw, "-script", "modern"}, "", true},
+		{"no such server", snapshot.CaptureOptions{}, []string{"/nonexistent/server"}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := captureErr(tt.o, tt.argv...)
+			if tt.wantErr {
+				if !errors.Is(err, snapshot.ErrHandshake) {
+					t.Fatalf("got %v, want ErrHandshake", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Manifest.Protocol.Era != tt.era || !s.Manifest.Complete {
+				t.Errorf("era %s complete %v %q", s.Manifest.Protocol.Era, s.Manifest.Complete, s.Manifest.IncompleteReasons)
+			}
+		})
+	}
+}
+
+// Wire behaviour no SDK produces, from the raw-line server.
+func TestCaptureRawScripts(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	empty := ""
+	tests := []struct {
+		script  string
+		args    []string
+		lim     snapshot.Limits
+		reasons []string
+		pages   int
+		check   func(t *testing.T, s *snapshot.Snapshot)
+	}{
+		{script: "empty-cursor", reasons: []string{}, pages: 2, check: func(t *testing.T, s *snapshot.Snapshot) {
+			p := s.Manifest.Pages
+			if p[0].NextCursor.Value == nil || *p[0].NextCursor.Value != empty || p[1].Cursor.Value == nil || *p[1].Cursor.Value != empty {
+				t.Errorf("empty cursor not followed: %+v %+v", p[0].NextCursor, p[1].Cursor)
+			}
+		}},
+		{script: "repeated-cursor", reasons: []string{snapshot.StopRepeatedCursor}, pages: 2},
+		{script: "dup-keys", reasons: []string{}, pages: 1, check: func(t *testing.T, s *snapshot.Snapshot) {
+			d, _ := toolByName(s.Manifest, "raw-dup")
+			if d.Declaration.Status != snapshot.DeclUnsupported || d.Declaration.Code != string(canon.CodeDuplicateKey) || *d.Declaration.Pointer != "/inputSchema/properties/a" {
+				t.Errorf("raw-dup: %+v", d.Declaration)
+			}
+			if ok, _ := toolByName(s.Manifest, "raw-0000"); ok.Declaration.Status != snapshot.DeclOK {
+				t.Errorf("raw-0000: %+v", ok.Declaration)
+			}
+		}},
+		{script: "dup-envelope", reasons: []string{snapshot.StopInvalidPage}, pages: 1, check: func(t *testing.T, s *snapshot.Snapshot) {
+			if p := s.Manifest.Pages[0]; p.Invalid != snapshot.InvalidAmbiguous {
+				t.Errorf("page: %+v", p)
+			}
+		}},
+		{script: "coerced-float", reasons: []string{}, pages: 1, check: func(t *testing.T, s *snapshot.Snapshot) {
+			for name, ptr := range map[string]string{"coerced-maximum": "/inputSchema/properties/p/maximum", "coerced-default": "/inputSchema/properties/n/default"} {
+				d, _ := toolByName(s.Manifest, name)
+				if d.Declaration.Status != snapshot.DeclUnsupported || d.Declaration.Code != string(canon.CodeUnsupportedNumber) || *d.Declaration.Pointer != ptr {
+					t.Errorf("%s: %+v", name, d.Declaration)
+				}
+			}
+		}},
+		{script: "extra-members", reasons: []string{}, pages: 1, check: func(t *testing.T, s *snapshot.Snapshot) {
+			d, _ := toolByName(s.Manifest, "extra")
+			i := bytes.Index(s.Pages[0].Response, []byte(`{"name":"extra"`))
+			doc, err := canon.Parse(s.Pages[0].Response, canon.ParseOptions{})
+			if err != nil || i < 0 {
+				t.Fatal(err)
+			}
+			res, _ := doc.Root().Get("result")
+			tl, _ := res.Get("tools")
+			want, _ := tl.Elems()[d.Index].Digest(canon.PolicyMCPDecl)
+			if d.Declaration.Digest != want {
+				t.Errorf("extra: digest %s, want %s", d.Declaration.Digest, want)
+			}
+		}},
+		{script: "die-mid-pagination", reasons: []string{snapshot.StopTransportClosed}, pages: 2},
+		{script: "huge-page", args: []string{"-huge-bytes", "2000000"}, lim: snapshot.Limits{MaxPageBytes: 1 << 20},
+			reasons: []string{snapshot.ReasonNoPages, snapshot.StopPageBytesLimit}, pages: 0},
+		{script: "paged", args: []string{"-pages", "5"}, lim: snapshot.Limits{MaxPages: 4},
+			reasons: []string{snapshot.StopPageLimit}, pages: 4},
+		{script: "paged", args: []string{"-pages", "4"}, lim: snapshot.Limits{MaxPages: 4}, reasons: []string{}, pages: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script+strings.Join(tt.args, ""), func(t *testing.T) {
+			argv := append([]string{raw, "-script", tt.script}, tt.args...)
+			s := capture(t, snapshot.CaptureOptions{Protocol: snapshot.ProtocolLegacy, Limits: tt.lim}, argv...)
+			m := s.Manifest
+			if !slices.Equal(m.IncompleteReasons, tt.reasons) || len(m.Pages) != tt.pages {
+				t.Fatalf("reasons %q pages %d; want %q %d (stop %+v)", m.IncompleteReasons, len(m.Pages), tt.reasons, tt.pages, m.Collection.Stop)
+			}
+			if probs := snapshot.VerifyPages(m, loader(s)); len(probs) != 0 {
+				t.Errorf("VerifyPages: %v", probs)
+			}
+			if tt.check != nil {
+				tt.check(t, s)
+			}
+		})
+	}
+}
+
+// npm's server-everything: a real TypeScript-SDK server. The capture must
+// be complete and hold exactly the tools the Go SDK client lists.
+func TestCaptureEverything(t *testing.T) {
+	bin := mcptest.EverythingBin(t)
+	// It sends list_changed when it sees notifications/initialized, which
+	// races with the first page request: one relist settles it.
+	s := capture(t, snapshot.CaptureOptions{MaxRelists: 2}, bin)
+	m := s.Manifest
+	if !m.Complete {
+		t.Fatalf("incomplete: %q %+v", m.IncompleteReasons, m.Collection.Stop)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The server offers some tools only to clients with capabilities (roots):
+	// the SDK client declares none here, like the capture.
+	cl := mcp.NewClient(&mcp.Implementation{Name: "cross-check", Version: "0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := cl.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	var got []string
+	for _, tl := range m.Tools {
+		got = append(got, *tl.Name)
+	}
+	slices.Sort(names)
+	slices.Sort(got)
+	if len(got) == 0 || !slices.Equal(got, names) {
+		t.Errorf("captured %q, the SDK client lists %q", got, names)
+	}
+	t.Logf("server-everything: %d tools over %d pages, era %s %s", len(got), len(m.Pages), m.Protocol.Era, *m.Protocol.Version)
+}
