@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -40,6 +43,8 @@ const (
 	CodeTrustedKeyMatch        Code = "trusted_key_match"   // pass finding
 	CodeRecordStale            Code = "record_stale"
 	CodeRecordInFuture         Code = "record_in_future"
+	CodeRecordFresh            Code = "record_fresh"     // pass finding: iat within the freshness window
+	CodeMaxAgeDisabled         Code = "max_age_disabled" // info: the caller disabled the maximum age
 )
 
 // Bundle checks: the profile's section-6 distinctions each have their own code.
@@ -60,7 +65,59 @@ const (
 	CodeProducerObservation  Code = "producer_observation_only" // responses and server identity are the producer's observations, not server-authenticated
 	CodeServerProofMissing   Code = "server_proof_missing"      // a claim of server authentication without its proof
 	CodeInclusionProofFailed Code = "inclusion_proof_failed"
+
+	CodeFormatUnsupported Code = "format_unsupported"    // unsupported: the transcript or a manifest names a format, policy or algorithm this verifier does not implement
+	CodeTranscriptBound   Code = "transcript_bound"      // pass finding: the recomputed commitment equals tool_transcript.hash
+	CodePayloadsVerified  Code = "payloads_verified"     // pass finding: every available payload matched its digest and length
+	CodeSnapshotVerified  Code = "snapshot_verified"     // pass finding: a snapshot's manifest and pages match their commitments
+	CodeHistoryConsistent Code = "history_consistent"    // pass finding: identities unique, retry links backward, no outcome replaced
+	CodeRetryLinked       Code = "retry_linked"          // info: an attempt is a retry of an earlier one; the earlier outcome is not changed by it
+	CodeRecoveryRecorded  Code = "recovery_recorded"     // info: the producer recovered after a crash (and quarantined what it could not keep)
+	CodeInclusionProofOK  Code = "inclusion_proof_valid" // pass finding: a line is included in the signed transcript
+	CodeProofScopeLimited Code = "proof_scope_limited"   // info: an inclusion proof shows some lines only; the rest of the transcript was not checked
 )
+
+// AllCodes returns every finding code, in the order spec/verification.md
+// lists them. A test keeps the two in step.
+func AllCodes() []Code {
+	return []Code{
+		CodeProfileUnsupported, CodeSchemaInvalid, CodeCanonicalizationFailed,
+		CodeSignatureMissing, CodeSignatureMalformed, CodeSignatureInvalid, CodeSignatureValid,
+		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
+		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
+
+		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
+		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
+		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,
+		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified,
+		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodePayloadsVerified,
+		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
+		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
+	}
+}
+
+// Check names the check a finding belongs to. The text report groups
+// findings by check, in the order of the constants below.
+type Check string
+
+const (
+	CheckRecord     Check = "record"     // profile, shape, canonicalization of the Trust Record
+	CheckSignature  Check = "signature"  // the embedded signature
+	CheckTrust      Check = "trust"      // the caller's trusted key against cnf.jwk
+	CheckFreshness  Check = "freshness"  // iat against the reference time
+	CheckTranscript Check = "transcript" // lines, commitment, call count
+	CheckIdentity   Check = "identity"   // attempt identities, retry links, outcome history
+	CheckSnapshot   Check = "snapshot"   // declaration snapshots bound by attempts
+	CheckPayload    Check = "payload"    // request, response and other committed payload bytes
+	CheckOutcome    Check = "outcome"    // what the outcomes and observations do and do not prove
+	CheckProof      Check = "proof"      // inclusion proofs
+)
+
+// Checks returns every check in report order.
+func Checks() []Check {
+	return []Check{CheckRecord, CheckSignature, CheckTrust, CheckFreshness, CheckTranscript,
+		CheckIdentity, CheckSnapshot, CheckPayload, CheckOutcome, CheckProof}
+}
 
 // Status of a finding.
 type Status string
@@ -76,7 +133,7 @@ const (
 // Finding is one result of one check.
 type Finding struct {
 	Code    Code   `json:"code"`
-	Check   string `json:"check"` // record | signature | trust | freshness | transcript | snapshot | payload | identity | outcome | proof
+	Check   Check  `json:"check"`
 	Status  Status `json:"status"`
 	Subject string `json:"subject,omitempty"` // attempt id, snapshot id, line seq or JSON Pointer
 	Detail  string `json:"detail,omitempty"`
@@ -86,18 +143,195 @@ type Finding struct {
 // including failed and unknown ones; they are not counts of completed
 // business operations.
 type Counts struct {
+	Lines             int64 `json:"lines"`
 	Attempts          int64 `json:"attempts"`
 	Responses         int64 `json:"responses"`
 	TransportFailures int64 `json:"transport_failures"`
 	Unknown           int64 `json:"unknown"`
+	Snapshots         int64 `json:"snapshots"`
+	Payloads          int64 `json:"payloads"` // payload commitments whose bytes were present and checked
 }
+
+// Kinds of input a Report describes.
+const (
+	KindBundle = "bundle" // a bundle directory: record, transcript, blobs
+	KindRecord = "record" // a Trust Record alone
+	KindProof  = "proof"  // a Trust Record and an inclusion proof
+)
+
+// Trust bases.
+const (
+	TrustKey      = "trusted_key"       // cnf.jwk matched the caller's trusted key
+	TrustEmbedded = "embedded_key_only" // the caller allowed the embedded key: internal consistency only
+	TrustNone     = "none"              // no trust established (the signature or the key did not check)
+)
 
 // Report is the result of Verify.
 type Report struct {
 	MediaType     string    `json:"media_type"`
+	Kind          string    `json:"kind"` // bundle | record | proof
 	Verdict       Verdict   `json:"verdict"`
 	ReferenceTime time.Time `json:"reference_time"`
-	TrustBasis    string    `json:"trust_basis"` // "trusted_key" | "embedded_key_only" | "none"
+	TrustBasis    string    `json:"trust_basis"`                 // trusted_key | embedded_key_only | none
+	Signer        string    `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
+	Root          string    `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
 	Counts        Counts    `json:"counts"`
 	Findings      []Finding `json:"findings"`
+	// Omitted counts findings left out of Findings per code once a code
+	// reached MaxFindingsPerCode; the verdict accounts for all of them.
+	Omitted map[Code]int64 `json:"omitted,omitempty"`
+
+	worst   Status       // the most severe status seen, including omitted findings
+	perCode map[Code]int // findings listed per code
+}
+
+// MaxFindingsPerCode bounds the report: a transcript of a million unknown
+// outcomes yields a report of bounded size, with the rest counted in Omitted.
+const MaxFindingsPerCode = 1000
+
+// Find returns the findings with the given code.
+func (r *Report) Find(c Code) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Code == c {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Has reports whether some finding (listed or omitted) has the given code.
+func (r *Report) Has(c Code) bool { return len(r.Find(c)) > 0 || r.Omitted[c] > 0 }
+
+// Failures returns the codes of failing findings, in first-seen order,
+// each once.
+func (r *Report) Failures() []Code {
+	var out []Code
+	seen := map[Code]bool{}
+	for _, f := range r.Findings {
+		if f.Status == StatusFail && !seen[f.Code] {
+			seen[f.Code] = true
+			out = append(out, f.Code)
+		}
+	}
+	return out
+}
+
+func newReport(kind string, at time.Time) *Report {
+	return &Report{MediaType: MediaType, Kind: kind, ReferenceTime: at.UTC(), TrustBasis: TrustNone, Findings: []Finding{}}
+}
+
+// severity orders statuses for the verdict.
+func severity(s Status) int {
+	switch s {
+	case StatusFail:
+		return 3
+	case StatusUnavailable, StatusUnsupported:
+		return 2
+	case StatusInfo, StatusPass:
+		return 1
+	}
+	return 0
+}
+
+// add records a finding. Detail text is bounded: it may quote evidence.
+func (r *Report) add(code Code, check Check, st Status, subject, detail string) {
+	if severity(st) > severity(r.worst) {
+		r.worst = st
+	}
+	if r.perCode == nil {
+		r.perCode = map[Code]int{}
+	}
+	if r.perCode[code] >= MaxFindingsPerCode {
+		if r.Omitted == nil {
+			r.Omitted = map[Code]int64{}
+		}
+		r.Omitted[code]++
+		return
+	}
+	r.perCode[code]++
+	r.Findings = append(r.Findings, Finding{Code: code, Check: check, Status: st, Subject: bound(subject), Detail: bound(detail)})
+}
+
+// finish decides the verdict from every finding recorded.
+func (r *Report) finish() {
+	switch {
+	case r.worst == StatusFail:
+		r.Verdict = Failed
+	case r.worst == StatusUnavailable || r.worst == StatusUnsupported || r.TrustBasis != TrustKey:
+		r.Verdict = Incomplete
+	default:
+		r.Verdict = Verified
+	}
+}
+
+// maxText bounds subjects and details copied from evidence.
+const maxText = 512
+
+func bound(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxText], "") + "..."
+}
+
+// Sentinels matched by the error Verify returns with a Report whose verdict
+// is not Verified: errors.Is(err, ErrFailed).
+var (
+	ErrFailed     = errors.New("verification failed")
+	ErrIncomplete = errors.New("verification incomplete")
+)
+
+// VerdictError is the error returned with a Report whose verdict is not
+// Verified. Callers that only check err fail safe; callers that want the
+// findings use errors.As.
+type VerdictError struct {
+	Report *Report
+}
+
+func (e *VerdictError) Error() string {
+	var b strings.Builder
+	if e.Report.Verdict == Failed {
+		b.WriteString(ErrFailed.Error())
+		if codes := e.Report.Failures(); len(codes) > 0 {
+			b.WriteString(": ")
+			for i, c := range codes {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(string(c))
+			}
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s: ", ErrIncomplete)
+	seen := map[Code]bool{}
+	for _, f := range e.Report.Findings {
+		if (f.Status == StatusUnavailable || f.Status == StatusUnsupported) && !seen[f.Code] {
+			if len(seen) > 0 {
+				b.WriteString(", ")
+			}
+			seen[f.Code] = true
+			b.WriteString(string(f.Code))
+		}
+	}
+	if len(seen) == 0 {
+		b.WriteString("trust rests on the embedded key only")
+	}
+	return b.String()
+}
+
+// Is matches ErrFailed or ErrIncomplete by the verdict.
+func (e *VerdictError) Is(target error) bool {
+	return (target == ErrFailed && e.Report.Verdict == Failed) ||
+		(target == ErrIncomplete && e.Report.Verdict == Incomplete)
+}
+
+// result returns r with the error the package contract asks for.
+func result(r *Report) (*Report, error) {
+	r.finish()
+	if r.Verdict != Verified {
+		return r, &VerdictError{Report: r}
+	}
+	return r, nil
 }

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
+)
+
+type verifyOptions struct {
+	trustedKey       string
+	at               string
+	maxAge           string
+	allowEmbeddedKey bool
+	format           string
+	proof            string
+	input            string
+	now              func() time.Time // the clock, an input like everything else
+}
+
+func init() {
+	commands = append(commands, func(s streams) *cobra.Command { return newVerifyCmd(s, runVerify) })
+}
+
+func newVerifyCmd(s streams, runF func(context.Context, streams, *verifyOptions) error) *cobra.Command {
+	o := &verifyOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "verify [--trusted-key PUB] [--at TIME] [--max-age DUR] [--allow-embedded-key] [--format text|json] [--proof PROOF] BUNDLE|RECORD.json",
+		Short: "Verify a bundle, a Trust Record, or an inclusion proof offline",
+		Long: `verify checks evidence offline and prints a report: the verdict, then every
+finding with its stable code (spec/verification.md), grouped by check.
+
+Given a bundle directory it checks the Trust Record (profile, shape,
+canonicalization, signature, trust, freshness), recomputes the transcript
+commitment, and checks every line, attempt identity, retry link, outcome,
+snapshot and payload. Given a record file it checks the record alone; with
+--proof it checks one attempt's lines against the signed record without the
+rest of the transcript.
+
+Trust needs a key: --trusted-key names the signer's public key (PEM or JWK).
+--allow-embedded-key checks the signature with the record's own key instead,
+which proves internal consistency only (the verdict is at best incomplete).
+
+Exit status: 0 verified, 1 failed, 3 incomplete (evidence unavailable or
+unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
+		Example: "  tracectl verify --trusted-key key.pub run.trace\n" +
+			"  tracectl verify --trusted-key key.pub --at 2026-07-01T12:00:00Z --format json run.trace\n" +
+			"  tracectl verify --trusted-key key.pub --proof a7.proof run.trace/record.json",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.input = args[0]
+			return runF(c.Context(), s, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trustedKey, "trusted-key", "", "the signer's public key you trust (PKIX PEM or JWK)")
+	f.StringVar(&o.at, "at", "", "reference time for freshness, RFC 3339 or Unix seconds (default: now)")
+	f.StringVar(&o.maxAge, "max-age", "24h", "maximum age of the record at the reference time; 0 disables the limit")
+	f.BoolVar(&o.allowEmbeddedKey, "allow-embedded-key", false, "without --trusted-key, check the signature with cnf.jwk (internal consistency only)")
+	f.StringVar(&o.format, "format", "text", "report format: text or json ("+verify.MediaType+")")
+	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
+	return cmd
+}
+
+// options turns the flags into verify.Options.
+func (o *verifyOptions) options() (verify.Options, error) {
+	var vo verify.Options
+	if o.format != "text" && o.format != "json" {
+		return vo, usageErr(fmt.Errorf("unknown format %q", o.format), "use --format text or --format json")
+	}
+	at, err := parseAt(o.at, o.now)
+	if err != nil {
+		return vo, usageErr(err, "give --at as RFC 3339 (2026-07-01T12:00:00Z) or Unix seconds")
+	}
+	vo.At = at
+	d, err := time.ParseDuration(o.maxAge)
+	if o.maxAge == "0" {
+		d, err = 0, nil
+	}
+	switch {
+	case err != nil:
+		return vo, usageErr(fmt.Errorf("--max-age: %w", err), "give a duration such as 24h or 90m, or 0 to disable the limit")
+	case d < 0:
+		return vo, usageErr(errors.New("--max-age must not be negative"), "")
+	case d == 0:
+		vo.AllowAnyAge = true
+	default:
+		vo.MaxAge = d
+	}
+	vo.AllowEmbeddedKey = o.allowEmbeddedKey
+	if o.trustedKey != "" {
+		var pub crypto.PublicKey
+		pub, err = sign.LoadPublicKeyFile(o.trustedKey)
+		if err != nil {
+			return vo, usageErr(err, "--trusted-key takes the .pub file tracectl keygen wrote, or a public JWK")
+		}
+		vo.TrustedKey = pub
+	}
+	return vo, nil
+}
+
+func parseAt(s string, now func() time.Time) (time.Time, error) {
+	if s == "" {
+		return now(), nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--at %q: not RFC 3339 or Unix seconds", s)
+	}
+	return t, nil
+}
+
+func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	vo, err := o.options()
+	if err != nil {
+		return err
+	}
+	v, err := verify.New(vo)
+	if err != nil {
+		hint := ""
+		if vo.TrustedKey == nil && !vo.AllowEmbeddedKey {
+			hint = "pass --trusted-key PUB, or --allow-embedded-key to check internal consistency only"
+		}
+		return usageErr(err, hint)
+	}
+	rep, verr := verifyInput(ctx, v, o)
+	if rep == nil {
+		return verr
+	}
+	if err := writeReport(s.out, rep, o.format); err != nil {
+		return err
+	}
+	switch rep.Verdict {
+	case verify.Verified:
+		return nil
+	case verify.Incomplete:
+		return &exitError{code: exitIncomplete, err: verr}
+	default:
+		return &exitError{code: exitFailed, err: verr}
+	}
+}
+
+// verifyInput dispatches on the input: a bundle directory, a record, or a
+// record with a proof. It returns a nil report with a usage error when the
+// input cannot be read.
+func verifyInput(ctx context.Context, v *verify.Verifier, o *verifyOptions) (*verify.Report, error) {
+	fi, err := os.Stat(o.input)
+	if err != nil {
+		return nil, usageErr(err, "give a bundle directory or a record.json file")
+	}
+	recordPath := o.input
+	if fi.IsDir() {
+		if o.proof == "" {
+			rep, err := v.Bundle(ctx, os.DirFS(o.input))
+			if rep == nil {
+				return nil, usageErr(fmt.Errorf("bundle %s: %w", o.input, err), "a bundle directory holds record.json, transcript.jsonl and blobs/")
+			}
+			return rep, err
+		}
+		recordPath = filepath.Join(o.input, transcript.RecordFile)
+	}
+	record, err := readLimited(recordPath, sign.MaxRecordBytes+1)
+	if err != nil {
+		return nil, usageErr(err, "")
+	}
+	if o.proof == "" {
+		return v.Record(ctx, record)
+	}
+	proof, err := readLimited(o.proof, transcript.MaxProofBytes+1)
+	if err != nil {
+		return nil, usageErr(err, "--proof takes a file written by tracectl prove")
+	}
+	return v.Proof(ctx, record, proof)
+}
+
+// readLimited reads at most max bytes of a file: one byte past a parser's
+// limit is enough for the parser to refuse it with its own finding.
+func readLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+func writeReport(w io.Writer, rep *verify.Report, format string) error {
+	if format == "json" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	_, err := io.WriteString(w, textReport(rep))
+	return err
+}
+
+// textReport renders the report for a terminal: the verdict first, then
+// the findings grouped by check, then the counts. Every string that comes
+// from evidence goes through escapeTerminal.
+func textReport(rep *verify.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict: %s (%s)\n", rep.Verdict, rep.Kind)
+	fmt.Fprintf(&b, "trust: %s", rep.TrustBasis)
+	if rep.Signer != "" {
+		fmt.Fprintf(&b, " (signer %s)", escapeTerminal(rep.Signer))
+	}
+	fmt.Fprintf(&b, "\nreference time: %s\n", rep.ReferenceTime.Format(time.RFC3339))
+	if rep.Root != "" {
+		fmt.Fprintf(&b, "transcript root: %s\n", rep.Root)
+	}
+	for _, check := range verify.Checks() {
+		first := true
+		for _, f := range rep.Findings {
+			if f.Check != check {
+				continue
+			}
+			if first {
+				fmt.Fprintf(&b, "\n%s\n", check)
+				first = false
+			}
+			fmt.Fprintf(&b, "  %-11s %s", f.Status, f.Code)
+			if f.Subject != "" {
+				fmt.Fprintf(&b, " [%s]", escapeTerminal(f.Subject))
+			}
+			if f.Detail != "" {
+				fmt.Fprintf(&b, ": %s", escapeTerminal(f.Detail))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	if len(rep.Omitted) > 0 {
+		b.WriteString("\nomitted\n")
+		for _, c := range verify.AllCodes() {
+			if n := rep.Omitted[c]; n > 0 {
+				fmt.Fprintf(&b, "  %d more %s findings not listed\n", n, c)
+			}
+		}
+	}
+	c := rep.Counts
+	fmt.Fprintf(&b, "\ncounts: %d attempts (%d responses, %d transport failures, %d unknown); %d lines, %d snapshots, %d payloads checked\n",
+		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, c.Lines, c.Snapshots, c.Payloads)
+	return b.String()
+}

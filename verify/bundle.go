@@ -1,0 +1,589 @@
+package verify
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strconv"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Outcome states of an attempt, advanced by its observations and
+// resolution (spec/verification.md, "History").
+const (
+	stOpen         uint8 = iota // no terminal observation yet
+	stResponse                  // a response was recorded
+	stTransport                 // the transport failed with the call in flight
+	stUnknown                   // timeout, cancel_sent or a resolution: unknown
+	stLateResponse              // a late response after timeout or cancel_sent
+)
+
+// attemptState is what the verifier keeps per attempt: a few bytes, so
+// memory grows with the number of attempt identities only.
+type attemptState struct {
+	seq       int64
+	state     uint8
+	resolved  bool   // a resolution was recorded
+	retriedBy string // the first later attempt that names this one in retry_of
+}
+
+// snapState is what the verifier keeps per snapshot event.
+type snapState struct {
+	seq      int64
+	atMs     int64
+	digest   string
+	complete bool
+	reasons  string // incomplete reasons, for details
+	usable   bool   // the manifest was read and matched: its facts can be compared
+	reported bool   // snapshot_incomplete already reported for it
+	staleAt  int64  // seq of the list_changed last reported as stale for it
+}
+
+// pendingRef is an attempt that named a snapshot not yet seen.
+type pendingRef struct {
+	attempt  string
+	seq      int64
+	snapshot string
+}
+
+// bundleCheck streams one bundle's transcript and checks every line against
+// the record, the blobs and the lines before it.
+type bundleCheck struct {
+	v    *Verifier
+	r    *Report
+	fsys fs.FS
+	rec  *sign.Record
+
+	header       *transcript.Header
+	serverDigest string // sha256 of JCS(header.server)
+	interpret    bool   // the header is supported: events can be interpreted
+	lastSeq      int64
+	sealed       bool
+	seal         *transcript.Seal
+	lastChanged  int64 // seq of the last tools/list_changed notification, or -1
+
+	attempts  map[string]*attemptState
+	snapshots map[string]*snapState
+	pending   []pendingRef
+
+	// partial: only some lines are disclosed (an inclusion proof). Lines
+	// may be missing between them, no blob is available, and an absent
+	// line proves nothing.
+	partial     bool
+	undisclosed int64 // payload and manifest commitments whose bytes a proof does not carry
+	tree        int64 // the proof's tree size
+
+	conflicts   int64 // identity and history findings
+	payloadBad  int64 // payload findings other than pass
+	commitOK    bool  // the commitment could be recomputed over every line
+	malformedAt int64 // first malformed line, or -1
+}
+
+func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
+	return &bundleCheck{v: v, r: r, fsys: fsys, rec: rec, lastSeq: -1, lastChanged: -1, malformedAt: -1,
+		attempts: map[string]*attemptState{}, snapshots: map[string]*snapState{}}
+}
+
+func (b *bundleCheck) run(ctx context.Context) error {
+	f, err := b.fsys.Open(transcript.TranscriptFile)
+	if err != nil {
+		switch {
+		case b.rec != nil && b.rec.ToolTranscript != nil:
+			b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+				"the record commits to a transcript ("+b.rec.ToolTranscript.Hash+") that cannot be read: "+err.Error())
+		case b.rec != nil:
+			// Neither a commitment nor a transcript: a bare record in a
+			// directory. Nothing is bound, nothing is missing.
+		}
+		return nil
+	}
+	defer f.Close()
+	if b.rec != nil && b.rec.ToolTranscript == nil {
+		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, "/tool_transcript",
+			"the bundle holds a transcript but the record commits to none: nothing in it is inside the signed boundary")
+	}
+
+	c := transcript.NewCommitter()
+	b.commitOK = true
+	br := bufio.NewReaderSize(f, transcript.MaxLineBytes+1)
+	for idx := int64(0); ; idx++ {
+		if idx&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			b.malformed(idx, transcript.CodeTooLong, fmt.Sprintf("no LF within %d bytes: the rest of the transcript cannot be read line by line", transcript.MaxLineBytes))
+			b.commitOK = false
+			break
+		}
+		if errors.Is(err, io.EOF) {
+			if len(line) > 0 {
+				c.Add(line)
+				b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(line)))
+			}
+			break
+		}
+		if err != nil {
+			b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+				fmt.Sprintf("read error at line %d: %v", idx, err))
+			b.commitOK = false
+			break
+		}
+		line = line[:len(line)-1]
+		c.Add(line)
+		b.r.Counts.Lines++
+		b.line(idx, line)
+	}
+	b.finish(c)
+	return nil
+}
+
+// malformed reports a line that is not a valid transcript line.
+//
+// A malformed line ends the interpretation of the history: the lines after
+// it are still committed to (the binding is still judged), but what they
+// say about attempts cannot be read against a history with a hole in it.
+func (b *bundleCheck) malformed(idx int64, code, detail string) {
+	if b.malformedAt < 0 {
+		b.malformedAt = idx
+	}
+	b.interpret = false
+	b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, lineSubject(idx), code+": "+detail)
+}
+
+func lineSubject(idx int64) string { return "line " + strconv.FormatInt(idx, 10) }
+
+// line checks one line: its own validity (transcript.DecodeLine), its place
+// in the sequence, and its meaning in the history so far.
+func (b *bundleCheck) line(idx int64, line []byte) {
+	ev, err := transcript.DecodeLine(line)
+	if err != nil {
+		b.decodeError(idx, line, err)
+		return
+	}
+	seq := seqOf(ev)
+	if b.partial && seq != idx {
+		b.malformed(idx, transcript.CodeSeqGap, fmt.Sprintf("seq %d at proven index %d", seq, idx))
+	} else if seq != idx && seq != b.lastSeq+1 {
+		// Reported once per discontinuity: after a removed line every later
+		// seq is off by one, and one finding says so.
+		b.malformed(idx, transcript.CodeSeqGap, fmt.Sprintf("seq %d at line %d (previous seq %d)", seq, idx, b.lastSeq))
+	}
+	b.lastSeq = seq
+	if b.sealed {
+		b.malformed(idx, transcript.CodeAfterSeal, "a line after the seal line")
+	}
+	if h, ok := ev.(*transcript.Header); ok {
+		b.onHeader(idx, line, h)
+		return
+	}
+	if idx == 0 {
+		b.malformed(idx, transcript.CodeHeaderMissing, "line 0 is not a header")
+	}
+	if !b.interpret {
+		return
+	}
+	switch e := ev.(type) {
+	case *transcript.Protocol:
+		if e.Payload != nil {
+			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx))
+		}
+	case *transcript.SnapshotEvent:
+		b.onSnapshot(e)
+	case *transcript.Notification:
+		b.onNotification(e)
+	case *transcript.Attempt:
+		b.onAttempt(e)
+	case *transcript.Observation:
+		b.onObservation(e)
+	case *transcript.Resolution:
+		b.onResolution(e)
+	case *transcript.Recovery:
+		b.onRecovery(e)
+	case *transcript.Seal:
+		b.sealed = true
+		b.seal = e
+	}
+}
+
+// decodeError maps a DecodeLine rejection to its finding.
+func (b *bundleCheck) decodeError(idx int64, line []byte, err error) {
+	var le *transcript.LineError
+	if !errors.As(err, &le) {
+		b.malformed(idx, "invalid", err.Error())
+		return
+	}
+	var ce *canon.Error
+	switch {
+	case le.Code == transcript.CodeNotCanonical && errors.As(err, &ce) && ce.Code == canon.CodeDuplicateKey:
+		b.r.add(CodeDuplicateKey, CheckTranscript, StatusFail, lineSubject(idx)+" "+pointer(ce.Pointer), "an ambiguous object in committed evidence: "+ce.Detail)
+	case le.Code == transcript.CodeNotCanonical && errors.As(err, &ce) && ce.Code == canon.CodeUnsupportedNumber:
+		b.r.add(CodeValueUnsupported, CheckTranscript, StatusFail, lineSubject(idx)+" "+pointer(ce.Pointer), "a number the line's declared policy ("+canon.PolicyV02ID+") cannot hold: "+ce.Detail)
+	case le.Code == transcript.CodeUnsupportedFormat:
+		b.r.add(CodeFormatUnsupported, CheckTranscript, StatusUnsupported, lineSubject(idx), le.Detail)
+	case le.Code == transcript.CodeInvalidMember && claimsServerProof(line):
+		b.r.add(CodeServerProofMissing, CheckOutcome, StatusFail, lineSubject(idx),
+			"an observation claims a basis other than producer_observation, and the format carries no server proof to check it against")
+	default:
+		b.malformed(idx, le.Code, le.Detail)
+	}
+	if idx == 0 {
+		b.interpret = false
+	}
+}
+
+// claimsServerProof reports whether a rejected line is an observation whose
+// basis claims more than the producer's observation.
+func claimsServerProof(line []byte) bool {
+	doc, err := canon.Parse(line, canon.ParseOptions{})
+	if err != nil {
+		return false
+	}
+	t, _ := doc.Root().Get("type")
+	basis, ok := doc.Root().Get("basis")
+	ts, _ := t.Str()
+	bs, _ := basis.Str()
+	return ok && ts == transcript.TypeObservation && bs != transcript.BasisProducer
+}
+
+func seqOf(ev any) int64 {
+	switch e := ev.(type) {
+	case *transcript.Header:
+		return e.Seq
+	case *transcript.Protocol:
+		return e.Seq
+	case *transcript.SnapshotEvent:
+		return e.Seq
+	case *transcript.Notification:
+		return e.Seq
+	case *transcript.Attempt:
+		return e.Seq
+	case *transcript.Observation:
+		return e.Seq
+	case *transcript.Resolution:
+		return e.Seq
+	case *transcript.Recovery:
+		return e.Seq
+	case *transcript.Seal:
+		return e.Seq
+	}
+	return -1
+}
+
+func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
+	if idx != 0 {
+		b.malformed(idx, transcript.CodeHeaderRepeated, "a header after line 0")
+		return
+	}
+	b.header = h
+	b.interpret = true
+	// The server identity each attempt binds: sha256 of JCS(header.server),
+	// from the received bytes.
+	doc, err := canon.Parse(line, canon.ParseOptions{})
+	if err == nil {
+		if sv, ok := doc.Root().Get("server"); ok {
+			b.serverDigest, _ = sv.Digest(canon.PolicyV02)
+		}
+	}
+	if tp := h.Producer.KeyThumbprint; tp != "" && b.r.Signer != "" && tp != b.r.Signer {
+		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, "line 0 /producer/key_thumbprint",
+			"the transcript names signing key "+tp+", the record is signed by "+b.r.Signer)
+	}
+}
+
+func (b *bundleCheck) conflict(code Code, subject, detail string) {
+	b.conflicts++
+	b.r.add(code, CheckIdentity, StatusFail, subject, detail)
+}
+
+func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
+	b.r.Counts.Attempts++
+	subject := "attempt " + a.AttemptID
+	if b.header != nil && a.ExecutionScope != b.header.ExecutionScope {
+		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("names execution scope %q, the header %q", a.ExecutionScope, b.header.ExecutionScope))
+	}
+	if prev, dup := b.attempts[a.AttemptID]; dup {
+		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("attempt id reused: first at seq %d, again at seq %d", prev.seq, a.Seq))
+		// The first attempt keeps the identity; the later one is not tracked.
+	} else {
+		b.attempts[a.AttemptID] = &attemptState{seq: a.Seq}
+	}
+	if a.RetryOf != "" {
+		prev, ok := b.attempts[a.RetryOf]
+		switch {
+		case !ok && b.partial:
+			// The earlier attempt may simply not be disclosed.
+		case !ok:
+			b.conflict(CodeHistoryConflict, subject, "retry_of "+a.RetryOf+" names no earlier attempt (a retry link must point backward)")
+		case prev.seq >= a.Seq:
+			b.conflict(CodeHistoryConflict, subject, "retry_of "+a.RetryOf+" does not point backward")
+		default:
+			if prev.retriedBy == "" {
+				prev.retriedBy = a.AttemptID
+			}
+			b.r.add(CodeRetryLinked, CheckIdentity, StatusInfo, subject,
+				fmt.Sprintf("a new attempt retrying %s (%s); %s keeps its own outcome (%s)", a.RetryOf, a.RetryBasis, a.RetryOf, outcomeName(prev.state)))
+		}
+	}
+	if b.serverDigest != "" && a.ServerDigest != b.serverDigest {
+		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, subject,
+			"binds server "+a.ServerDigest+", the header's server is "+b.serverDigest)
+	}
+	b.payload(a.Request, subject+" request")
+	b.bindSnapshot(a)
+}
+
+func outcomeName(st uint8) string {
+	switch st {
+	case stResponse:
+		return "response"
+	case stTransport:
+		return "transport failure"
+	case stUnknown:
+		return "unknown"
+	case stLateResponse:
+		return "late response"
+	}
+	return "no outcome yet"
+}
+
+// onObservation advances an attempt's outcome. An outcome once recorded is
+// never replaced: a response after a response, anything after a response,
+// and a response (rather than a late_response) after an unknown outcome
+// are history conflicts.
+func (b *bundleCheck) onObservation(o *transcript.Observation) {
+	subject := "attempt " + o.AttemptID
+	a, ok := b.attempts[o.AttemptID]
+	if !ok && b.partial {
+		return
+	}
+	if !ok {
+		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("observation %s at seq %d names no earlier attempt", o.Kind, o.Seq))
+		return
+	}
+	if o.Response != nil {
+		b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq))
+	}
+	replaced := func() {
+		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("observation %s at seq %d after its outcome was recorded (%s): an outcome is never replaced", o.Kind, o.Seq, outcomeName(a.state)))
+	}
+	if a.resolved {
+		replaced()
+		return
+	}
+	switch o.Kind {
+	case transcript.ObsResponse:
+		if a.state != stOpen {
+			replaced()
+			return
+		}
+		a.state = stResponse
+	case transcript.ObsTransportFailure:
+		if a.state != stOpen {
+			replaced()
+			return
+		}
+		a.state = stTransport
+	case transcript.ObsTimeout, transcript.ObsCancelSent:
+		if a.state != stOpen && a.state != stUnknown {
+			replaced()
+			return
+		}
+		a.state = stUnknown
+	case transcript.ObsLateResponse:
+		if a.state != stUnknown {
+			b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("late_response at seq %d without an earlier timeout or cancellation (outcome: %s)", o.Seq, outcomeName(a.state)))
+			return
+		}
+		a.state = stLateResponse
+	}
+}
+
+func (b *bundleCheck) onResolution(res *transcript.Resolution) {
+	subject := "attempt " + res.AttemptID
+	a, ok := b.attempts[res.AttemptID]
+	switch {
+	case !ok && b.partial:
+	case !ok:
+		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("resolution at seq %d names no earlier attempt", res.Seq))
+	case a.resolved || a.state != stOpen:
+		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("resolution at seq %d for an attempt whose outcome was already recorded (%s): an outcome is never replaced", res.Seq, outcomeName(a.state)))
+	default:
+		a.resolved = true
+		a.state = stUnknown
+	}
+}
+
+func (b *bundleCheck) onNotification(n *transcript.Notification) {
+	if n.Method == "notifications/tools/list_changed" {
+		b.lastChanged = n.Seq
+	}
+	if n.AttemptID != "" && !b.partial {
+		if _, ok := b.attempts[n.AttemptID]; !ok {
+			b.conflict(CodeHistoryConflict, "attempt "+n.AttemptID, fmt.Sprintf("notification %s at seq %d names no earlier attempt", n.Method, n.Seq))
+		}
+	}
+	b.payload(n.Payload, fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq))
+}
+
+func (b *bundleCheck) onRecovery(rc *transcript.Recovery) {
+	detail := "the producer recovered after an interruption: " + rc.Detail
+	if rc.TornFile != "" {
+		detail += fmt.Sprintf("; a torn line of %d bytes was quarantined, not used", rc.TornLength)
+		b.blob(rc.TornFile, rc.TornDigest, rc.TornLength, CheckPayload, fmt.Sprintf("quarantined line (seq %d)", rc.Seq), true)
+	}
+	b.r.add(CodeRecoveryRecorded, CheckOutcome, StatusInfo, "line "+strconv.FormatInt(rc.Seq, 10), detail)
+}
+
+// finish runs the checks that need the whole transcript.
+func (b *bundleCheck) finish(c *transcript.Committer) {
+	r := b.r
+	if b.partial {
+		b.finishPartial()
+		return
+	}
+	if c.Count() > 0 && b.commitOK {
+		r.Root = c.Root()
+	}
+	for _, p := range b.pending {
+		if s, ok := b.snapshots[p.snapshot]; ok {
+			r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, "attempt "+p.attempt,
+				fmt.Sprintf("bound to snapshot %s, which was recorded at seq %d, after the attempt's dispatch at seq %d", p.snapshot, s.seq, p.seq))
+		} else if b.partial {
+			r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, "attempt "+p.attempt,
+				"bound to snapshot "+p.snapshot+", whose snapshot line the proof does not disclose")
+		} else {
+			r.add(CodeBindingFailure, CheckSnapshot, StatusFail, "attempt "+p.attempt,
+				"bound to snapshot "+p.snapshot+", which the signed transcript does not record")
+		}
+	}
+	if b.interpret && !b.sealed && b.malformedAt < 0 {
+		b.malformed(r.Counts.Lines, "not_sealed", "the transcript has no seal line: it was signed before it was sealed")
+	}
+	if b.seal != nil {
+		b.checkSeal()
+	}
+
+	// Binding: the recomputed commitment against the signed one.
+	if b.rec != nil && b.rec.ToolTranscript != nil {
+		tt := b.rec.ToolTranscript
+		switch {
+		case r.Root == "":
+			// The commitment could not be recomputed: the transcript finding
+			// already says why.
+		case r.Root != tt.Hash:
+			r.add(CodeBindingFailure, CheckTranscript, StatusFail, "/tool_transcript/hash",
+				fmt.Sprintf("the transcript's %d lines commit to %s, the record signs %s", c.Count(), r.Root, tt.Hash))
+		default:
+			r.add(CodeTranscriptBound, CheckTranscript, StatusPass, "/tool_transcript/hash",
+				fmt.Sprintf("the %d lines commit to the signed %s", c.Count(), tt.Hash))
+		}
+		if tt.CallCount != nil && *tt.CallCount != r.Counts.Attempts && b.interpret {
+			r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, "/tool_transcript/call_count",
+				fmt.Sprintf("call_count %d, the transcript records %d attempts", *tt.CallCount, r.Counts.Attempts))
+		}
+	}
+	if !b.interpret {
+		return
+	}
+
+	if b.conflicts == 0 && r.Counts.Attempts > 0 {
+		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
+			fmt.Sprintf("%d attempt ids unique, every retry link points backward, no outcome replaced", r.Counts.Attempts))
+	}
+	if b.payloadBad == 0 && r.Counts.Payloads > 0 {
+		r.add(CodePayloadsVerified, CheckPayload, StatusPass, "",
+			fmt.Sprintf("%d payloads present with the committed digest and length", r.Counts.Payloads))
+	}
+	b.outcomes()
+	if b.header != nil {
+		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "server",
+			"the server's identity (header.server, serverInfo) is as the producer observed it; no server authentication was recorded")
+	}
+	if r.Counts.Responses > 0 {
+		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "responses",
+			"responses are bound to their attempts as the producer recorded them; the server did not sign them")
+	}
+	if r.Counts.Snapshots > 0 {
+		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "snapshots",
+			"a complete snapshot is what the producer observed: not an atomic catalog revision, not proof that the server is truthful or executed the declarations")
+	}
+}
+
+// outcomes counts outcomes and reports every unknown one, in transcript
+// order, with any later retry noted: a retry never settles the earlier
+// attempt's outcome.
+func (b *bundleCheck) outcomes() {
+	type unk struct {
+		id string
+		a  *attemptState
+	}
+	var unknown []unk
+	for id, a := range b.attempts {
+		switch a.state {
+		case stResponse, stLateResponse:
+			b.r.Counts.Responses++
+		case stTransport:
+			b.r.Counts.TransportFailures++
+			unknown = append(unknown, unk{id, a})
+		default:
+			b.r.Counts.Unknown++
+			unknown = append(unknown, unk{id, a})
+		}
+	}
+	slices.SortFunc(unknown, func(x, y unk) int { return cmp.Compare(x.a.seq, y.a.seq) })
+	for _, u := range unknown {
+		detail := "the attempt was dispatched and no response was recorded: it may or may not have executed"
+		switch {
+		case u.a.state == stTransport:
+			detail = "the transport failed with the call in flight: it may or may not have executed"
+		case u.a.resolved:
+			detail = "resolved as unknown at seal or recovery: it may or may not have executed"
+		case u.a.state == stOpen:
+			detail = "no observation or resolution was recorded: it may or may not have executed"
+		}
+		if u.a.retriedBy != "" {
+			if rb, ok := b.attempts[u.a.retriedBy]; ok {
+				detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", u.a.retriedBy, outcomeName(rb.state))
+			}
+		}
+		b.r.add(CodeOutcomeUnknown, CheckOutcome, StatusInfo, "attempt "+u.id, detail)
+	}
+}
+
+func (b *bundleCheck) checkSeal() {
+	s, cnt := b.seal, b.r.Counts
+	// Counts are final only after outcomes(); recompute here the same way.
+	var resp, tf, unk int64
+	for _, a := range b.attempts {
+		switch a.state {
+		case stResponse, stLateResponse:
+			resp++
+		case stTransport:
+			tf++
+		default:
+			unk++
+		}
+	}
+	subject := "line " + strconv.FormatInt(s.Seq, 10)
+	if s.Attempts != cnt.Attempts {
+		b.r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, subject,
+			fmt.Sprintf("the seal counts %d attempts, the transcript records %d", s.Attempts, cnt.Attempts))
+	}
+	// With conflicting identities or history the outcome counts have no
+	// single meaning; the conflicts are the finding.
+	if b.conflicts == 0 && (s.Responses != resp || s.TransportFailures != tf || s.Unknown != unk) {
+		b.malformed(s.Seq, "seal_counts", fmt.Sprintf("the seal counts %d responses, %d transport failures, %d unknown; the lines give %d, %d, %d",
+			s.Responses, s.TransportFailures, s.Unknown, resp, tf, unk))
+	}
+}

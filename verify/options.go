@@ -1,0 +1,88 @@
+package verify
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tracectl/tracectl/sign"
+)
+
+// Freshness defaults of TRACE v0.2 (spec/verification.md, "Freshness").
+const (
+	DefaultMaxAge     = 24 * time.Hour
+	DefaultFutureSkew = 5 * time.Minute
+)
+
+// Options configure a verification. The zero value is not usable: a
+// reference time is always required, and the caller must either give a
+// trusted key or explicitly accept the embedded one. Options are validated
+// together before any evidence is read.
+type Options struct {
+	// TrustedKey is the signer's public key as the caller trusts it
+	// (Ed25519, ECDSA P-256 or P-384). Its RFC 7638 thumbprint must equal
+	// cnf.jwk's for the verdict to be Verified.
+	TrustedKey crypto.PublicKey
+
+	// AllowEmbeddedKey verifies the signature with the record's own cnf.jwk
+	// when no TrustedKey is given. That proves internal consistency only:
+	// the report carries trusted_key_missing and the verdict is at best
+	// Incomplete. It cannot be combined with TrustedKey.
+	AllowEmbeddedKey bool
+
+	// At is the reference time for freshness. Required: a library never
+	// reads the clock (the CLI passes the current time unless --at is set).
+	At time.Time
+
+	// MaxAge is the largest accepted age of the record's iat at At; zero
+	// means DefaultMaxAge.
+	MaxAge time.Duration
+
+	// AllowAnyAge disables the maximum age (an auditor checking an archive
+	// may prefer an explicit At instead). The report says so with
+	// max_age_disabled. It cannot be combined with a MaxAge.
+	AllowAnyAge bool
+
+	// FutureSkew is how far iat may lie after At; zero means
+	// DefaultFutureSkew.
+	FutureSkew time.Duration
+}
+
+// ErrOptions is wrapped by every Options validation error.
+var ErrOptions = errors.New("invalid verify options")
+
+// validate checks the options together and returns them with defaults
+// filled in.
+func (o Options) validate() (Options, error) {
+	var errs []error
+	if o.At.IsZero() {
+		errs = append(errs, errors.New("a reference time (At) is required"))
+	}
+	switch {
+	case o.TrustedKey != nil && o.AllowEmbeddedKey:
+		errs = append(errs, errors.New("TrustedKey and AllowEmbeddedKey exclude each other"))
+	case o.TrustedKey == nil && !o.AllowEmbeddedKey:
+		errs = append(errs, errors.New("a trusted key is required (or AllowEmbeddedKey, which proves internal consistency only)"))
+	case o.TrustedKey != nil:
+		if _, err := sign.Thumbprint(o.TrustedKey); err != nil {
+			errs = append(errs, fmt.Errorf("trusted key: %w", err))
+		}
+	}
+	if o.MaxAge < 0 || o.FutureSkew < 0 {
+		errs = append(errs, errors.New("MaxAge and FutureSkew must not be negative"))
+	}
+	if o.AllowAnyAge && o.MaxAge != 0 {
+		errs = append(errs, errors.New("MaxAge and AllowAnyAge exclude each other"))
+	}
+	if len(errs) > 0 {
+		return o, fmt.Errorf("%w: %w", ErrOptions, errors.Join(errs...))
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	if o.FutureSkew == 0 {
+		o.FutureSkew = DefaultFutureSkew
+	}
+	return o, nil
+}

@@ -1,0 +1,86 @@
+package verify
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// payload checks one committed payload: its bytes are retained and present
+// with the committed digest and length, or they are unavailable. Missing
+// bytes are never a pass and never a mismatch.
+func (b *bundleCheck) payload(p transcript.Payload, subject string) {
+	if b.partial {
+		b.undisclosed++
+		return
+	}
+	if !p.Retained {
+		why := "not retained (digest-only retention)"
+		if p.OverLimit {
+			why = "not retained: longer than the frame limit"
+		}
+		b.payloadBad++
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, subject, why+"; only its digest "+p.Digest+" is committed")
+		return
+	}
+	path := transcript.BlobPath(p.Digest)
+	b.blob(path, p.Digest, p.Length, CheckPayload, subject, false)
+}
+
+// blob checks that the file at path holds exactly length bytes hashing to
+// digest. It reads at most length+1 bytes, streaming them into the hash, so
+// memory does not depend on the payload. mismatch findings use the payload
+// code, or snapshot_mismatch for snapshot bytes (the caller's check).
+func (b *bundleCheck) blob(path, digest string, length int64, check Check, subject string, quarantine bool) bool {
+	mismatch := CodeEvidenceMismatch
+	if check == CheckSnapshot {
+		mismatch = CodeSnapshotMismatch
+	}
+	if path == "" {
+		b.payloadBad++
+		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
+		return false
+	}
+	f, err := b.fsys.Open(path)
+	if err != nil {
+		b.payloadBad++
+		detail := "the committed bytes are missing from the bundle (" + path + ")"
+		if !errors.Is(err, fs.ErrNotExist) {
+			detail = "the committed bytes cannot be read: " + err.Error()
+		}
+		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, detail)
+		return false
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, length+1))
+	if err != nil {
+		b.payloadBad++
+		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read: "+err.Error())
+		return false
+	}
+	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	switch {
+	case n != length:
+		b.payloadBad++
+		what := fmt.Sprintf("%d bytes", n)
+		if n > length {
+			what = "more bytes"
+		}
+		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s holds %s, the transcript commits to %d", path, what, length))
+		return false
+	case got != digest:
+		b.payloadBad++
+		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s hashes to %s, the transcript commits to %s", path, got, digest))
+		return false
+	}
+	if !quarantine && check == CheckPayload {
+		b.r.Counts.Payloads++
+	}
+	return true
+}

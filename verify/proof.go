@@ -1,0 +1,184 @@
+package verify
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Proof verifies an inclusion proof (transcript.ParseProof's format)
+// against a Trust Record without the transcript: the record checks, then
+// that every disclosed line is in the transcript the record signs, then the
+// disclosed lines against each other (identities, snapshot bindings, the
+// outcome history they show) and the disclosed seal's attempt count against
+// call_count. Payload and snapshot bytes are not part of a
+// proof: they are reported unavailable, so the verdict is at best
+// Incomplete. Lines a proof does not disclose are not evidence of absence:
+// an attempt whose outcome line is not disclosed is reported
+// outcome_unknown "as disclosed".
+//
+// The error is nil iff the verdict is Verified; otherwise it is a
+// *VerdictError carrying the same Report, or ctx.Err().
+func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, error) {
+	r := newReport(KindProof, v.o.At)
+	rec := v.checkRecord(r, record)
+	p, err := transcript.ParseProof(proof)
+	if err != nil {
+		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "", err.Error())
+		return result(r)
+	}
+	switch {
+	case rec == nil:
+		// The record failed; its findings say why. The proof has no signed
+		// root to be checked against.
+		return result(r)
+	case rec.ToolTranscript == nil:
+		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript", "the record commits to no transcript: nothing to prove inclusion in")
+		return result(r)
+	}
+	if err := transcript.CheckProof(p, rec.ToolTranscript.Hash); err != nil {
+		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript/hash", err.Error())
+		return result(r)
+	}
+	r.Root = p.Root
+	for _, e := range p.Entries {
+		r.add(CodeInclusionProofOK, CheckProof, StatusPass, lineSubject(e.Index),
+			fmt.Sprintf("included in the signed transcript of %d lines", p.TreeSize))
+	}
+	b := newBundleCheck(v, r, nil, rec)
+	b.partial, b.interpret = true, true
+	for i, e := range p.Entries {
+		if i&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		r.Counts.Lines++
+		b.line(e.Index, []byte(e.Line))
+	}
+	b.tree = p.TreeSize
+	b.finish(nil)
+	return result(r)
+}
+
+// finishPartial closes a proof verification: what the disclosed lines
+// show, and the limits of what they can show.
+func (b *bundleCheck) finishPartial() {
+	r := b.r
+	ids := make([]string, 0, len(b.attempts))
+	for id := range b.attempts {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(x, y string) int { return cmp.Compare(b.attempts[x].seq, b.attempts[y].seq) })
+	if b.conflicts == 0 && len(ids) > 0 {
+		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
+			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))
+	}
+	if b.undisclosed > 0 {
+		r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "",
+			fmt.Sprintf("%d payload and manifest commitments are disclosed by digest only: a proof carries no payload or snapshot bytes", b.undisclosed))
+	}
+	first := len(r.Findings)
+	b.outcomes()
+	for i := first; i < len(r.Findings); i++ {
+		if f := &r.Findings[i]; f.Code == CodeOutcomeUnknown {
+			f.Detail = bound("as disclosed: " + f.Detail + " (a proof cannot show that no other line about this attempt exists)")
+		}
+	}
+	if b.header != nil {
+		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "server",
+			"the server's identity is as the producer observed it; no server authentication was recorded")
+	}
+	if r.Counts.Responses > 0 {
+		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "responses",
+			"responses are bound to their attempts as the producer recorded them; the server did not sign them")
+	}
+	// The last line is always disclosed (it authenticates the tree size);
+	// in a sealed transcript it is the seal, whose attempt count the
+	// record's call_count must equal.
+	unchecked := "the other lines, call_count and payload bytes"
+	if tt := b.rec.ToolTranscript; b.seal != nil && tt.CallCount != nil {
+		unchecked = "the other lines and payload bytes"
+		if *tt.CallCount != b.seal.Attempts {
+			r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, "/tool_transcript/call_count",
+				fmt.Sprintf("call_count %d, the disclosed seal counts %d attempts", *tt.CallCount, b.seal.Attempts))
+		}
+	}
+	scope := fmt.Sprintf("%d of %d lines disclosed", r.Counts.Lines, b.tree)
+	if len(ids) > 8 {
+		ids = append(ids[:8:8], fmt.Sprintf("and %d more", len(ids)-8))
+	}
+	if len(ids) > 0 {
+		scope += " (attempts " + strings.Join(ids, ", ") + ")"
+	}
+	r.add(CodeProofScopeLimited, CheckProof, StatusInfo, "",
+		scope+": "+unchecked+" were not checked")
+}
+
+// ErrAttemptNotFound is returned by ProveAttempt for an attempt id the
+// transcript does not record.
+var ErrAttemptNotFound = errors.New("attempt not in transcript")
+
+// ProveAttempt builds the inclusion proof of one attempt from a transcript
+// (the exact bytes of transcript.jsonl): the header, the snapshot line the
+// attempt binds, the attempt line, every observation, resolution and
+// notification naming the attempt, and (transcript.Prove adds it) the last
+// line, which authenticates the transcript's size. Proof verifies it against the record
+// without the other lines. Building the proof holds every line in memory
+// (the Merkle tree needs them); lines are read with transcript.Reader's
+// bounds and must be valid.
+func ProveAttempt(tr io.Reader, attemptID string) (*transcript.Proof, error) {
+	rd := transcript.NewReader(tr)
+	var lines [][]byte
+	var pick []int64
+	snapshots := map[string]int64{} // snapshot id -> line
+	found := false
+	for {
+		raw, ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		idx := int64(len(lines))
+		lines = append(lines, raw)
+		switch e := ev.(type) {
+		case *transcript.Header:
+			pick = append(pick, idx)
+		case *transcript.SnapshotEvent:
+			snapshots[e.SnapshotID] = idx
+		case *transcript.Attempt:
+			if e.AttemptID != attemptID || found {
+				continue
+			}
+			found = true
+			if s, ok := snapshots[e.Snapshot.SnapshotID]; ok && e.Snapshot.SnapshotID != "" {
+				pick = append(pick, s)
+			}
+			pick = append(pick, idx)
+		case *transcript.Observation:
+			if found && e.AttemptID == attemptID {
+				pick = append(pick, idx)
+			}
+		case *transcript.Resolution:
+			if found && e.AttemptID == attemptID {
+				pick = append(pick, idx)
+			}
+		case *transcript.Notification:
+			if found && e.AttemptID == attemptID {
+				pick = append(pick, idx)
+			}
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: %q", ErrAttemptNotFound, attemptID)
+	}
+	return transcript.Prove(lines, pick)
+}

@@ -1,0 +1,206 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// onSnapshot checks a snapshot event: its manifest bytes against the
+// committed digest, the manifest against itself and the event, and every
+// page against the manifest (snapshot.VerifyPages).
+func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
+	b.r.Counts.Snapshots++
+	subject := "snapshot " + e.SnapshotID
+	if prev, dup := b.snapshots[e.SnapshotID]; dup {
+		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("snapshot id reused: first at seq %d, again at seq %d", prev.seq, e.Seq))
+		return
+	}
+	st := &snapState{seq: e.Seq, atMs: e.AtMs, digest: e.ManifestDigest, complete: e.Complete, reasons: e.IncompleteReason, staleAt: -1}
+	b.snapshots[e.SnapshotID] = st
+	if b.partial {
+		b.undisclosed++
+		return
+	}
+	m := b.manifest(e, subject)
+	if m == nil {
+		return
+	}
+	st.usable = true
+	st.complete = m.Complete
+	if !m.Complete {
+		st.reasons = fmt.Sprint(m.IncompleteReasons)
+	}
+	bad := false
+	mismatch := func(detail string) {
+		bad = true
+		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, detail)
+	}
+	if e.Complete != m.Complete || e.IncompleteReason != m.IncompleteReason() {
+		mismatch(fmt.Sprintf("the transcript says complete=%v (%q), the manifest complete=%v (%q)", e.Complete, e.IncompleteReason, m.Complete, m.IncompleteReason()))
+	}
+	if e.Tools != int64(len(m.Tools)) || e.Pages != int64(len(m.Pages)) {
+		mismatch(fmt.Sprintf("the transcript says %d tools on %d pages, the manifest %d on %d", e.Tools, e.Pages, len(m.Tools), len(m.Pages)))
+	}
+	if reused := m.Cache.Provenance == snapshot.ProvenanceReused; e.Reuse != reused {
+		mismatch(fmt.Sprintf("the transcript says reuse=%v, the manifest's cache provenance is %s", e.Reuse, m.Cache.Provenance))
+	}
+	load := func(d string) ([]byte, error) {
+		p := transcript.BlobPath(d)
+		if p == "" {
+			return nil, fmt.Errorf("malformed digest %q", d)
+		}
+		return readFile(b.fsys, p, snapshot.CeilingMaxPageBytes)
+	}
+	for _, p := range snapshot.VerifyPages(m, load) {
+		bad = true
+		if p.Kind == snapshot.ProblemUnavailable {
+			b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject+" "+p.Pointer, p.Detail)
+		} else {
+			b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject+" "+p.Pointer, p.Detail)
+		}
+	}
+	for i, t := range m.Tools {
+		if t.Declaration.Status == snapshot.DeclUnsupported {
+			ptr := ""
+			if t.Declaration.Pointer != nil {
+				ptr = *t.Declaration.Pointer
+			}
+			b.r.add(CodeValueUnsupported, CheckSnapshot, StatusUnsupported, fmt.Sprintf("%s /tools/%d", subject, i),
+				fmt.Sprintf("declaration %s cannot be canonicalized under %s (%s at %s): its page bytes are committed, its declaration digest is not", toolName(t), canon.PolicyMCPDeclID, t.Declaration.Code, pointer(ptr)))
+		}
+	}
+	if !bad {
+		detail := fmt.Sprintf("manifest and %d pages match their commitments; %d tool declarations re-derived", len(m.Pages), len(m.Tools))
+		if m.Cache.Original != nil {
+			o := m.Cache.Original
+			detail += fmt.Sprintf("; reused from capture %s (%s) under freshness policy %q", o.CaptureID, o.ManifestDigest, o.FreshnessPolicy.Name)
+		}
+		b.r.add(CodeSnapshotVerified, CheckSnapshot, StatusPass, subject, detail)
+	}
+}
+
+func toolName(t snapshot.Tool) string {
+	if t.Name != nil {
+		return fmt.Sprintf("of tool %q", *t.Name)
+	}
+	return "of an unnamed tool"
+}
+
+// manifest loads and parses a snapshot's manifest, reporting why it cannot
+// be used: missing (unavailable), different bytes (mismatch), a reuse
+// without its original capture and freshness policy (wrong snapshot), a
+// format this verifier does not know (unsupported), or invalid.
+func (b *bundleCheck) manifest(e *transcript.SnapshotEvent, subject string) *snapshot.Manifest {
+	path := transcript.BlobPath(e.ManifestDigest)
+	data, err := readFile(b.fsys, path, snapshot.MaxManifestBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, "the manifest "+e.ManifestDigest+" is missing from the bundle")
+		return nil
+	case errors.Is(err, ErrTooLarge):
+		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, path+" is larger than any manifest ("+err.Error()+")")
+		return nil
+	case err != nil:
+		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, "the manifest cannot be read: "+err.Error())
+		return nil
+	}
+	if got := canon.SHA256(data); got != e.ManifestDigest {
+		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, fmt.Sprintf("the manifest bytes hash to %s, the transcript commits to %s", got, e.ManifestDigest))
+		return nil
+	}
+	m, err := snapshot.ParseManifest(data)
+	if err == nil {
+		return m
+	}
+	// The bytes are the committed ones but unusable: say why as precisely
+	// as the raw document allows.
+	doc, perr := canon.Parse(data, canon.ParseOptions{})
+	if perr == nil {
+		root := doc.Root()
+		if f, ok := root.Get("format"); ok {
+			if s, _ := f.Str(); s != snapshot.ManifestFormat {
+				b.r.add(CodeFormatUnsupported, CheckSnapshot, StatusUnsupported, subject, fmt.Sprintf("manifest format %q, this verifier reads %q", s, snapshot.ManifestFormat))
+				return nil
+			}
+		}
+		if reuseWithoutOrigin(root) {
+			b.r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, subject,
+				"a reused snapshot that does not name its original capture and the freshness policy it was reused under")
+			return nil
+		}
+	}
+	b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, "the committed manifest is not valid: "+err.Error())
+	return nil
+}
+
+// reuseWithoutOrigin reports a manifest whose cache provenance is "reused"
+// but which lacks the original capture id, its digest or the freshness
+// policy name.
+func reuseWithoutOrigin(root canon.Value) bool {
+	cache, _ := root.Get("cache")
+	prov, _ := cache.Get("provenance")
+	if s, _ := prov.Str(); s != snapshot.ProvenanceReused {
+		return false
+	}
+	orig, ok := cache.Get("original")
+	if !ok {
+		return true
+	}
+	id, _ := orig.Get("capture_id")
+	dg, _ := orig.Get("manifest_digest")
+	pol, _ := orig.Get("freshness_policy")
+	name, _ := pol.Get("name")
+	ids, _ := id.Str()
+	dgs, _ := dg.Str()
+	names, _ := name.Str()
+	return ids == "" || dgs == "" || names == ""
+}
+
+// bindSnapshot checks an attempt's snapshot binding against the snapshot
+// events before it.
+func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
+	ref := a.Snapshot
+	subject := "attempt " + a.AttemptID
+	if ref.NoneReason != "" {
+		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject,
+			"no declaration snapshot is bound ("+ref.NoneReason+"): the declarations the call was selected from are not in evidence")
+		return
+	}
+	s, ok := b.snapshots[ref.SnapshotID]
+	if !ok {
+		b.pending = append(b.pending, pendingRef{attempt: a.AttemptID, seq: a.Seq, snapshot: ref.SnapshotID})
+		return
+	}
+	if ref.ManifestDigest != s.digest {
+		b.r.add(CodeBindingFailure, CheckSnapshot, StatusFail, subject,
+			fmt.Sprintf("binds snapshot %s as %s, the transcript records it as %s", ref.SnapshotID, ref.ManifestDigest, s.digest))
+		return
+	}
+	if ref.Complete != s.complete {
+		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject,
+			fmt.Sprintf("binds snapshot %s as complete=%v, the snapshot is complete=%v", ref.SnapshotID, ref.Complete, s.complete))
+	}
+	if s.atMs > a.AtMs {
+		b.r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, subject,
+			fmt.Sprintf("bound to snapshot %s captured at %d ms, after the attempt's dispatch at %d ms", ref.SnapshotID, s.atMs, a.AtMs))
+	}
+	if !s.complete && !s.reported {
+		s.reported = true
+		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
+			fmt.Sprintf("an incomplete collection %s, used by attempt %s (and possibly later ones): declarations outside it are not in evidence", s.reasons, a.AttemptID))
+	}
+	changed := b.lastChanged > s.seq
+	if changed && !ref.ListChangedSince {
+		b.malformed(a.Seq, "list_changed_since", fmt.Sprintf("tools/list_changed was recorded at seq %d, after snapshot %s and before this attempt, but the binding does not say so", b.lastChanged, ref.SnapshotID))
+	}
+	if (changed || ref.ListChangedSince) && s.staleAt != b.lastChanged {
+		s.staleAt = b.lastChanged
+		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
+			fmt.Sprintf("a tools/list_changed notification came after the capture and before attempt %s: the declarations may have changed", a.AttemptID))
+	}
+}

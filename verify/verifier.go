@@ -1,0 +1,100 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Verifier checks evidence under one set of validated Options. It holds no
+// state between calls and is safe for concurrent use.
+type Verifier struct {
+	o Options
+}
+
+// New validates the options together and returns a Verifier. Every
+// problem is reported at once, wrapped in ErrOptions.
+func New(o Options) (*Verifier, error) {
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Verifier{o: o}, nil
+}
+
+// Record verifies a Trust Record alone (the exact bytes of record.json):
+// profile, shape, canonicalization, signature, trust and freshness. A
+// record that commits to a transcript is at best Incomplete here: the
+// transcript was not given, so the calls it commits to were not checked.
+//
+// The error is nil iff the verdict is Verified; otherwise it is a
+// *VerdictError carrying the same Report.
+func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
+	r := newReport(KindRecord, v.o.At)
+	rec := v.checkRecord(r, record)
+	if rec != nil && rec.ToolTranscript != nil {
+		r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+			"the record commits to a transcript ("+rec.ToolTranscript.Hash+") that was not given: verify the bundle directory to check the calls")
+	}
+	return result(r)
+}
+
+// Bundle verifies a bundle: fsys holds record.json, transcript.jsonl and
+// blobs/ (os.DirFS of a bundle directory). The transcript is streamed: memory
+// depends on the number of distinct attempt and snapshot identities, never
+// on payload sizes or the number of lines held at once.
+//
+// A bundle whose record cannot be read at all (absent, unreadable) returns
+// a nil Report and an error wrapping the cause: there is nothing to verify
+// against. Every other problem, an oversized record included, is a finding. The error is nil iff the verdict is Verified; otherwise it is a
+// *VerdictError carrying the same Report, or ctx.Err().
+func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
+	// One byte past the limit is enough for ParseRecord to refuse an
+	// oversized record as a finding.
+	data, err := readPrefix(fsys, transcript.RecordFile, sign.MaxRecordBytes+1)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", transcript.RecordFile, err)
+	}
+	r := newReport(KindBundle, v.o.At)
+	rec := v.checkRecord(r, data)
+	b := newBundleCheck(v, r, fsys, rec)
+	if err := b.run(ctx); err != nil {
+		return nil, err
+	}
+	return result(r)
+}
+
+// ErrTooLarge reports a file beyond the limit its reader allows.
+var ErrTooLarge = errors.New("file exceeds its size limit")
+
+// readPrefix reads at most max bytes of a file.
+func readPrefix(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// readFile reads a whole file of at most max bytes.
+func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	}
+	return b, nil
+}
