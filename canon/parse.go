@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf16"
@@ -133,10 +134,8 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 		return nil, &Error{Code: CodeSizeLimit, Offset: maxInput, Detail: "input exceeds 2^31-1 bytes"}
 	}
 	p := &parser{src: src, opts: o}
-	// Every value but the first follows a ',', ':' or '[' (strings may hold
-	// more of them, so this is an upper bound): one allocation, no growth
-	// copies. bytes.Count is vectorized and costs a few percent.
-	p.nodes = make([]node, 0, 1+bytes.Count(src, []byte{','})+bytes.Count(src, []byte{':'})+bytes.Count(src, []byte{'['}))
+	p.nodes = make([]node, 0, nodeEstimate(src))
+	p.order = make([]int32, 0, min(bytes.Count(src, []byte{':'}), cap(p.nodes)))
 	p.skipWS()
 	if p.pos >= len(src) {
 		return nil, p.fail(CodeSyntax, -1, p.pos, "empty input")
@@ -149,6 +148,18 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 		return nil, p.fail(CodeTrailingData, -1, p.pos, "data after the top-level value: "+quoteBounded(src[p.pos:]))
 	}
 	return &Doc{src: src, nodes: p.nodes, keys: p.keys, order: p.order}, nil
+}
+
+// nodeEstimate returns how many nodes to allocate up front so that growth
+// copies stay off the hot path. Values are the root, plus the commas between
+// siblings, plus one first child per container: 1 + #',' + #'{' + #'['
+// bounds them (strings can only add to the counts). Dense documents such as
+// [1,1,1,...] hold a node per two bytes, but the estimate is capped at one
+// per eight bytes so hostile input cannot make the parser reserve much more
+// memory than a real document of its size needs; beyond that, append grows.
+func nodeEstimate(src []byte) int {
+	n := 1 + bytes.Count(src, []byte{','}) + bytes.Count(src, []byte{'{'}) + bytes.Count(src, []byte{'['})
+	return min(n, len(src)/8+64)
 }
 
 // fail records an error located at node n (or, with n == -1 and a pending
@@ -366,12 +377,12 @@ func (p *parser) sortMembers(obj int32) *Error {
 	}
 	keys := p.sortBuf[:0]
 	for _, c := range kids {
-		keys = append(keys, memberKey{name: p.key(c), node: c})
+		keys = append(keys, p.memberKey(c))
 	}
 	p.sortBuf = keys
 	sorted := true
 	for i := 1; i < len(keys); i++ {
-		if compareUTF16(keys[i-1].name, keys[i].name) >= 0 {
+		if p.compareKeys(keys[i-1], keys[i]) >= 0 {
 			sorted = false
 			break
 		}
@@ -379,12 +390,12 @@ func (p *parser) sortMembers(obj int32) *Error {
 	if sorted { // canonical input: strictly increasing, so no repeats
 		return nil
 	}
-	slices.SortStableFunc(keys, func(a, b memberKey) int { return compareUTF16(a.name, b.name) })
+	slices.SortStableFunc(keys, p.compareKeys)
 	for i := range keys {
 		kids[i] = keys[i].node
 	}
 	for i := 1; i < len(keys); i++ {
-		if string(keys[i-1].name) == string(keys[i].name) {
+		if p.compareKeys(keys[i-1], keys[i]) == 0 {
 			if p.opts.AllowDuplicateKeys {
 				p.nodes[obj].dup = true
 				return nil
@@ -392,15 +403,46 @@ func (p *parser) sortMembers(obj int32) *Error {
 			// Report the second occurrence in document order: the
 			// stable sort keeps equal names in document order.
 			later := keys[i].node
-			return p.fail(CodeDuplicateKey, later, int(p.nodes[later].keyOff), "duplicate member name "+quoteBounded(keys[i].name))
+			return p.fail(CodeDuplicateKey, later, int(p.nodes[later].keyOff), "duplicate member name "+quoteBounded(p.key(later)))
 		}
 	}
 	return nil
 }
 
+// memberKey is a member name as the sort sees it: its first 8 bytes as a
+// big-endian integer (zero padded), which decides most comparisons without
+// touching the name, and no pointers, so sorting needs no write barriers.
 type memberKey struct {
-	name []byte
+	pre  uint64
 	node int32
+	n    int32 // length of the name in bytes
+}
+
+func (p *parser) memberKey(c int32) memberKey {
+	k := p.key(c)
+	var pre uint64
+	for i := range 8 {
+		pre <<= 8
+		if i < len(k) {
+			pre |= uint64(k[i])
+		}
+	}
+	return memberKey{pre: pre, node: c, n: int32(len(k))}
+}
+
+// compareKeys is compareUTF16 on the names of a and b.
+func (p *parser) compareKeys(a, b memberKey) int {
+	if a.pre != b.pre {
+		// The first differing byte decides, as in compareUTF16. A zero
+		// padding byte stands for the end of the shorter name: every
+		// earlier byte is equal, so that name is a prefix of the other.
+		shift := 56 - uint(bits.LeadingZeros64(a.pre^b.pre))&^7
+		return utf16Order(byte(a.pre>>shift), byte(b.pre>>shift))
+	}
+	if a.n <= 8 && b.n <= 8 {
+		return int(a.n - b.n) // equal up to trailing NUL bytes
+	}
+	return compareUTF16(p.key(a.node), p.key(b.node))
 }
 
 // key returns the unescaped member name of node i.

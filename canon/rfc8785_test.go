@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -256,5 +257,40 @@ func TestGolden(t *testing.T) {
 				t.Errorf("got:\n%s\nwant:\n%s", got.Bytes(), want)
 			}
 		})
+	}
+}
+
+// TestCompareKeys checks the sort's prefix comparison against compareUTF16
+// on names that straddle the 8-byte prefix, share prefixes, end in NUL bytes
+// and mix surrogate pairs with U+E000..U+FFFF.
+func TestCompareKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", "\x00", "\x01", "é", "€", "\ufb33", "\uffff", "\U0001f600", "\U0001f601", "\U00010000", "aaaaaaa"}
+	names := make([]string, 4000)
+	for i := range names {
+		var b strings.Builder
+		for range r.IntN(6) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		names[i] = b.String()
+	}
+	var src []byte
+	p := &parser{}
+	for _, n := range names {
+		start := len(src)
+		src = append(src, n...)
+		p.nodes = append(p.nodes, node{keyStart: int32(start), keyEnd: int32(len(src))})
+	}
+	p.src = src
+	for range 20000 {
+		i, j := int32(r.IntN(len(names))), int32(r.IntN(len(names)))
+		got := p.compareKeys(p.memberKey(i), p.memberKey(j))
+		want := compareUTF16([]byte(names[i]), []byte(names[j]))
+		if (got < 0) != (want < 0) || (got == 0) != (want == 0) {
+			t.Fatalf("compareKeys(%+q, %+q) = %d, compareUTF16 = %d", names[i], names[j], got, want)
+		}
+		if (want == 0) != (names[i] == names[j]) {
+			t.Fatalf("compareUTF16(%+q, %+q) = %d", names[i], names[j], want)
+		}
 	}
 }

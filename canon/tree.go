@@ -195,7 +195,12 @@ func compareUTF16(a, b []byte) int {
 	if i == n {
 		return len(a) - len(b)
 	}
-	ca, cb := a[i], b[i]
+	return utf16Order(a[i], b[i])
+}
+
+// utf16Order orders two strings by their first differing UTF-8 bytes ca and
+// cb (ca != cb).
+func utf16Order(ca, cb byte) int {
 	if ca >= 0xEE && cb >= 0xEE && (ca >= 0xF0) != (cb >= 0xF0) {
 		if ca >= 0xF0 {
 			return -1 // a is a surrogate pair: D800.. < E000..
