@@ -35,9 +35,9 @@ var (
 	// ErrUnsupportedKey: a key of a type or curve tracectl does not sign
 	// with (it signs with Ed25519, ECDSA P-256 and ECDSA P-384 only).
 	ErrUnsupportedKey = errors.New("unsupported key")
-	// ErrPasswordRequired: the private key is encrypted and no password
-	// source was given.
-	ErrPasswordRequired = errors.New("private key is encrypted: password required")
+	// ErrPasswordRequired: a key is (or is to be) encrypted and no
+	// password was available, or the password was empty.
+	ErrPasswordRequired = errors.New("password required")
 	// ErrKeyDecrypt: an encrypted private key could not be decrypted (most
 	// often a wrong password; the formats cannot tell).
 	ErrKeyDecrypt = errors.New("cannot decrypt private key (wrong password?)")

@@ -38,7 +38,7 @@ func ParseAlg(s string) (Alg, error) {
 	case Ed25519, P256, P384:
 		return a, nil
 	}
-	return "", fmt.Errorf("%w: algorithm %q (want ed25519, p256 or p384)", ErrUnsupportedKey, s)
+	return "", fmt.Errorf("unknown key algorithm %q (want ed25519, p256 or p384)", s)
 }
 
 func (a Alg) String() string { return string(a) }
@@ -268,7 +268,7 @@ func LoadPrivateKeyPEM(data []byte, password func() ([]byte, error)) (Signer, er
 	var pwErr error // a failure to obtain the password is not a wrong password
 	if encrypted {
 		if password == nil {
-			return nil, ErrPasswordRequired
+			return nil, fmt.Errorf("private key is encrypted: %w", ErrPasswordRequired)
 		}
 		pf = func(bool) ([]byte, error) {
 			pw, err := password()
