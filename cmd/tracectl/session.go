@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// sessionOptions describe one recorded proxy session (wrap and demo).
+type sessionOptions struct {
+	bundle, key, durability, retain string
+	callTimeout, grace              time.Duration
+	maxFrame                        int64
+	serverName                      string
+	record                          recordIdentity
+	exe                             string
+	args                            []string
+	clientIn                        io.Reader
+	clientOut                       io.Writer
+	serverErr                       io.Writer
+	signer                          sign.Signer // preloaded (demo); else loaded from key
+}
+
+// sessionSummary is the one line printed when a session ends.
+type sessionSummary struct {
+	bundle   string
+	sealed   *producer.Sealed
+	oversize int64
+	status   string
+	signed   bool
+}
+
+func (s *sessionSummary) String() string {
+	if s.sealed == nil {
+		return fmt.Sprintf("bundle %s not sealed (server %s); run 'tracectl seal --recover --bundle %s'", s.bundle, s.status, s.bundle)
+	}
+	c := s.sealed.Seal
+	sig := "signed"
+	if !s.signed {
+		sig = "unsigned (sign later with 'tracectl seal --bundle " + s.bundle + " --key KEY')"
+	}
+	extra := ""
+	if s.oversize > 0 {
+		extra = fmt.Sprintf(", %d frames too long to interpret (forwarded, not recorded)", s.oversize)
+	}
+	return fmt.Sprintf("%d attempts: %d responses, %d transport failures, %d unknown%s; server %s; bundle %s %s",
+		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, extra, s.status, s.bundle, sig)
+}
+
+// fileDigest is sha256:<hex> of a file's bytes.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// selfDigest is the digest of the running tracectl executable: the
+// record's runtime.measurement and build_provenance.digest (spec/signing.md).
+func selfDigest() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return fileDigest(exe)
+}
+
+// trustRecordSigner builds and signs the Trust Record for a sealed transcript.
+type trustRecordSigner struct {
+	signer   sign.Signer
+	identity recordIdentity
+	now      func() time.Time
+}
+
+func (t trustRecordSigner) SignTranscript(_ context.Context, root string, calls int64) ([]byte, error) {
+	digest, err := selfDigest()
+	if err != nil {
+		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
+	}
+	rec, err := sign.Build(sign.RecordOptions{
+		IssuedAt: t.now(), Key: t.signer.Public(), Digest: digest,
+		TranscriptHash: root, CallCount: calls,
+		Subject: t.identity.subject, ModelProvider: t.identity.modelProvider, ModelID: t.identity.modelID, DataClass: t.identity.dataClass,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sign.Sign(rec, t.signer)
+}
+
+func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSummary, error) {
+	signer := o.signer
+	if signer == nil && o.key != "" {
+		var err error
+		if signer, err = loadSigningKey(ctx, o.key); err != nil {
+			return nil, err
+		}
+	}
+	exeDigest, err := fileDigest(o.exe)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("read server executable: %w", err), "")
+	}
+	args, err := canon.Marshal(o.args)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("server arguments: %w", err), "arguments must be valid UTF-8")
+	}
+	prod := transcript.Producer{Name: "tracectl", Version: version()}
+	if signer != nil {
+		if prod.KeyThumbprint, err = sign.Thumbprint(signer.Public()); err != nil {
+			return nil, usageErr(err, "")
+		}
+	}
+	rec, err := producer.Open(o.bundle, producer.Options{
+		Clock: time.Now, Entropy: rand.Reader, FS: producer.OSFS{},
+		Durability: o.durability, Retention: o.retain, Producer: prod,
+		Server: transcript.Server{
+			Transport: transcript.TransportStdio, Executable: o.exe, ExecutableSHA256: exeDigest,
+			ArgsDigest: canon.SHA256(args), Argc: int64(len(o.args)), Name: o.serverName,
+		},
+		Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
+	})
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")
+	}
+	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
+	serverErr := o.serverErr
+	if serverErr == nil {
+		serverErr = s.err
+	}
+	res, runErr := proxy.Run(ctx, proxy.Config{
+		Command: o.exe, Args: o.args,
+		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
+		Sink: sink, CallTimeout: o.callTimeout, Grace: o.grace,
+	})
+	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames()}
+	if res != nil {
+		sum.status = res.ExitStatus
+	}
+	finishErr := sink.Finish()
+	var rs producer.RecordSigner
+	if signer != nil {
+		rs = trustRecordSigner{signer: signer, identity: o.record, now: time.Now}
+	}
+	sealed, sealErr := rec.Seal(context.WithoutCancel(ctx), rs)
+	sum.sealed = sealed
+	sum.signed = sealed != nil && sealed.Signed
+	if err := errors.Join(runErr, finishErr, sealErr); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}

@@ -1,0 +1,222 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// RecordingSink is the production Sink: it records through a producer
+// Recorder (the durable journal) and assembles declaration snapshots from
+// the tools/list pages the client fetched (passive collection).
+type RecordingSink struct {
+	rec       *producer.Recorder
+	captureID func() (string, error)
+	limits    snapshot.Limits
+
+	mu        sync.Mutex
+	coll      *snapshot.Collector
+	proto     producer.Protocol // latest protocol observation, for snapshot manifests
+	oversized int64
+	snapErr   error
+}
+
+// NewRecordingSink returns a Sink over rec. captureID mints snapshot capture
+// ids from the caller's entropy (snapshot.NewCaptureID).
+func NewRecordingSink(rec *producer.Recorder, captureID func() (string, error), limits snapshot.Limits) *RecordingSink {
+	return &RecordingSink{rec: rec, captureID: captureID, limits: limits}
+}
+
+type handleRef struct{ h *producer.Handle }
+
+func (r handleRef) AttemptID() string { return r.h.ID() }
+
+func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
+
+// Attempt records the attempt; in strict durability it is on disk when this
+// returns.
+func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
+	h, err := s.rec.Attempt(context.Background(), producer.Call{Line: c.Line})
+	if err != nil {
+		return nil, err
+	}
+	return handleRef{h}, nil
+}
+
+// Response records a response (a late one after a timeout or cancellation:
+// the producer keeps the earlier observation).
+func (s *RecordingSink) Response(a AttemptRef, r ResponseObs) error {
+	return handleOf(a).Response(r.Line)
+}
+
+func (s *RecordingSink) Timeout(a AttemptRef) error { return handleOf(a).Timeout() }
+
+// CancelSent records the client's notifications/cancelled line and the
+// unknown outcome it leaves.
+func (s *RecordingSink) CancelSent(a AttemptRef, line []byte) error {
+	if err := s.rec.RecordNotification(producer.Notification{Line: line, Direction: transcript.ClientToServer}); err != nil {
+		return err
+	}
+	return handleOf(a).CancelSent()
+}
+
+func (s *RecordingSink) TransportFailure(a AttemptRef, detail string) error {
+	return handleOf(a).TransportFailure(detail)
+}
+
+func (s *RecordingSink) Protocol(p ProtocolObs) error {
+	pp := producer.Protocol{Era: p.Era, Version: p.Version, Source: p.Source, ServerName: p.ServerName, ServerVersion: p.ServerVersion, Line: p.Line}
+	s.mu.Lock()
+	if p.Source != transcript.SourceRequestMeta || s.proto.Era == "" {
+		s.proto = pp
+	}
+	s.mu.Unlock()
+	return s.rec.RecordProtocol(pp)
+}
+
+// ListPage feeds one tools/list exchange to snapshot collection. A request
+// without a cursor starts a new collection; a finished collection is
+// recorded at once, so attempts that follow bind it.
+func (s *RecordingSink) ListPage(req, resp []byte, isErr bool) error {
+	req, _ = splitTerminator(req)
+	resp, _ = splitTerminator(resp)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coll == nil {
+		if err := s.newCollector(); err != nil {
+			return err
+		}
+	}
+	err := s.coll.Add(req, resp)
+	if errors.Is(err, snapshot.ErrFinished) {
+		// The client started over: record what the earlier collection
+		// got (incomplete, restarted) and collect anew.
+		if err := s.recordLocked(); err != nil {
+			return err
+		}
+		if err := s.newCollector(); err != nil {
+			return err
+		}
+		err = s.coll.Add(req, resp)
+	}
+	if err != nil {
+		// Not a readable tools/list request: nothing to collect.
+		s.noteSnapErr(err)
+		return nil
+	}
+	if s.coll.Finished() {
+		return s.recordLocked()
+	}
+	return nil
+}
+
+func (s *RecordingSink) noteSnapErr(err error) {
+	if s.snapErr == nil {
+		s.snapErr = err
+	}
+}
+
+func (s *RecordingSink) newCollector() error {
+	id, err := s.captureID()
+	if err != nil {
+		return err
+	}
+	o := snapshot.Options{CaptureID: id, Mode: snapshot.ModePassive, Limits: s.limits, Era: snapshot.EraUnknown}
+	if s.proto.Era != "" {
+		o.Era = s.proto.Era
+		if s.proto.Version != "" {
+			v := s.proto.Version
+			o.Version = &v
+		}
+		switch s.proto.Source {
+		case transcript.SourceInitialize, transcript.SourceDiscover:
+			o.ServerSource = s.proto.Source
+			name, ver := s.proto.ServerName, s.proto.ServerVersion
+			o.ServerName, o.ServerVersion = &name, &ver
+		}
+		if s.proto.Era == transcript.EraLegacy {
+			o.ListChangedWatch = snapshot.WatchSession
+		}
+	}
+	c, err := snapshot.NewCollector(o)
+	if err != nil {
+		return err
+	}
+	s.coll = c
+	return nil
+}
+
+// recordLocked records the current collection's snapshot and forgets it.
+func (s *RecordingSink) recordLocked() error {
+	c := s.coll
+	s.coll = nil
+	snap, err := c.Snapshot()
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	m := snap.Manifest
+	blobs := make([][]byte, 0, 2*len(snap.Pages))
+	for _, p := range snap.Pages {
+		blobs = append(blobs, p.Request, p.Response)
+	}
+	ps := producer.Snapshot{
+		Manifest: snap.Bytes, Digest: snap.Digest, Complete: m.Complete,
+		Tools: int64(len(m.Tools)), Pages: int64(len(m.Pages)), Blobs: blobs,
+	}
+	if !m.Complete {
+		ps.IncompleteReason = strings.Join(m.IncompleteReasons, ",")
+		if ps.IncompleteReason == "" {
+			ps.IncompleteReason = "incomplete"
+		}
+		if len(ps.IncompleteReason) > transcript.MaxReportedBytes {
+			ps.IncompleteReason = ps.IncompleteReason[:transcript.MaxReportedBytes]
+		}
+	}
+	_, err = s.rec.RecordSnapshot(ps)
+	return err
+}
+
+// ListChanged records the notification; during a collection it makes that
+// collection incomplete.
+func (s *RecordingSink) ListChanged(line []byte) error {
+	s.mu.Lock()
+	if s.coll != nil {
+		s.coll.NotifyListChanged()
+	}
+	s.mu.Unlock()
+	return s.rec.RecordNotification(producer.Notification{Line: line, Direction: transcript.ServerToClient})
+}
+
+// Oversized counts frames too long to interpret. They were forwarded
+// unchanged; the journal has no line for them (spec/transcript.md, limits).
+func (s *RecordingSink) Oversized(direction, digest string, length int64) error {
+	s.mu.Lock()
+	s.oversized++
+	s.mu.Unlock()
+	return nil
+}
+
+// Finish records a collection the session left unfinished (incomplete: the
+// transport closed with pages outstanding).
+func (s *RecordingSink) Finish() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coll == nil {
+		return nil
+	}
+	s.coll.Stop(snapshot.StopTransportClosed, "the session ended before the last page")
+	return s.recordLocked()
+}
+
+// Oversize returns how many frames were too long to interpret.
+func (s *RecordingSink) OversizedFrames() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.oversized
+}
