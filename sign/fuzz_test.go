@@ -2,6 +2,7 @@ package sign
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,4 +88,64 @@ func TestFuzzSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// FuzzParsePublicKey covers ParseJWK and the PEM path: never panics; an
+// accepted key has a thumbprint and survives the JWK round trip.
+func FuzzParsePublicKey(f *testing.F) {
+	for _, name := range []string{"pkcs8-encrypted-ed25519.pub", "rsa.pub"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, alg := range algs {
+		f.Add([]byte(mustJWK(f, newSigner(f, alg).Public())))
+	}
+	f.Add([]byte(`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"k"}`))
+	f.Add([]byte(`{"kty":"OKP","crv":"Ed25519","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pub, err := ParsePublicKey(data)
+		if err != nil {
+			return
+		}
+		tp, err := Thumbprint(pub)
+		if err != nil {
+			t.Fatalf("accepted key has no thumbprint: %v", err)
+		}
+		j, _ := JWKFromPublicKey(pub)
+		b, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParsePublicKey(b)
+		if err != nil {
+			t.Fatalf("JWK of an accepted key does not parse: %v", err)
+		}
+		if tp2, _ := Thumbprint(back); tp2 != tp {
+			t.Fatalf("thumbprint changed over the JWK round trip")
+		}
+	})
+}
+
+// FuzzLoadPrivateKeyPEM: never panics. No password source is given, so an
+// encrypted key stops before any key derivation.
+func FuzzLoadPrivateKeyPEM(f *testing.F) {
+	for _, name := range []string{"sec1-p256.pem", "pkcs8-encrypted-ed25519.pem", "rsa.pem"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := LoadPrivateKeyPEM(data, nil)
+		if err != nil {
+			return
+		}
+		if _, err := Thumbprint(s.Public()); err != nil {
+			t.Fatalf("accepted key has no thumbprint: %v", err)
+		}
+	})
 }

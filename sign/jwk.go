@@ -139,6 +139,11 @@ func (j JWK) Thumbprint() (string, error) {
 	return b64(sum[:]), nil
 }
 
+func (j JWK) hasThumbprint(tp string) bool {
+	got, err := j.Thumbprint()
+	return err == nil && got == tp
+}
+
 // Thumbprint returns the RFC 7638 thumbprint of a supported public key.
 func Thumbprint(pub crypto.PublicKey) (string, error) {
 	j, err := JWKFromPublicKey(pub)

@@ -155,6 +155,9 @@ const PublicKeySuffix = ".pub"
 // either exists nothing is written and the error wraps fs.ErrExist. On any
 // failure the files this call created are removed.
 func WriteKeyPair(path string, key crypto.Signer, password []byte) error {
+	if key == nil {
+		return errors.New("write key pair: nil key")
+	}
 	if _, err := algOf(key.Public()); err != nil {
 		return fmt.Errorf("write key pair: %w", err)
 	}

@@ -230,6 +230,9 @@ func (r *Record) check() ([]byte, error) {
 // (any signature rec carries is replaced). rec.Cnf.JWK must be s's key,
 // else ErrCnfKeyMismatch; rec must have the v0.2 shape. rec is not changed.
 func Sign(rec *Record, s Signer) ([]byte, error) {
+	if rec == nil || s == nil {
+		return nil, errors.New("sign record: nil record or signer")
+	}
 	want, err := Thumbprint(s.Public())
 	if err != nil {
 		return nil, fmt.Errorf("sign record: signer: %w", err)

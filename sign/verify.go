@@ -41,12 +41,13 @@ func VerifySignature(data []byte, rec *Record) error {
 	if !ok {
 		return fmt.Errorf("%w: not a string", ErrSignatureMalformed)
 	}
-	if text != rec.Signature {
-		return errors.New("verify signature: rec was not parsed from data")
-	}
-	pub, err := rec.Cnf.JWK.PublicKey()
+	// The key comes from the received bytes too; rec only has to agree.
+	pub, err := receivedKey(root)
 	if err != nil {
-		return fmt.Errorf("verify signature: cnf.jwk: %w", err)
+		return fmt.Errorf("verify signature: %w", err)
+	}
+	if tp, _ := Thumbprint(pub); text != rec.Signature || !rec.Cnf.JWK.hasThumbprint(tp) {
+		return errors.New("verify signature: rec was not parsed from data")
 	}
 	alg, _ := algOf(pub)
 	sig, ok := decodeB64URL(text)
@@ -61,6 +62,20 @@ func VerifySignature(data []byte, rec *Record) error {
 		return fmt.Errorf("verify signature: %w", err)
 	}
 	return verifyRaw(alg, pub, pre, sig)
+}
+
+// receivedKey parses /cnf/jwk of the received record.
+func receivedKey(root canon.Value) (crypto.PublicKey, error) {
+	cnf, _ := root.Get("cnf")
+	jv, ok := cnf.Get("jwk")
+	if !ok {
+		return nil, fmt.Errorf("%w: /cnf/jwk missing", ErrSchemaInvalid)
+	}
+	j, err := ParseJWK(jv.Raw())
+	if err != nil {
+		return nil, fmt.Errorf("cnf.jwk: %w", err)
+	}
+	return j.PublicKey()
 }
 
 // preimage is the canonical form of the received object without its
@@ -146,6 +161,9 @@ func derToRaw(alg Alg, der []byte) ([]byte, error) {
 // (ErrCnfKeyMismatch otherwise; ErrTrustedKeyMissing for a nil key). An
 // embedded key alone proves only that the record is internally consistent.
 func CheckTrust(rec *Record, trusted crypto.PublicKey) error {
+	if rec == nil {
+		return errors.New("check trust: nil record")
+	}
 	if trusted == nil {
 		return ErrTrustedKeyMissing
 	}
