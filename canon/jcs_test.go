@@ -167,7 +167,7 @@ func (g *jsonGen) value(depth int) {
 // gowebpki/jcs.Transform's.
 func TestDifferentialJCS(t *testing.T) {
 	n := 20_000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 2_000
 	}
 	r := rand.New(rand.NewPCG(7, 8))

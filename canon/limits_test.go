@@ -31,8 +31,8 @@ func bigDoc(size int) []byte {
 }
 
 func TestDefaultLimits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("64 MiB document")
+	if testing.Short() || raceEnabled {
+		t.Skip("64 MiB document: runs without -short and -race")
 	}
 	doc := bigDoc(DefaultMaxBytes)
 	if len(doc) != DefaultMaxBytes {

@@ -125,7 +125,10 @@ func TestNumberPolicies(t *testing.T) {
 // one linear scan, however long the digit run or the exponent. (Handing an
 // 8 MB digit string to a big-number library costs seconds to minutes.)
 func TestHostileNumbers(t *testing.T) {
-	const n = 8 << 20
+	n := 8 << 20
+	if raceEnabled {
+		n = 1 << 20
+	}
 	for _, lit := range []string{
 		"1" + strings.Repeat("0", n),
 		"0." + strings.Repeat("0", n) + "1",
@@ -253,7 +256,7 @@ func randomLiteral(r *rand.Rand) string {
 // TestNumberOracle checks the digit-string decision procedure against apd.
 func TestNumberOracle(t *testing.T) {
 	n := 100_000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 10_000
 	}
 	r := rand.New(rand.NewPCG(1, 2))
