@@ -54,11 +54,19 @@ func (s *session) fromClient(line []byte) error {
 			return s.writeClient(errorLine(m.idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
 		}
 		// A second call in flight under the same id is still its own
-		// attempt; its response cannot be told apart, so responses go to
-		// the first (the conflict is visible in the transcript: two
-		// attempts, one id, overlapping).
+		// attempt, but a response to that id can then belong to either:
+		// the proxy does not guess. Both attempts stay without a recorded
+		// response (their outcome is unknown at seal), the responses are
+		// forwarded, and the transcript shows two overlapping attempts
+		// with one id.
 		p := &pending{what: reqCall, ref: ref}
-		if _, dup := s.inflight[m.idKey]; !dup {
+		if first, dup := s.inflight[m.idKey]; dup && first.what == reqCall {
+			if first.timer != nil {
+				first.timer.Stop()
+			}
+			first.conflict = append(first.conflict, ref)
+			first.unattributed = 1 + len(first.conflict)
+		} else {
 			s.inflight[m.idKey] = p
 			delete(s.answered, m.idKey)
 			if s.cfg.CallTimeout > 0 {
@@ -179,6 +187,15 @@ func (s *session) observeServer(m message, line []byte) (forward bool, synth []b
 			if !m.hasErr {
 				name, ver := discoverInfo(m.result)
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: s.modernVer, Source: "discover_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+			}
+			return true, nil
+		}
+		if len(p.conflict) > 0 {
+			// Ambiguous: forwarded, attributed to no attempt. The
+			// entry stays until as many responses as attempts came;
+			// the attempts stay unknown.
+			if p.unattributed--; p.unattributed > 0 {
+				s.inflight[m.idKey] = p
 			}
 			return true, nil
 		}

@@ -236,3 +236,29 @@ func prefixLines(got, want string) bool {
 	}
 	return true
 }
+
+// TestConflictingIDsAreNotGuessed sends two calls with one id while the
+// first is in flight (the server waits before each answer): neither
+// response is attributed to either attempt.
+func TestConflictingIDsAreNotGuessed(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	c := startProxy(t, sink, Config{}, raw, "-script", "paged", "-call-delay", "200ms")
+	c.send(callLine("5", "raw-0000"))
+	c.send(callLine("5", "raw-0001"))
+	for i := 0; i < 2; i++ {
+		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,`) {
+			t.Fatalf("response %d = %s", i, got)
+		}
+	}
+	res, err := c.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sink.log(), ";"); got != "attempt a1;attempt a2" {
+		t.Fatalf("sink log = %q, want two attempts and no attributed response", got)
+	}
+	if res.TransportFailures != 0 || len(res.InFlight) != 0 {
+		t.Fatalf("result = %+v: the entry must be gone once both responses came", res)
+	}
+}

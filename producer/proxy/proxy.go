@@ -120,6 +120,10 @@ type pending struct {
 	timer    *time.Timer
 	timedOut bool
 	canceled bool
+	// conflict holds further attempts sent under this id while it was in
+	// flight: responses to the id are then not attributed to any of them.
+	conflict     []AttemptRef
+	unattributed int // responses still expected for a conflicted id
 }
 
 type session struct {
@@ -352,6 +356,7 @@ func (s *session) abandonInflight() []AttemptRef {
 		}
 		if p.what == reqCall {
 			refs = append(refs, p.ref)
+			refs = append(refs, p.conflict...)
 		}
 		delete(s.inflight, key)
 	}
@@ -377,7 +382,9 @@ func (s *session) failInflight(detail string) int {
 			continue
 		}
 		n++
-		s.noteSinkErr(s.cfg.Sink.TransportFailure(p.ref, detail))
+		for _, ref := range append([]AttemptRef{p.ref}, p.conflict...) {
+			s.noteSinkErr(s.cfg.Sink.TransportFailure(ref, detail))
+		}
 		if !p.canceled {
 			synth = append(synth, errorLine(key, codeTransportFailure, "tracectl: transport failure: "+detail))
 			s.answered[key] = true

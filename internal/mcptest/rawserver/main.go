@@ -49,6 +49,7 @@
 //	                    repeated tools/list calls from its cache)
 //	-cache-scope S      cacheScope on modern cacheable results (public|private)
 //	-v                  log every message to stderr
+//	-call-delay D       wait D before answering each tools/call
 //
 // # Scripts (-script NAME)
 //
@@ -101,6 +102,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const (
@@ -137,6 +139,7 @@ type config struct {
 	ttlMs      int
 	cacheScope string
 	verbose    bool
+	callDelay  time.Duration
 }
 
 func main() {
@@ -154,6 +157,7 @@ func run(args []string, stdin io.Reader, stdout *os.File, stderr io.Writer) int 
 	fs.IntVar(&cfg.ttlMs, "ttl-ms", -1, "ttlMs on modern cacheable results (-1: the script's default)")
 	fs.StringVar(&cfg.cacheScope, "cache-scope", "public", "cacheScope on modern cacheable results")
 	fs.BoolVar(&cfg.verbose, "v", false, "log every message to stderr")
+	fs.DurationVar(&cfg.callDelay, "call-delay", 0, "wait this long before answering each tools/call (requests are still read in order)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -278,6 +282,9 @@ func (s *server) handle(line []byte) (int, bool) {
 	case "tools/list":
 		return s.toolsList(id, e, msg.Params)
 	case "tools/call":
+		if s.cfg.callDelay > 0 {
+			time.Sleep(s.cfg.callDelay)
+		}
 		s.toolsCall(id, e, msg.Params)
 	default:
 		if s.cfg.script == "echo-ids" {
