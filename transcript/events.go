@@ -208,9 +208,8 @@ type SnapshotRef struct {
 
 // Reasons an attempt binds no snapshot.
 const (
-	NoneNoSnapshot       = "no_tools_list_observed"      // nothing was recorded before the attempt
-	NoneInvalidated      = "invalidated_by_list_changed" // reserved: the caller chose not to bind a snapshot a list_changed invalidated
-	NoneSnapshotDisabled = "snapshot_not_collected"      // the caller records no snapshots (e.g. an in-process runtime without tools/list)
+	NoneNoSnapshot  = "no_tools_list_observed"      // no snapshot was recorded before the attempt
+	NoneInvalidated = "invalidated_by_list_changed" // the caller chose not to bind a snapshot that a list_changed made stale
 )
 
 // Correlation metadata: recorded after a safe-shape check; an invalid value

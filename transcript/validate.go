@@ -329,7 +329,7 @@ func (s *SnapshotRef) validate() *invalid {
 		if s.SnapshotID != "" || s.ManifestDigest != "" || s.Complete || s.ListChangedSince {
 			return bad("snapshot: none_reason excludes the binding members")
 		}
-		return oneOf("snapshot.none_reason", s.NoneReason, NoneNoSnapshot, NoneInvalidated, NoneSnapshotDisabled)
+		return oneOf("snapshot.none_reason", s.NoneReason, NoneNoSnapshot, NoneInvalidated)
 	}
 	return first(ident("snapshot.snapshot_id", s.SnapshotID), digest("snapshot.manifest_digest", s.ManifestDigest))
 }

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package producer
+
+import (
+	"errors"
+	"os"
+)
+
+var errUnsupported = errors.New("not supported on this platform")
+
+func lockFile(*os.File) error { return errUnsupported }
+func syncFS(*os.File) error   { return errUnsupported }

@@ -1,0 +1,212 @@
+package producer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// journal is transcript.jsonl opened for appending. Lines get their seq in
+// the order they are appended; a leader writes every pending line in one
+// write (and, in strict mode, one fsync) while the others wait: group
+// commit, so concurrent callers share fsyncs and the file order is the seq
+// order.
+//
+// Any failure is sticky: after a failed write (rolled back by truncation,
+// so the file stays a valid prefix) or a failed fsync (after which the page
+// cache can no longer be trusted) every append fails with
+// ErrAuditUnavailable.
+type journal struct {
+	f    File
+	mode string
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	next    int64  // seq of the next line appended
+	buf     []byte // lines [written, next) encoded, not yet written
+	spare   []byte
+	written int64 // lines [0, written) are in the file
+	durable int64 // lines [0, durable) are fsynced
+	size    int64 // file length after the written lines
+	busy    bool  // a leader is writing
+	err     error
+
+	syncs atomic.Int64 // fsyncs of the journal, for Stats
+
+	stop chan struct{} // batch flusher
+	done chan struct{}
+}
+
+func newJournal(f File, mode string, lines, size int64) *journal {
+	j := &journal{f: f, mode: mode, next: lines, written: lines, durable: lines, size: size}
+	j.cond.L = &j.mu
+	return j
+}
+
+// startFlusher runs the batch mode's periodic fsync. Its ticker only
+// schedules work: no time it reads enters the evidence.
+func (j *journal) startFlusher(every time.Duration) {
+	j.stop, j.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(j.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-j.stop:
+				return
+			case <-t.C:
+				j.syncWritten()
+			}
+		}
+	}()
+}
+
+// syncWritten fsyncs what is written but not yet durable.
+func (j *journal) syncWritten() {
+	j.mu.Lock()
+	w := j.written
+	if j.err != nil || w == j.durable {
+		j.mu.Unlock()
+		return
+	}
+	j.mu.Unlock()
+	err := j.f.Sync()
+	j.syncs.Add(1)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		j.fail(fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, err))
+		return
+	}
+	j.durable = max(j.durable, w)
+	j.cond.Broadcast()
+}
+
+func (j *journal) fail(err error) {
+	if j.err == nil {
+		j.err = fmt.Errorf("%w: %w", ErrAuditUnavailable, err)
+	}
+	j.cond.Broadcast()
+}
+
+// append encodes a line with the next seq and returns once the line is in
+// the file, and in strict mode durable. build runs under the journal lock,
+// so seq order is file order.
+func (j *journal) append(build func(seq int64) ([]byte, error)) (int64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return -1, j.err
+	}
+	seq := j.next
+	line, err := build(seq)
+	if err == nil && len(line) > transcript.MaxLineBytes {
+		err = fmt.Errorf("%d bytes, over transcript.MaxLineBytes", len(line))
+	}
+	if err != nil {
+		// A line the recorder cannot encode is a bug, not bad input (inputs
+		// are checked before): fail closed rather than leave a gap.
+		j.fail(fmt.Errorf("encode line %d: %w", seq, err))
+		return -1, j.err
+	}
+	j.buf = append(append(j.buf, line...), '\n')
+	j.next++
+	if err := j.waitFor(seq+1, j.mode == transcript.DurabilityStrict); err != nil {
+		return -1, err
+	}
+	return seq, nil
+}
+
+// waitFor returns once lines [0, n) are written (and durable if sync), or
+// the journal failed first. Called with mu held.
+func (j *journal) waitFor(n int64, sync bool) error {
+	for {
+		if j.written >= n && (!sync || j.durable >= n) {
+			return nil
+		}
+		if j.err != nil {
+			return j.err
+		}
+		if !j.busy {
+			j.lead(sync)
+			continue
+		}
+		j.cond.Wait()
+	}
+}
+
+// lead writes every pending line, then fsyncs if sync. Called with mu
+// held; releases it during the I/O.
+func (j *journal) lead(sync bool) {
+	j.busy = true
+	buf, end := j.buf, j.next
+	j.buf = j.spare[:0]
+	j.mu.Unlock()
+	var werr, serr error
+	if len(buf) > 0 {
+		_, werr = j.f.Write(buf)
+	}
+	if werr == nil && sync {
+		serr = j.f.Sync()
+		j.syncs.Add(1)
+	}
+	j.mu.Lock()
+	j.busy = false
+	j.spare = buf[:0]
+	defer j.cond.Broadcast()
+	if werr != nil {
+		// Roll a partial write back so the file stays a valid transcript.
+		if terr := j.f.Truncate(j.size); terr != nil {
+			j.fail(fmt.Errorf("write %s: %w (and the torn tail could not be truncated: %v; recovery will quarantine it)", transcript.TranscriptFile, werr, terr))
+			return
+		}
+		j.fail(fmt.Errorf("write %s: %w", transcript.TranscriptFile, werr))
+		return
+	}
+	j.size += int64(len(buf))
+	j.written = end
+	if serr != nil {
+		j.fail(fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, serr))
+		return
+	}
+	if sync {
+		j.durable = end
+	}
+}
+
+// flush writes every pending line and, if sync, fsyncs them.
+func (j *journal) flush(sync bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if sync && j.err == nil && j.durable < j.next && !j.busy && len(j.buf) == 0 {
+		// Written but not durable (batch, none): one fsync.
+		j.lead(true)
+	}
+	return j.waitFor(j.next, sync)
+}
+
+// lines returns the number of lines appended so far.
+func (j *journal) lines() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.next
+}
+
+// close stops the flusher, flushes (fsyncing if sync) and closes the file,
+// which releases the lock.
+func (j *journal) close(sync bool) error {
+	if j.stop != nil {
+		close(j.stop)
+		<-j.done
+		j.stop = nil
+	}
+	err := j.flush(sync)
+	if cerr := j.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", transcript.TranscriptFile, cerr)
+	}
+	return err
+}

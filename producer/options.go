@@ -1,0 +1,143 @@
+package producer
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Options configure a Recorder. Clock and Entropy are required: the library
+// reads neither the clock nor a random source of its own, so recordings are
+// reproducible in tests and vectors.
+type Options struct {
+	// Clock gives the time of each event (at_ms). Required; it must return
+	// times after 1970.
+	Clock func() time.Time
+	// Entropy supplies the 16 bytes of the execution scope id. Required for
+	// Open (crypto/rand.Reader in production).
+	Entropy io.Reader
+	// FS is where the bundle is written; nil means OSFS.
+	FS FS
+	// Durability is transcript.DurabilityStrict (the default: an attempt is
+	// fsynced before Attempt returns, a response before Response returns),
+	// DurabilityBatch (lines are written at once and fsynced together at
+	// most every BatchInterval) or DurabilityNone (written, fsynced only at
+	// Seal). The mode is recorded in the header.
+	Durability string
+	// BatchInterval is the batch mode's fsync period (default 10ms).
+	BatchInterval time.Duration
+	// Retention is transcript.RetainFull (the default: request and response
+	// bytes are kept under blobs/) or RetainDigest (digests and lengths
+	// only). Snapshot manifests and pages are always kept: the profile
+	// requires result pages retained in full.
+	Retention string
+	// Producer names the software recording (Name required).
+	Producer transcript.Producer
+	// Server is the MCP server as observed (Transport required); see
+	// StdioServer.
+	Server transcript.Server
+	// Limits in force, recorded in the header.
+	Limits Limits
+}
+
+// Limits are recorded in the header. Only MaxFrameBytes is enforced by the
+// recorder (a longer payload is committed by digest and length, not kept);
+// the snapshot limits are the collector's, recorded here so a verifier
+// knows them.
+type Limits struct {
+	MaxFrameBytes    int64 // default DefaultMaxFrameBytes
+	MaxSnapshotPages int64 // default 1000
+	MaxPageBytes     int64 // default 16 MiB
+	MaxSnapshotBytes int64 // default 64 MiB
+	CallTimeout      time.Duration
+}
+
+// Defaults.
+const (
+	DefaultMaxFrameBytes = 16 << 20
+	DefaultBatchInterval = 10 * time.Millisecond
+)
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	if o.Durability == "" {
+		o.Durability = transcript.DurabilityStrict
+	}
+	if o.Durability == transcript.DurabilityBatch && o.BatchInterval <= 0 {
+		o.BatchInterval = DefaultBatchInterval
+	}
+	if o.Retention == "" {
+		o.Retention = transcript.RetainFull
+	}
+	l := &o.Limits
+	if l.MaxFrameBytes <= 0 {
+		l.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if l.MaxSnapshotPages <= 0 {
+		l.MaxSnapshotPages = 1000
+	}
+	if l.MaxPageBytes <= 0 {
+		l.MaxPageBytes = 16 << 20
+	}
+	if l.MaxSnapshotBytes <= 0 {
+		l.MaxSnapshotBytes = 64 << 20
+	}
+	return o
+}
+
+// check validates options for Open. Reopen and Recover need only Clock.
+func (o Options) check(forOpen bool) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)
+	}
+	if o.Clock == nil {
+		return bad("Clock is required")
+	}
+	if o.Clock().UnixMilli() < 0 {
+		return bad("Clock returns a time before 1970")
+	}
+	if !forOpen {
+		return nil
+	}
+	if o.Entropy == nil {
+		return bad("Entropy is required")
+	}
+	switch o.Durability {
+	case transcript.DurabilityStrict, transcript.DurabilityBatch, transcript.DurabilityNone:
+	default:
+		return bad("durability %q: want strict, batch or none", o.Durability)
+	}
+	switch o.Retention {
+	case transcript.RetainFull, transcript.RetainDigest:
+	default:
+		return bad("retention %q: want full or digest", o.Retention)
+	}
+	if o.Producer.Name == "" {
+		return bad("Producer.Name is required")
+	}
+	if o.Server.Transport == "" {
+		return bad("Server.Transport is required")
+	}
+	if o.Limits.CallTimeout < 0 {
+		return bad("Limits.CallTimeout is negative")
+	}
+	return nil
+}
+
+func (o Options) headerLimits() transcript.HeaderLimits {
+	h := transcript.HeaderLimits{
+		MaxFrameBytes:    o.Limits.MaxFrameBytes,
+		MaxSnapshotPages: o.Limits.MaxSnapshotPages,
+		MaxPageBytes:     o.Limits.MaxPageBytes,
+		MaxSnapshotBytes: o.Limits.MaxSnapshotBytes,
+		CallTimeoutMs:    o.Limits.CallTimeout.Milliseconds(),
+	}
+	if o.Durability == transcript.DurabilityBatch {
+		h.BatchIntervalMs = max(1, o.BatchInterval.Milliseconds())
+	}
+	return h
+}

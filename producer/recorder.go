@@ -1,0 +1,679 @@
+package producer
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Recorder records one execution scope into a bundle. Its methods are safe
+// for concurrent use; concurrent attempts share fsyncs (group commit).
+type Recorder struct {
+	dir      string
+	opts     Options
+	fsys     FS
+	j        *journal
+	blobs    *blobStore
+	scope    string
+	server   string // sha256 of JCS(header.server)
+	sealOnly bool   // reopened or recovered: Seal and Close only
+
+	mu          sync.Mutex
+	ops         sync.WaitGroup
+	closed      bool
+	nextAttempt int64
+	nextSnap    int64
+	attempts    map[string]*attemptState
+	order       []*attemptState // in attempt order, for resolutions
+	byCorr      map[string]*attemptState
+	byRPCID     map[string]*attemptState
+	infer       map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
+	cont        map[string]*attemptState // tool -> an attempt answered input_required
+	snapshots   map[string]*transcript.SnapshotEvent
+	current     *transcript.SnapshotEvent
+	lastChanged int64 // seq of the last tools/list_changed notification, -1 if none
+	era         string
+	legacyVer   string
+	sealed      bool // the journal ends in its seal line
+	sealLine    *transcript.Seal
+	recovered   bool // the journal holds a recovery event
+	recovery    *RecoveryReport
+	scanned     int64           // valid lines found by replay
+	torn        []byte          // bytes after the last valid line, found by replay
+	quarantined map[string]bool // quarantine files named by recovery events
+}
+
+// Outcome buckets of an attempt, as the seal line counts them.
+const (
+	stInFlight  = iota // no terminal observation
+	stUnknown          // timeout, cancel_sent or an unknown resolution: a late response may still come
+	stTransport        // transport_failure
+	stResponse         // response or late_response
+	stResolved         // unknown resolution (recovery or seal)
+)
+
+type attemptState struct {
+	id       string
+	seq      int64
+	tool     string
+	argsKey  string
+	idKey    string
+	status   int
+	timedOut bool
+	canceled bool
+	resolved bool
+}
+
+// Handle is a recorded attempt. Observations on it are appended to the
+// journal; in strict durability each is durable when its method returns.
+type Handle struct {
+	r  *Recorder
+	st *attemptState
+}
+
+// ID returns the attempt id (unique in the execution scope, never reused).
+func (h *Handle) ID() string { return h.st.id }
+
+// Seq returns the attempt line's seq.
+func (h *Handle) Seq() int64 { return h.st.seq }
+
+// Open creates the bundle directory dir (it must not exist; mode 0700), its
+// journal transcript.jsonl (exclusively, mode 0600, locked) and the header
+// line, durable before Open returns.
+func Open(dir string, opts Options) (*Recorder, error) {
+	opts = opts.withDefaults()
+	if err := opts.check(true); err != nil {
+		return nil, err
+	}
+	var raw [16]byte
+	if _, err := io.ReadFull(opts.Entropy, raw[:]); err != nil {
+		return nil, fmt.Errorf("%w: read entropy: %w", ErrInvalidOptions, err)
+	}
+	scope := uuidV4(raw)
+	srvDigest, err := serverDigest(opts.Server)
+	if err != nil {
+		return nil, err
+	}
+	h := transcript.Header{
+		Type: transcript.TypeHeader, Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
+		Canonicalization: transcript.Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
+		Merkle:           transcript.MerkleAlg, ExecutionScope: scope,
+		Producer: opts.Producer, Server: opts.Server,
+		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(),
+		StartedAtMs: opts.Clock().UnixMilli(),
+	}
+	line, err := canon.Marshal(&h)
+	if err == nil {
+		_, err = transcript.DecodeLine(line)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: header: %w", ErrInvalidOptions, err)
+	}
+
+	fsys := opts.FS
+	if err := fsys.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("open bundle %q: %w", dir, ErrBundleExists)
+		}
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+	}
+	for _, d := range []string{"blobs", transcript.BlobDir} {
+		if err := fsys.Mkdir(filepath.Join(dir, filepath.FromSlash(d)), 0o700); err != nil {
+			return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+		}
+	}
+	f, err := fsys.OpenFile(filepath.Join(dir, transcript.TranscriptFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+	}
+	if err := f.Lock(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+	}
+	fail := func(what string, err error) (*Recorder, error) {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %q: %w: %s: %w", dir, ErrAuditUnavailable, what, err)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return fail("write header", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail("fsync header", err)
+	}
+	// The new directory entries must survive a crash too.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := syncDir(fsys, d); err != nil {
+			return fail("fsync directory", err)
+		}
+	}
+	r := newRecorder(dir, opts, scope, srvDigest)
+	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
+	if opts.Durability == transcript.DurabilityBatch {
+		r.j.startFlusher(opts.BatchInterval)
+	}
+	return r, nil
+}
+
+func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
+	return &Recorder{
+		dir: dir, opts: opts, fsys: opts.FS, scope: scope, server: srvDigest,
+		blobs:    &blobStore{fsys: opts.FS, dir: filepath.Join(dir, filepath.FromSlash(transcript.BlobDir))},
+		attempts: map[string]*attemptState{}, byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
+		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}, snapshots: map[string]*transcript.SnapshotEvent{},
+		lastChanged: -1, era: transcript.EraUnknown,
+	}
+}
+
+func syncDir(fsys FS, dir string) error {
+	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// uuidV4 formats 16 random bytes as an RFC 9562 version 4 UUID.
+func uuidV4(b [16]byte) string {
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func serverDigest(s transcript.Server) (string, error) {
+	b, err := canon.Marshal(&s)
+	if err != nil {
+		return "", fmt.Errorf("%w: server: %w", ErrInvalidOptions, err)
+	}
+	return canon.SHA256(b), nil
+}
+
+// Scope returns the execution scope id.
+func (r *Recorder) Scope() string { return r.scope }
+
+// Dir returns the bundle directory.
+func (r *Recorder) Dir() string { return r.dir }
+
+// Stats are counters for benchmarks and operators.
+type Stats struct {
+	Lines  int64 // lines in the journal
+	Fsyncs int64 // fsyncs of the journal by this Recorder
+}
+
+// Stats returns the current counters.
+func (r *Recorder) Stats() Stats { return Stats{Lines: r.j.lines(), Fsyncs: r.j.syncs.Load()} }
+
+// begin admits one operation; end it with r.ops.Done().
+func (r *Recorder) begin(recording bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if recording && r.sealOnly {
+		return ErrSealOnly
+	}
+	r.ops.Add(1)
+	return nil
+}
+
+func (r *Recorder) now() int64 { return max(0, r.opts.Clock().UnixMilli()) }
+
+// auditFail makes a blob failure sticky like a journal failure.
+func (r *Recorder) auditFail(err error) error {
+	r.j.mu.Lock()
+	defer r.j.mu.Unlock()
+	r.j.fail(err)
+	return r.j.err
+}
+
+// lineOf encodes v once the journal has given it its seq.
+func lineOf(setSeq func(int64), v any) func(int64) ([]byte, error) {
+	return func(s int64) ([]byte, error) { setSeq(s); return canon.Marshal(v) }
+}
+
+// Call is one tools/call request.
+type Call struct {
+	// Line is the exact request as forwarded, including its terminator
+	// (LF, CRLF, or none at the end of a stream).
+	Line []byte
+	// Snapshot binds a recorded snapshot by id. Empty: the latest recorded
+	// snapshot, or none.
+	Snapshot string
+}
+
+// Attempt records a tools/call attempt. In strict durability the attempt
+// line is fsynced when Attempt returns: dispatch the request only after a
+// nil error. Any error means nothing may be dispatched; ErrAuditUnavailable
+// means the journal can no longer record (fail closed).
+//
+// A retry link is made when the request declares one (MetaRetryOf names the
+// correlation id of an earlier attempt: caller_declared), when it re-issues
+// a call answered input_required (params inputResponses/requestState and the
+// same tool: continuation), or when it repeats the tool and canonical
+// arguments of an attempt whose outcome is unknown or a transport failure
+// (inferred). Use Retry to declare one from Go.
+func (r *Recorder) Attempt(ctx context.Context, c Call) (*Handle, error) {
+	return r.attempt(ctx, c, nil, "")
+}
+
+// Retry records an attempt that re-issues prev, with basis
+// transcript.BasisCallerDeclared or transcript.BasisContinuation. prev keeps
+// its own attempt and outcome: a retry never overwrites history.
+func (r *Recorder) Retry(ctx context.Context, prev *Handle, basis string, c Call) (*Handle, error) {
+	if prev == nil || prev.r != r {
+		return nil, fmt.Errorf("retry: %w", ErrUnknownAttempt)
+	}
+	if basis != transcript.BasisCallerDeclared && basis != transcript.BasisContinuation {
+		return nil, fmt.Errorf("%w: retry basis %q: want %s or %s", ErrInvalidInput, basis, transcript.BasisCallerDeclared, transcript.BasisContinuation)
+	}
+	return r.attempt(ctx, c, prev.st, basis)
+}
+
+func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basis string) (*Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	body, term := splitTerminator(c.Line)
+	q, err := parseRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.begin(true); err != nil {
+		return nil, err
+	}
+	defer r.ops.Done()
+
+	a := &transcript.Attempt{
+		Type: transcript.TypeAttempt, ExecutionScope: r.scope,
+		Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
+		RPCID: q.id, ServerDigest: r.server, Terminator: term, Correlation: q.corr,
+	}
+	r.mu.Lock()
+	if c.Snapshot != "" {
+		if _, ok := r.snapshots[c.Snapshot]; !ok {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: snapshot %q was not recorded", ErrInvalidInput, c.Snapshot)
+		}
+	}
+	r.nextAttempt++
+	st := &attemptState{id: "a" + strconv.FormatInt(r.nextAttempt, 10), tool: q.tool, argsKey: q.argsKey(), idKey: q.idKey}
+	a.AttemptID = st.id
+	a.AtMs = r.now()
+	var link *attemptState
+	switch {
+	case prev != nil:
+		link = prev
+	case q.retryOf != "" && r.byCorr[q.retryOf] != nil:
+		link, basis = r.byCorr[q.retryOf], transcript.BasisCallerDeclared
+	case q.continues && q.toolBad == "" && r.cont[q.tool] != nil:
+		link, basis = r.cont[q.tool], transcript.BasisContinuation
+	case st.argsKey != "" && r.infer[st.argsKey] != nil:
+		link, basis = r.infer[st.argsKey], transcript.BasisInferred
+	}
+	if link != nil {
+		a.RetryOf, a.RetryBasis = link.id, basis
+		if r.infer[link.argsKey] == link {
+			delete(r.infer, link.argsKey)
+		}
+		if basis == transcript.BasisContinuation && r.cont[link.tool] == link {
+			delete(r.cont, link.tool)
+		}
+	}
+	a.Snapshot = r.snapshotRef(c.Snapshot)
+	a.Protocol = r.protocolOf(q)
+	r.attempts[st.id] = st
+	r.order = append(r.order, st)
+	if q.corrID != "" {
+		r.byCorr[q.corrID] = st
+	}
+	if q.id.Present {
+		r.byRPCID[q.idKey] = st
+	}
+	r.mu.Unlock()
+
+	// The request bytes go in before the line that commits to them.
+	if a.Request, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+		return nil, r.auditFail(err)
+	}
+	seq, err := r.j.append(lineOf(func(s int64) { a.Seq = s }, a))
+	if err != nil {
+		return nil, err
+	}
+	st.seq = seq
+	return &Handle{r: r, st: st}, nil
+}
+
+// snapshotRef binds the named snapshot, or the latest, or says there is
+// none. Called with mu held.
+func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
+	s := r.current
+	if id != "" {
+		s = r.snapshots[id]
+	}
+	if s == nil {
+		return transcript.SnapshotRef{NoneReason: transcript.NoneNoSnapshot}
+	}
+	return transcript.SnapshotRef{SnapshotID: s.SnapshotID, ManifestDigest: s.ManifestDigest, Complete: s.Complete, ListChangedSince: r.lastChanged > s.Seq}
+}
+
+// protocolOf decides the revision an attempt was sent under: the request's
+// own _meta protocolVersion (modern), else the legacy negotiated version.
+// Called with mu held.
+func (r *Recorder) protocolOf(q *request) transcript.AttemptProto {
+	switch {
+	case q.protoState == transcript.ProtoPresent:
+		return transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: q.protoValue}
+	case q.protoState == transcript.ProtoAbsent && r.era == transcript.EraLegacy && r.legacyVer != "":
+		return transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: r.legacyVer}
+	}
+	return transcript.AttemptProto{Era: r.era, State: q.protoState}
+}
+
+// Response records the response line (exact, with its terminator) to the
+// attempt. In strict durability it is fsynced when Response returns:
+// deliver the response only after a nil error. After a Timeout or
+// CancelSent it is recorded as a late_response; the earlier observation
+// stays.
+func (h *Handle) Response(line []byte) error { return h.observe(transcript.ObsResponse, line, "") }
+
+// LateResponse records a response that arrived after a Timeout or
+// CancelSent; it fails with ErrObservation when neither came first.
+func (h *Handle) LateResponse(line []byte) error {
+	return h.observe(transcript.ObsLateResponse, line, "")
+}
+
+// TransportFailure records that the transport failed with the call in
+// flight (the server exited, the stream broke). The outcome stays unknown:
+// it is not evidence that the tool did not run.
+func (h *Handle) TransportFailure(detail string) error {
+	return h.observe(transcript.ObsTransportFailure, nil, detail)
+}
+
+// Timeout records that no response came within the call timeout. The
+// outcome is unknown; a late response may still be recorded.
+func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, nil, "") }
+
+// CancelSent records that the client cancelled the call. The outcome is
+// unknown; a late response may still be recorded.
+func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, nil, "") }
+
+func (h *Handle) observe(kind string, line []byte, detail string) error {
+	r, st := h.r, h.st
+	if err := r.begin(false); err != nil {
+		return err
+	}
+	defer r.ops.Done()
+	o := &transcript.Observation{Type: transcript.TypeObservation, AttemptID: st.id, Kind: kind, Detail: transcript.Detail(detail), Basis: transcript.BasisProducer}
+	var body []byte
+	var resp response
+	if line != nil {
+		body, o.Terminator = splitTerminator(line)
+		resp = parseResponse(body)
+		o.ResultType, o.IsError, o.ErrorCode = resp.resultType, resp.isError, resp.errorCode
+	}
+
+	r.mu.Lock()
+	if err := r.transition(st, o, resp); err != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("attempt %s: %w", st.id, err)
+	}
+	o.AtMs = r.now()
+	r.mu.Unlock()
+
+	if body != nil {
+		p, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		if err != nil {
+			return r.auditFail(err)
+		}
+		o.Response = &p
+	}
+	_, err := r.j.append(lineOf(func(s int64) { o.Seq = s }, o))
+	return err
+}
+
+// transition checks an observation against the attempt's history and
+// updates it (before the line is written: a failed append is sticky, so an
+// optimistic update is never observed). Called with mu held.
+func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp response) error {
+	if st.resolved {
+		return fmt.Errorf("%w: already resolved unknown", ErrObservation)
+	}
+	if st.status == stResponse || st.status == stTransport {
+		return fmt.Errorf("%w: it already has a %s", ErrObservation, map[int]string{stResponse: "response", stTransport: "transport failure"}[st.status])
+	}
+	late := st.timedOut || st.canceled
+	switch o.Kind {
+	case transcript.ObsResponse, transcript.ObsLateResponse:
+		if o.Kind == transcript.ObsLateResponse && !late {
+			return fmt.Errorf("%w: a late response needs a timeout or cancellation before it", ErrObservation)
+		}
+		if late {
+			o.Kind = transcript.ObsLateResponse
+		}
+		st.status = stResponse
+		if r.infer[st.argsKey] == st {
+			delete(r.infer, st.argsKey)
+		}
+		if resp.resultType == "input_required" && st.tool != "" {
+			r.cont[st.tool] = st
+		}
+		return nil
+	case transcript.ObsTransportFailure:
+		st.status = stTransport
+	case transcript.ObsTimeout:
+		if st.timedOut {
+			return fmt.Errorf("%w: already timed out", ErrObservation)
+		}
+		st.timedOut, st.status = true, stUnknown
+	case transcript.ObsCancelSent:
+		if st.canceled {
+			return fmt.Errorf("%w: already cancelled", ErrObservation)
+		}
+		st.canceled, st.status = true, stUnknown
+	}
+	if st.argsKey != "" {
+		r.infer[st.argsKey] = st
+	}
+	return nil
+}
+
+// Snapshot is a finished declaration snapshot (from package snapshot's
+// collector, passed as plain values).
+type Snapshot struct {
+	Manifest         []byte // canonical manifest bytes
+	Digest           string // canon.SHA256(Manifest): the snapshot commitment
+	Complete         bool
+	IncompleteReason string // required when !Complete, empty otherwise
+	Tools, Pages     int64
+	Reuse            bool     // a cached capture reused; the manifest names the original and the policy
+	Blobs            [][]byte // the exact page bytes the manifest commits to (requests and responses)
+}
+
+// RecordSnapshot records a snapshot and makes it the one later attempts
+// bind. The manifest and every page are stored whatever the retention mode.
+// It returns the snapshot id.
+func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
+	switch {
+	case s.Digest != canon.SHA256(s.Manifest):
+		return "", fmt.Errorf("%w: snapshot digest is not the SHA-256 of the manifest bytes", ErrInvalidInput)
+	case s.Complete == (s.IncompleteReason != ""):
+		return "", fmt.Errorf("%w: an incomplete snapshot needs its reason, a complete one has none", ErrInvalidInput)
+	case len(s.IncompleteReason) > transcript.MaxReportedBytes:
+		return "", fmt.Errorf("%w: incomplete reason longer than %d bytes", ErrInvalidInput, transcript.MaxReportedBytes)
+	case s.Tools < 0 || s.Pages < 0:
+		return "", fmt.Errorf("%w: negative tool or page count", ErrInvalidInput)
+	}
+	if err := r.begin(true); err != nil {
+		return "", err
+	}
+	defer r.ops.Done()
+	for _, b := range append([][]byte{s.Manifest}, s.Blobs...) {
+		if _, err := r.blobs.put(b); err != nil {
+			return "", r.auditFail(err)
+		}
+	}
+	r.mu.Lock()
+	r.nextSnap++
+	ev := &transcript.SnapshotEvent{
+		Type: transcript.TypeSnapshot, AtMs: r.now(), SnapshotID: "s" + strconv.FormatInt(r.nextSnap, 10),
+		ManifestDigest: s.Digest, Complete: s.Complete, IncompleteReason: s.IncompleteReason,
+		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
+	}
+	r.mu.Unlock()
+	seq, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev))
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	ev.Seq = seq
+	r.snapshots[ev.SnapshotID] = ev
+	if r.current == nil || seq > r.current.Seq {
+		r.current = ev
+	}
+	r.mu.Unlock()
+	return ev.SnapshotID, nil
+}
+
+// Protocol is a protocol observation: the era and revision in use and the
+// server's self-description as reported (not authenticated).
+type Protocol struct {
+	Era           string // transcript.EraModern / EraLegacy / EraUnknown
+	Version       string
+	Source        string // transcript.SourceInitialize / SourceDiscover / SourceRequestMeta
+	ServerName    string
+	ServerVersion string
+	Line          []byte // the exact message observed, optional
+}
+
+// RecordProtocol records a protocol observation. A legacy observation's
+// version becomes the negotiated revision of later attempts whose request
+// carries none.
+func (r *Recorder) RecordProtocol(p Protocol) error {
+	switch p.Era {
+	case transcript.EraModern, transcript.EraLegacy, transcript.EraUnknown:
+	default:
+		return fmt.Errorf("%w: era %q", ErrInvalidInput, p.Era)
+	}
+	switch p.Source {
+	case transcript.SourceInitialize, transcript.SourceDiscover, transcript.SourceRequestMeta:
+	default:
+		return fmt.Errorf("%w: source %q", ErrInvalidInput, p.Source)
+	}
+	if err := r.begin(true); err != nil {
+		return err
+	}
+	defer r.ops.Done()
+	reported := func(s string) string {
+		if len(s) > transcript.MaxReportedBytes {
+			return "" // left out, never cut: the payload digest commits to it
+		}
+		return s
+	}
+	ev := &transcript.Protocol{Type: transcript.TypeProtocol, Era: p.Era, Version: reported(p.Version), Source: p.Source,
+		ServerName: reported(p.ServerName), ServerVer: reported(p.ServerVersion)}
+	if p.Line != nil {
+		body, _ := splitTerminator(p.Line)
+		pl, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		if err != nil {
+			return r.auditFail(err)
+		}
+		ev.Payload = &pl
+	}
+	r.mu.Lock()
+	ev.AtMs = r.now()
+	switch {
+	case p.Era == transcript.EraLegacy:
+		r.era, r.legacyVer = p.Era, ev.Version
+	case p.Era == transcript.EraModern:
+		r.era = p.Era
+	}
+	r.mu.Unlock()
+	_, err := r.j.append(lineOf(func(s int64) { ev.Seq = s }, ev))
+	return err
+}
+
+// Notification is a notification line observed in either direction.
+type Notification struct {
+	Line      []byte // the exact line
+	Direction string // transcript.ServerToClient or ClientToServer
+}
+
+// RecordNotification records a notification. A notifications/cancelled
+// names the attempt its requestId matches (the latest attempt with that
+// exact id text still without a response or transport failure); a
+// notifications/tools/list_changed marks the current snapshot as possibly
+// stale for later attempts (SnapshotRef.ListChangedSince).
+func (r *Recorder) RecordNotification(n Notification) error {
+	if n.Direction != transcript.ServerToClient && n.Direction != transcript.ClientToServer {
+		return fmt.Errorf("%w: direction %q", ErrInvalidInput, n.Direction)
+	}
+	body, _ := splitTerminator(n.Line)
+	msg, err := parseNotification(body)
+	if err != nil {
+		return fmt.Errorf("%w: notification: %w", ErrInvalidInput, err)
+	}
+	if err := r.begin(true); err != nil {
+		return err
+	}
+	defer r.ops.Done()
+	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID}
+	if ev.Payload, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+		return r.auditFail(err)
+	}
+	r.mu.Lock()
+	ev.AtMs = r.now()
+	if msg.requestID != nil {
+		if st := r.byRPCID[msg.idKey]; st != nil && st.status != stResponse && st.status != stTransport {
+			ev.AttemptID = st.id
+		}
+	}
+	r.mu.Unlock()
+	seq, err := r.j.append(lineOf(func(s int64) { ev.Seq = s }, ev))
+	if err != nil {
+		return err
+	}
+	if msg.method == "notifications/tools/list_changed" {
+		r.mu.Lock()
+		r.lastChanged = max(r.lastChanged, seq)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// Close flushes the journal (fsyncing it and the blobs unless durability is
+// none), releases the lock and leaves the bundle unsealed: Reopen and Seal
+// later, or Seal instead of Close. Attempts still without a terminal
+// observation stay so until then.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.ops.Wait()
+	sync := r.j.mode != transcript.DurabilityNone
+	err := r.j.close(sync)
+	if sync && err == nil {
+		if serr := r.fsys.SyncFS(r.dir); serr != nil {
+			err = fmt.Errorf("%w: sync blobs: %w", ErrAuditUnavailable, serr)
+		}
+	}
+	return err
+}

@@ -1,0 +1,366 @@
+package producer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// maxTornBytes bounds the torn tail recovery quarantines. A crash tears at
+// most one group-commit write: the pending lines of the concurrent callers,
+// each at most transcript.MaxLineBytes. A longer tail is not a torn write.
+const maxTornBytes = 64 << 20
+
+// RecoveryReport says what Recover found and appended.
+type RecoveryReport struct {
+	Lines         int64      // valid lines found in the journal
+	Torn          []TornLine // quarantined bytes, each named by a recovery event appended now
+	Resolved      []string   // attempts resolved unknown (producer_crashed), in attempt order
+	TempBlobs     int        // leftover temporary blob files removed (never referenced by a durable line)
+	AlreadySealed bool       // the journal already ended in its seal line: nothing was appended
+}
+
+// TornLine is a quarantined torn line.
+type TornLine struct {
+	File   string // bundle-relative, transcript.QuarantinePath(Digest)
+	Digest string
+	Length int64
+}
+
+// Reopen opens an unsealed bundle to seal it as it is: the journal is
+// validated line by line and locked; attempts without a terminal
+// observation will be resolved sealed_in_flight by Seal. A journal ending
+// in a torn line needs Recover (ErrNeedsRecovery); a bundle with a
+// record.json is sealed (ErrSealed). Only Options.Clock and Options.FS are
+// used. The Recorder records nothing new (ErrSealOnly): call Seal or Close.
+func Reopen(dir string, opts Options) (*Recorder, error) { return openExisting(dir, opts, false) }
+
+// Recover opens an unsealed bundle after a crash (tracectl seal --recover).
+// It validates the journal; quarantines a torn final line under
+// quarantine/ (exact bytes, named by digest) before truncating it away, so
+// it is kept, never silently discarded; removes temporary blob files; and
+// appends, never rewrites: a recovery event per quarantined line, a
+// recovery event summarizing the recovery, and an unknown resolution
+// (producer_crashed) for each attempt without a terminal observation. Then
+// call Seal. Corruption before the last line fails closed (ErrCorrupt):
+// recovery never guesses.
+func Recover(dir string, opts Options) (*Recorder, error) { return openExisting(dir, opts, true) }
+
+// Recovery returns what Recover did, or nil for a recorder from Open or
+// Reopen.
+func (r *Recorder) Recovery() *RecoveryReport { return r.recovery }
+
+func openExisting(dir string, opts Options, recover bool) (*Recorder, error) {
+	opts = opts.withDefaults()
+	if err := opts.check(false); err != nil {
+		return nil, err
+	}
+	fsys := opts.FS
+	if _, err := fsys.Stat(filepath.Join(dir, transcript.RecordFile)); err == nil {
+		return nil, fmt.Errorf("open bundle %q: %w", dir, ErrSealed)
+	}
+	path := filepath.Join(dir, transcript.TranscriptFile)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+	}
+	if err := f.Lock(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+	}
+	r, err := replay(dir, opts, f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+	}
+	if recover {
+		if err := r.recover(); err != nil {
+			r.j.close(false)
+			return nil, fmt.Errorf("recover bundle %q: %w", dir, err)
+		}
+	} else if r.torn != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %q: %w (%d bytes after line %d)", dir, ErrNeedsRecovery, len(r.torn), r.j.lines()-1)
+	}
+	return r, nil
+}
+
+// replay reads the journal and rebuilds the recorder's state from it.
+func replay(dir string, opts Options, f File) (*Recorder, error) {
+	rf, err := opts.FS.OpenFile(filepath.Join(dir, transcript.TranscriptFile), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer rf.Close()
+	tr := transcript.NewReader(rf)
+	var r *Recorder
+	for {
+		_, ev, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var le *transcript.LineError
+			if !errors.As(err, &le) {
+				return nil, fmt.Errorf("read %s: %w", transcript.TranscriptFile, err)
+			}
+			if le.Code != transcript.CodeTornLine && le.Code != transcript.CodeTooLong {
+				return nil, fmt.Errorf("%w: %w", ErrCorrupt, le)
+			}
+			if r == nil {
+				return nil, fmt.Errorf("%w: the header line is torn: nothing was recorded", ErrCorrupt)
+			}
+			if r.torn, err = readTail(opts.FS, filepath.Join(dir, transcript.TranscriptFile), tr.Offset()); err != nil {
+				return nil, err
+			}
+			if r.sealed {
+				return nil, fmt.Errorf("%w: bytes after the seal line", ErrCorrupt)
+			}
+			break
+		}
+		if h, ok := ev.(*transcript.Header); ok {
+			d, err := serverDigest(h.Server)
+			if err != nil {
+				return nil, err
+			}
+			o := opts
+			o.Durability, o.Retention = h.Durability, h.Retention
+			r = newRecorder(dir, o, h.ExecutionScope, d)
+			r.sealOnly = true
+			continue
+		}
+		if err := r.apply(ev); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrCorrupt, tr.Lines()-1, err)
+		}
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w: empty journal", ErrCorrupt)
+	}
+	// Later lines (resolutions, recovery events, the seal) are made durable
+	// together by Seal's final fsync.
+	r.j = newJournal(f, transcript.DurabilityNone, tr.Lines(), tr.Offset())
+	r.scanned = tr.Lines()
+	return r, nil
+}
+
+// apply replays one event. It checks what the state makes checkable: ids
+// unique, observations naming recorded attempts.
+func (r *Recorder) apply(ev any) error {
+	switch e := ev.(type) {
+	case *transcript.Protocol:
+		if e.Era == transcript.EraLegacy {
+			r.era, r.legacyVer = e.Era, e.Version
+		} else if e.Era == transcript.EraModern {
+			r.era = e.Era
+		}
+	case *transcript.SnapshotEvent:
+		if r.snapshots[e.SnapshotID] != nil {
+			return fmt.Errorf("snapshot id %s recorded twice", e.SnapshotID)
+		}
+		r.snapshots[e.SnapshotID], r.current = e, e
+	case *transcript.Notification:
+		if e.Method == "notifications/tools/list_changed" {
+			r.lastChanged = e.Seq
+		}
+	case *transcript.Attempt:
+		if r.attempts[e.AttemptID] != nil {
+			return fmt.Errorf("attempt id %s reused", e.AttemptID)
+		}
+		st := &attemptState{id: e.AttemptID, seq: e.Seq, tool: e.Tool}
+		r.attempts[st.id] = st
+		r.order = append(r.order, st)
+	case *transcript.Observation:
+		st := r.attempts[e.AttemptID]
+		if st == nil {
+			return fmt.Errorf("observation of unrecorded attempt %s", e.AttemptID)
+		}
+		switch e.Kind {
+		case transcript.ObsResponse, transcript.ObsLateResponse:
+			st.status = stResponse
+		case transcript.ObsTransportFailure:
+			if st.status != stResponse {
+				st.status = stTransport
+			}
+		default:
+			if st.status == stInFlight {
+				st.status = stUnknown
+			}
+		}
+	case *transcript.Resolution:
+		st := r.attempts[e.AttemptID]
+		if st == nil {
+			return fmt.Errorf("resolution of unrecorded attempt %s", e.AttemptID)
+		}
+		st.resolved = true
+		if st.status == stInFlight {
+			st.status = stResolved
+		}
+	case *transcript.Recovery:
+		r.recovered = true
+		if e.TornFile != "" {
+			if r.quarantined == nil {
+				r.quarantined = map[string]bool{}
+			}
+			r.quarantined[e.TornFile] = true
+		}
+	case *transcript.Seal:
+		r.sealed, r.sealLine = true, e
+	}
+	return nil
+}
+
+// readTail returns the bytes of path from off to the end.
+func readTail(fsys FS, path string, off int64) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := io.CopyN(io.Discard, f, off); err != nil {
+		return nil, fmt.Errorf("read torn tail: %w", err)
+	}
+	tail, err := io.ReadAll(io.LimitReader(f, maxTornBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read torn tail: %w", err)
+	}
+	if len(tail) > maxTornBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes after the last valid line", ErrCorrupt, maxTornBytes)
+	}
+	if bytes.IndexByte(tail, '\n') >= 0 {
+		return nil, fmt.Errorf("%w: an invalid complete line at byte %d", ErrCorrupt, off)
+	}
+	return tail, nil
+}
+
+// recover quarantines the torn tail, records what it did, and resolves the
+// attempts left in flight.
+func (r *Recorder) recover() error {
+	rep := &RecoveryReport{Lines: r.scanned}
+	r.recovery = rep
+	qdir := filepath.Join(r.dir, transcript.QuarantineDir)
+	if r.torn != nil {
+		if r.sealed {
+			return fmt.Errorf("%w: bytes after the seal line", ErrCorrupt)
+		}
+		d := canon.SHA256(r.torn)
+		if err := writeQuarantine(r.fsys, r.dir, d, r.torn); err != nil {
+			return err
+		}
+		// Only now that the bytes are durable elsewhere does the journal lose them.
+		if err := r.j.f.Truncate(r.j.size); err != nil {
+			return fmt.Errorf("truncate torn tail: %w", err)
+		}
+		if err := r.j.f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, err)
+		}
+		r.torn = nil
+	}
+	// Quarantined bytes no recovery event names yet: this recovery's, or one
+	// that crashed between truncating and appending its event.
+	ents, err := r.fsys.ReadDir(qdir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", transcript.QuarantineDir, err)
+	}
+	for _, e := range ents {
+		rel := transcript.QuarantineDir + "/" + e.Name()
+		if r.quarantined[rel] || transcript.QuarantinePath("sha256:"+e.Name()) != rel {
+			continue // named already, or not a quarantine file of ours
+		}
+		b, err := readBounded(r.fsys, filepath.Join(qdir, e.Name()), maxTornBytes)
+		if err != nil {
+			return err
+		}
+		if canon.SHA256(b) != "sha256:"+e.Name() {
+			return fmt.Errorf("%w: quarantine file %s does not hold the bytes its name says", ErrCorrupt, e.Name())
+		}
+		rep.Torn = append(rep.Torn, TornLine{File: rel, Digest: "sha256:" + e.Name(), Length: int64(len(b))})
+	}
+	if rep.TempBlobs, err = removeTempBlobs(r.fsys, r.blobs.dir); err != nil {
+		return fmt.Errorf("remove temporary blobs: %w", err)
+	}
+	if r.sealed {
+		rep.AlreadySealed = true
+		return nil
+	}
+	var open []*attemptState
+	for _, st := range r.order {
+		if st.status == stInFlight {
+			open = append(open, st)
+			rep.Resolved = append(rep.Resolved, st.id)
+		}
+	}
+	for _, t := range rep.Torn {
+		ev := &transcript.Recovery{Type: transcript.TypeRecovery, AtMs: r.now(), TornDigest: t.Digest, TornLength: t.Length, TornFile: t.File,
+			Detail: "a line torn by a crash mid-write; its exact bytes are kept in the quarantine file, unparsed; the call it may have held was never acknowledged"}
+		if _, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev)); err != nil {
+			return err
+		}
+	}
+	summary := fmt.Sprintf("recovered after the producer stopped without sealing: %d valid lines, %d torn lines quarantined, %d attempts without a terminal observation resolved unknown",
+		rep.Lines, len(rep.Torn), len(open))
+	ev := &transcript.Recovery{Type: transcript.TypeRecovery, AtMs: r.now(), Detail: summary}
+	if _, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev)); err != nil {
+		return err
+	}
+	r.recovered = true
+	if err := r.resolve(open, transcript.ReasonProducerCrashed); err != nil {
+		return err
+	}
+	return r.j.flush(true)
+}
+
+func writeQuarantine(fsys FS, dir, digest string, b []byte) error {
+	qdir := filepath.Join(dir, transcript.QuarantineDir)
+	if err := fsys.Mkdir(qdir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create %s: %w", transcript.QuarantineDir, err)
+	}
+	name := filepath.Join(dir, filepath.FromSlash(transcript.QuarantinePath(digest)))
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // the same digest: the same bytes, kept by an earlier attempt at recovery
+	}
+	if err != nil {
+		return fmt.Errorf("quarantine torn line: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(fsys, qdir)
+	}
+	if err == nil {
+		err = syncDir(fsys, dir)
+	}
+	if err != nil {
+		_ = fsys.Remove(name)
+		return fmt.Errorf("quarantine torn line: %w", err)
+	}
+	return nil
+}
+
+func readBounded(fsys FS, name string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: longer than %d bytes", name, limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,215 @@
+package producer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// RecordSigner builds and signs the Trust Record that commits to a sealed
+// transcript: tool_transcript.hash = root, call_count = callCount. The sign
+// package provides one; producer does not depend on it.
+type RecordSigner interface {
+	SignTranscript(ctx context.Context, root string, callCount int64) (recordJSON []byte, err error)
+}
+
+// Sealed describes a sealed bundle.
+type Sealed struct {
+	Root   string          // the transcript commitment (tool_transcript.hash)
+	Lines  int64           // transcript lines, the seal line included
+	Seal   transcript.Seal // the counts; Seal.Attempts is the call count
+	Signed bool            // record.json was written
+}
+
+// recordTmp is where record.json is written before it is linked into place.
+const recordTmp = ".record.json.tmp"
+
+// Seal closes the recorder and seals the bundle: every attempt without a
+// terminal observation gets an unknown resolution (sealed_in_flight), the
+// seal line is appended, the journal and the blobs are made durable
+// whatever the durability mode, the commitment is computed from the bytes
+// on disk, and, if signer is not nil, record.json is written exclusively
+// and atomically. The recorder is closed even when Seal fails; a bundle
+// whose seal line is durable but whose record is missing can be signed
+// later through Reopen.
+func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.ops.Wait()
+	closed := false
+	defer func() {
+		if !closed {
+			r.j.close(false)
+		}
+	}()
+
+	seal, err := r.appendSeal(transcript.ReasonSealedInFlight)
+	if err != nil {
+		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
+	}
+	if err := r.j.flush(true); err != nil {
+		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
+	}
+	if err := r.fsys.SyncFS(r.dir); err != nil {
+		return nil, fmt.Errorf("seal %s: %w: sync blobs: %w", r.dir, ErrAuditUnavailable, err)
+	}
+	root, lines, err := r.commitment()
+	if err != nil {
+		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
+	}
+	out := &Sealed{Root: root, Lines: lines, Seal: *seal}
+	if signer != nil {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		rec, err := signer.SignTranscript(ctx, root, seal.Attempts)
+		if err != nil {
+			return out, fmt.Errorf("seal %s: sign: %w", r.dir, err)
+		}
+		if _, err := canon.Parse(rec, canon.ParseOptions{}); err != nil || len(rec) == 0 {
+			return out, fmt.Errorf("seal %s: the signer returned no JSON record: %v", r.dir, err)
+		}
+		if err := writeRecord(r.fsys, r.dir, rec); err != nil {
+			return out, fmt.Errorf("seal %s: %w", r.dir, err)
+		}
+		out.Signed = true
+	}
+	closed = true
+	if err := r.j.close(true); err != nil {
+		return out, fmt.Errorf("seal %s: %w", r.dir, err)
+	}
+	return out, nil
+}
+
+// appendSeal resolves attempts without a terminal observation and appends
+// the seal line, unless the journal is sealed already. It returns the seal.
+func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
+	r.mu.Lock()
+	if r.sealed {
+		s := r.sealLine
+		r.mu.Unlock()
+		return s, nil
+	}
+	var open []*attemptState
+	for _, st := range r.order {
+		if st.status == stInFlight {
+			open = append(open, st)
+		}
+	}
+	r.mu.Unlock()
+	if err := r.resolve(open, reason); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	s := &transcript.Seal{Type: transcript.TypeSeal, AtMs: r.now(), Attempts: int64(len(r.order)), Recovered: r.recovered}
+	for _, st := range r.order {
+		switch st.status {
+		case stResponse:
+			s.Responses++
+		case stTransport:
+			s.TransportFailures++
+		default:
+			s.Unknown++
+		}
+	}
+	r.mu.Unlock()
+	if _, err := r.j.append(lineOf(func(q int64) { s.Seq = q }, s)); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.sealed, r.sealLine = true, s
+	r.mu.Unlock()
+	return s, nil
+}
+
+// resolve appends an unknown resolution for each attempt.
+func (r *Recorder) resolve(open []*attemptState, reason string) error {
+	for _, st := range open {
+		ev := &transcript.Resolution{Type: transcript.TypeResolution, AtMs: r.now(), AttemptID: st.id, Outcome: transcript.OutcomeUnknown, Reason: reason}
+		if _, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev)); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		st.resolved, st.status = true, stResolved
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// commitment reads the journal back from disk and computes the root over
+// the bytes that are there: what gets signed is what a verifier will read.
+// It checks the framing (every line LF-terminated, bounded) and the count,
+// not each line's contents, which this recorder wrote or replayed.
+func (r *Recorder) commitment() (string, int64, error) {
+	f, err := r.fsys.OpenFile(filepath.Join(r.dir, transcript.TranscriptFile), os.O_RDONLY, 0)
+	if err != nil {
+		return "", 0, fmt.Errorf("read back %s: %w", transcript.TranscriptFile, err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, transcript.MaxLineBytes+1)
+	var c transcript.Committer
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			return "", 0, fmt.Errorf("read back %s line %d: %w", transcript.TranscriptFile, c.Count(), err)
+		}
+		c.Add(line[:len(line)-1])
+	}
+	if want := r.j.lines(); c.Count() != want {
+		return "", 0, fmt.Errorf("read back %s: %d lines on disk, %d appended", transcript.TranscriptFile, c.Count(), want)
+	}
+	return c.Root(), c.Count(), nil
+}
+
+// writeRecord creates record.json exclusively and atomically: written and
+// fsynced under a temporary name, then hard-linked into place (which fails
+// if a record exists), then the directory is fsynced.
+func writeRecord(fsys FS, dir string, rec []byte) error {
+	final := filepath.Join(dir, transcript.RecordFile)
+	if _, err := fsys.Stat(final); err == nil {
+		return fmt.Errorf("%w: %s exists", ErrSealed, transcript.RecordFile)
+	}
+	tmp := filepath.Join(dir, recordTmp)
+	_ = fsys.Remove(tmp) // a leftover from a seal that crashed before linking: never a record
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", transcript.RecordFile, err)
+	}
+	_, err = f.Write(rec)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Link(tmp, final)
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%w: %s exists", ErrSealed, transcript.RecordFile)
+		}
+	}
+	_ = fsys.Remove(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", transcript.RecordFile, err)
+	}
+	if err := syncDir(fsys, dir); err != nil {
+		return fmt.Errorf("write %s: fsync directory: %w", transcript.RecordFile, err)
+	}
+	return nil
+}
