@@ -173,6 +173,7 @@ func (s *server) collect(ctx context.Context, col *Collector, hs handshake, time
 	var cursor []byte
 	for !col.Finished() {
 		req, resp, err := s.call(ctx, "tools/list", hs.params(cursor), timeout)
+		doc, perr := s.lastDoc, s.lastErr
 		if err != nil {
 			reason := StopTransportClosed
 			var ol *overLimitError
@@ -187,7 +188,7 @@ func (s *server) collect(ctx context.Context, col *Collector, hs handshake, time
 			col.Stop(reason, fmt.Sprintf("page %d: %v%s", len(col.pages), err, s.stderrNote()))
 			return nil
 		}
-		if err := col.Add(req, resp); err != nil {
+		if err := col.add(req, resp, doc, perr); err != nil {
 			return fmt.Errorf("capture: %w", err)
 		}
 		cursor, _ = col.NextCursor()
@@ -377,6 +378,9 @@ type server struct {
 	col     *Collector // receives list_changed once collection starts
 	maxLine int64
 	once    sync.Once
+	// The parse of the last response call returned, reused by the collector.
+	lastDoc *canon.Doc
+	lastErr error
 }
 
 type line struct {
@@ -502,7 +506,7 @@ func (s *server) call(ctx context.Context, method string, params []byte, timeout
 			return false
 		}
 		if m.id == nil || bytes.Equal(m.id, id) {
-			resp = m.raw
+			resp, s.lastDoc, s.lastErr = m.raw, m.doc, m.err
 			return true
 		}
 		return false // an answer to an earlier request (a late discover)
@@ -513,6 +517,8 @@ func (s *server) call(ctx context.Context, method string, params []byte, timeout
 // msg is a classified line.
 type msg struct {
 	raw      []byte
+	doc      *canon.Doc // parsed with AllowDuplicateKeys; nil when err is set
+	err      error
 	response bool   // not a request or notification: a response, or unreadable
 	id       []byte // exact id text of a response; nil when unreadable
 	method   string
@@ -552,6 +558,7 @@ func (s *server) await(ctx context.Context, timeout time.Duration, match func(ms
 func classify(b []byte) msg {
 	m := msg{raw: b, response: true}
 	doc, err := canon.Parse(b, canon.ParseOptions{AllowDuplicateKeys: true})
+	m.doc, m.err = doc, err
 	if err != nil || doc.Root().Kind() != canon.KindObject {
 		return m // unreadable: taken as the answer, and judged by the collector
 	}

@@ -43,6 +43,11 @@ func silentDiscoverServer() {
 		case strings.Contains(line, `"server/discover"`):
 		case strings.Contains(line, `"initialize"`):
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"silent","version":"0.1"}}}`+"\n", id)
+		case strings.Contains(line, `"tools/list"`) && os.Getenv(selfServerEnv) == "stall":
+			// Page 1 offers a next page that never comes.
+			if !strings.Contains(line, `"cursor"`) {
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"only","inputSchema":{"type":"object"}}],"nextCursor":"2"}}`+"\n", id)
+			}
 		case strings.Contains(line, `"tools/list"`):
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"only","inputSchema":{"type":"object"}}]}}`+"\n", id)
 		}
@@ -260,6 +265,34 @@ func TestCaptureProtocolSelection(t *testing.T) {
 				t.Errorf("era %s complete %v %q", s.Manifest.Protocol.Era, s.Manifest.Complete, s.Manifest.IncompleteReasons)
 			}
 		})
+	}
+}
+
+// A page that never comes: the request timeout stops the collection, and so
+// does the caller's context; either way the snapshot says so.
+func TestCaptureTimeoutAndCancel(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), selfServerEnv+"=stall")
+	o := snapshot.CaptureOptions{CaptureID: "cap-t", Protocol: snapshot.ProtocolLegacy, Env: env, RequestTimeout: 300 * time.Millisecond}
+	s, err := snapshot.Capture(context.Background(), []string{self}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Manifest.IncompleteReasons; !slices.Equal(got, []string{snapshot.StopTimeout}) || len(s.Manifest.Pages) != 1 {
+		t.Errorf("timeout: reasons %q pages %d", got, len(s.Manifest.Pages))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	o.RequestTimeout = time.Minute
+	s, err = snapshot.Capture(ctx, []string{self}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Manifest.IncompleteReasons; !slices.Equal(got, []string{snapshot.StopCancelled}) {
+		t.Errorf("cancel: reasons %q", got)
 	}
 }
 

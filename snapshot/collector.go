@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -60,6 +61,7 @@ type Collector struct {
 	changed   bool // list_changed during collection
 	changedAB bool // list_changed after the collection ended (before a dispatch)
 	cached    *Snapshot
+	nextRaw   []byte // exact text of the last page's nextCursor
 }
 
 // NewCollector returns a Collector. It fails on missing or impossible
@@ -98,7 +100,16 @@ func (c *Collector) Finished() bool { return c.terminal || c.stop != nil }
 // ErrNotToolsList or a parse error when request is not a readable tools/list
 // request, and ErrFinished after collection ended; in those cases nothing is
 // recorded. Everything about the response is recorded, whatever it holds.
+// The collector keeps its own copies of both lines.
 func (c *Collector) Add(req, resp []byte) error {
+	// Copies: the caller may reuse its buffers, and these bytes are evidence.
+	return c.add(bytes.Clone(req), bytes.Clone(resp), nil, nil)
+}
+
+// add is Add with the response optionally parsed already (doc or perr from
+// canon.Parse with AllowDuplicateKeys and limits no wider than
+// MaxPageBytes), so an active capture parses each line once.
+func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	if c.Finished() {
 		return ErrFinished
 	}
@@ -128,7 +139,13 @@ func (c *Collector) Add(req, resp []byte) error {
 		c.setStop(StopTotalBytesLimit, fmt.Sprintf("page %d would bring retained bytes to %d; limit %d", n, c.retained+int64(len(req))+int64(len(resp)), lim.MaxTotalBytes))
 		return nil
 	}
-	f := analyzeResponse(resp, r.id, int64(n), lim.MaxPageBytes)
+	var f pageFacts
+	if doc != nil || perr != nil {
+		f = analyzeDoc(doc, perr, r.id, int64(n))
+	} else {
+		f = analyzeResponse(resp, r.id, int64(n), lim.MaxPageBytes)
+	}
+	c.nextRaw = f.nextRaw
 	p := f.page
 	p.Request = Blob{Digest: canon.SHA256(req), Length: int64(len(req))}
 	p.Response = Blob{Digest: canon.SHA256(resp), Length: int64(len(resp))}
@@ -162,20 +179,10 @@ func (c *Collector) Add(req, resp []byte) error {
 // server wrote it, so it can be sent back unchanged) and true, or false when
 // collection has finished.
 func (c *Collector) NextCursor() (raw []byte, ok bool) {
-	if c.Finished() || len(c.pages) == 0 {
+	if c.Finished() || c.nextRaw == nil {
 		return nil, false
 	}
-	// Re-read the cursor's exact text from the retained page.
-	doc, err := canon.Parse(c.raw[len(c.raw)-1].Response, canon.ParseOptions{AllowDuplicateKeys: true, Limits: canon.Limits{MaxBytes: c.o.Limits.MaxPageBytes}})
-	if err != nil {
-		return nil, false
-	}
-	res, _ := member(doc.Root(), "result")
-	v, st := member(res, "nextCursor")
-	if st != StatePresent {
-		return nil, false
-	}
-	return v.Raw(), true
+	return c.nextRaw, true
 }
 
 // NotifyListChanged records a notifications/tools/list_changed. During

@@ -129,16 +129,21 @@ func TestDiffWithoutPages(t *testing.T) {
 }
 
 func TestDiffMemberLimit(t *testing.T) {
-	var a, b []string
-	for i := range MaxChangedMembers + 1 {
-		a = append(a, `"p`+itoa(i)+`":1`)
-		b = append(b, `"p`+itoa(i)+`":2`)
-	}
-	old := catalog(t, []string{tool("x"), `{"name":"big","inputSchema":{` + strings.Join(a, ",") + `}}`}, 1)
-	n := catalog(t, []string{tool("x"), `{"name":"big","inputSchema":{` + strings.Join(b, ",") + `}}`}, 1)
-	for _, d := range Diff(in(old), in(n)).Tools {
-		if d.Name == "big" && (len(d.Members) != MaxChangedMembers || !d.Truncated) {
-			t.Errorf("members %d truncated %v", len(d.Members), d.Truncated)
+	for _, tc := range []struct {
+		changed   int
+		truncated bool
+	}{{MaxChangedMembers, false}, {MaxChangedMembers + 1, true}} {
+		var a, b []string
+		for i := range tc.changed {
+			a = append(a, `"p`+itoa(i)+`":1`)
+			b = append(b, `"p`+itoa(i)+`":2`)
+		}
+		old := catalog(t, []string{tool("x"), `{"name":"big","inputSchema":{` + strings.Join(a, ",") + `}}`}, 1)
+		n := catalog(t, []string{tool("x"), `{"name":"big","inputSchema":{` + strings.Join(b, ",") + `}}`}, 1)
+		for _, d := range Diff(in(old), in(n)).Tools {
+			if d.Name == "big" && (len(d.Members) != MaxChangedMembers || d.Truncated != tc.truncated) {
+				t.Errorf("%d changed: members %d truncated %v", tc.changed, len(d.Members), d.Truncated)
+			}
 		}
 	}
 }

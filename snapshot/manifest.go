@@ -43,7 +43,6 @@ const (
 	InvalidToolNotObject    = "tool_not_object"    // an element of tools is not an object
 	InvalidNextCursor       = "next_cursor_invalid"
 	InvalidResultType       = "result_type_not_complete" // resultType other than "complete" (e.g. input_required)
-	InvalidRequest          = "request_invalid"          // the request is not a tools/list request with a usable params.cursor
 	InvalidErrorNotReadable = "error_not_readable"       // an error response whose code is not a v0.2 integer
 )
 
@@ -392,7 +391,7 @@ var (
 	stopReasons = []string{StopRepeatedCursor, StopUnexpectedCursor, StopPageLimit, StopPageBytesLimit,
 		StopTotalBytesLimit, StopJSONRPCError, StopInvalidPage, StopTransportClosed, StopTimeout, StopCancelled, StopRestarted}
 	invalidReasons = []string{InvalidNotJSON, InvalidNotResponse, InvalidAmbiguous, InvalidIDMismatch,
-		InvalidToolsNotArray, InvalidToolNotObject, InvalidNextCursor, InvalidResultType, InvalidRequest, InvalidErrorNotReadable}
+		InvalidToolsNotArray, InvalidToolNotObject, InvalidNextCursor, InvalidResultType, InvalidErrorNotReadable}
 	watches    = []string{WatchSession, WatchSubscribed, WatchNotOffered, WatchNotAcked, WatchUnknown}
 	eras       = []string{EraModern, EraLegacy, EraUnknown}
 	jsonKinds  = []string{"null", "boolean", "number", "string", "array", "object"}

@@ -60,21 +60,29 @@ type pageFacts struct {
 	tools []Tool
 	// stopDetail explains an error or invalid outcome.
 	stopDetail string
+	// nextRaw is the exact JSON text of nextCursor (a span of the line).
+	nextRaw []byte
 }
 
 // analyzeResponse reads a tools/list response line. reqID is the request's
 // exact id text (nil: not checked). It never fails: whatever the bytes are,
 // the outcome says what they were.
 func analyzeResponse(line, reqID []byte, pageIndex int64, maxBytes int64) pageFacts {
+	doc, err := canon.Parse(line, canon.ParseOptions{AllowDuplicateKeys: true, Limits: canon.Limits{MaxBytes: maxBytes}})
+	return analyzeDoc(doc, err, reqID, pageIndex)
+}
+
+// analyzeDoc is analyzeResponse on a line already parsed (with
+// AllowDuplicateKeys), or the error parsing it gave.
+func analyzeDoc(doc *canon.Doc, err error, reqID []byte, pageIndex int64) pageFacts {
 	f := pageFacts{page: Page{
 		NextCursor: Field{State: StateAbsent}, TTLMs: Field{State: StateAbsent},
 		CacheScope: Field{State: StateAbsent}, ResultType: Field{State: StateAbsent},
 	}}
 	invalid := func(why, detail string) pageFacts {
-		f.page.Outcome, f.page.Invalid, f.stopDetail = OutcomeInvalid, why, detail
+		f.page.Outcome, f.page.Invalid, f.stopDetail, f.nextRaw = OutcomeInvalid, why, detail, nil
 		return f
 	}
-	doc, err := canon.Parse(line, canon.ParseOptions{AllowDuplicateKeys: true, Limits: canon.Limits{MaxBytes: maxBytes}})
 	if err != nil {
 		var ce *canon.Error
 		code := "syntax"
@@ -130,7 +138,11 @@ func analyzeResponse(line, reqID []byte, pageIndex int64, maxBytes int64) pageFa
 	if res.Kind() != canon.KindObject {
 		return invalid(InvalidNotResponse, "result is a JSON "+kindName(res))
 	}
-	f.page.NextCursor = stringField(member(res, "nextCursor"))
+	nc, ncSt := member(res, "nextCursor")
+	f.page.NextCursor = stringField(nc, ncSt)
+	if f.page.NextCursor.State == StatePresent {
+		f.nextRaw = nc.Raw()
+	}
 	f.page.TTLMs = intField(member(res, "ttlMs"))
 	f.page.CacheScope = stringField(member(res, "cacheScope"))
 	f.page.ResultType = stringField(member(res, "resultType"))

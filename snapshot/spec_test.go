@@ -1,0 +1,55 @@
+package snapshot
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestSpecListsEveryCode keeps spec/snapshot.md and the exported string
+// constants (codes, states, format ids) in sync: each value must appear on
+// the page in backticks.
+func TestSpecListsEveryCode(t *testing.T) {
+	spec, err := os.ReadFile("../spec/snapshot.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range pkgs["snapshot"].Files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !name.IsExported() || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					n++
+					if !strings.Contains(string(spec), "`"+v+"`") && !strings.Contains(string(spec), `"`+v+`"`) {
+						t.Errorf("%s = %q is not in spec/snapshot.md", name.Name, v)
+					}
+				}
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("found only %d string constants: is the parser looking at the package?", n)
+	}
+}
