@@ -73,3 +73,17 @@ func ExampleError() {
 	// duplicate_key /a/b 15
 	// true
 }
+
+// The worked example of the package documentation.
+func Example_packageDoc() {
+	in := []byte(`{ "name": "get_weather", "inputSchema": { "minimum": 0.50, "maximum": 1e2 } }`)
+	out, _ := canon.Canonicalize(in, canon.PolicyMCPDecl)
+	fmt.Println(string(out))
+	_, err := canon.Canonicalize(in, canon.PolicyV02)
+	var ce *canon.Error
+	errors.As(err, &ce)
+	fmt.Println(ce.Code, ce.Pointer, ce.Offset)
+	// Output:
+	// {"inputSchema":{"maximum":100,"minimum":0.5},"name":"get_weather"}
+	// unsupported_number /inputSchema/minimum 53
+}
