@@ -306,13 +306,25 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 	if b, _ := lc.Bool(); b {
 		// Modern servers deliver list_changed only on a listen stream.
 		params := []byte(`{"_meta":` + string(meta) + `,"notifications":{"toolsListChanged":true}}`)
+		listenID := []byte(strconv.FormatInt(s.nextID, 10))
 		if err := s.send(s.request("subscriptions/listen", params)); err != nil {
 			return hs, err
 		}
+		// The stream stays open; its first message is the acknowledgement.
+		// A response to the listen request instead (an error) means no stream.
 		hs.watch = WatchNotAcked
-		if err := s.await(ctx, timeout, func(m msg) bool { return m.method == "notifications/subscriptions/acknowledged" }); err == nil {
+		acked := false
+		err := s.await(ctx, timeout, func(m msg) bool {
+			if m.method == "notifications/subscriptions/acknowledged" {
+				acked = true
+				return true
+			}
+			return m.response && bytes.Equal(m.id, listenID)
+		})
+		switch {
+		case err == nil && acked:
 			hs.watch = WatchSubscribed
-		} else if !errors.Is(err, errTimeout) {
+		case err != nil && !errors.Is(err, errTimeout):
 			return hs, err
 		}
 	}
@@ -370,6 +382,7 @@ func strMember(obj canon.Value, name string) *string {
 type server struct {
 	cmd     *exec.Cmd
 	stdin   *os.File
+	stdout  *os.File  // read end, closed at shutdown so the reader never outlives the capture
 	lines   chan line // closed when stdout ends
 	exited  chan struct{}
 	quit    chan struct{}
@@ -414,7 +427,7 @@ func startServer(argv []string, o CaptureOptions, maxLine int64) (*server, error
 	}
 	inR.Close()
 	outW.Close()
-	s := &server{cmd: cmd, stdin: inW, lines: make(chan line, 4),
+	s := &server{cmd: cmd, stdin: inW, stdout: outR, lines: make(chan line, 4),
 		exited: make(chan struct{}), quit: make(chan struct{}), stderr: t, nextID: 1, maxLine: maxLine}
 	go func() {
 		_ = cmd.Wait()
@@ -427,7 +440,6 @@ func startServer(argv []string, o CaptureOptions, maxLine int64) (*server, error
 // read splits stdout into lines (LF removed, nothing else touched). A line
 // longer than maxLine is not kept: its length is reported instead.
 func (s *server) read(r *os.File, maxLine int64) {
-	defer r.Close()
 	defer close(s.lines)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -601,6 +613,9 @@ func (s *server) handle(m msg) error {
 // shutdown: close stdin, wait; SIGTERM, wait; SIGKILL.
 func (s *server) shutdown(grace time.Duration) {
 	s.once.Do(func() {
+		// A grandchild may still hold the pipe's write end open: closing the
+		// read end at the end unblocks the reader.
+		defer s.stdout.Close()
 		close(s.quit)
 		s.stdin.Close()
 		if waitFor(s.exited, grace) {

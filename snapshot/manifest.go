@@ -317,6 +317,11 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxManifestBytes {
 		return nil, fmt.Errorf("%w: %d bytes exceeds the %d-byte limit", ErrManifest, len(data), MaxManifestBytes)
 	}
+	// Canonical member order puts "cache" first: anything else is refused
+	// before the parser spends memory on it.
+	if !bytes.HasPrefix(data, []byte(`{"cache":{`)) {
+		return nil, fmt.Errorf("%w: does not begin with the canonical {\"cache\":{", ErrManifest)
+	}
 	if err := canon.Check(data, canon.PolicyV02); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
 	}
