@@ -98,8 +98,12 @@ func (c *Collector) Finished() bool { return c.terminal || c.stop != nil }
 // Add records one exchange: the exact request line sent and the exact
 // response line received for it (without the line terminator). It returns
 // ErrNotToolsList or a parse error when request is not a readable tools/list
-// request, and ErrFinished after collection ended; in those cases nothing is
-// recorded. Everything about the response is recorded, whatever it holds.
+// request, and ErrFinished after collection ended (or when this request
+// starts a new collection: stop "restarted"); in those cases nothing is
+// recorded. It returns nil when it recorded the exchange, or the stop the
+// exchange caused (a limit, an unexpected cursor: the exchange itself is
+// then not kept). Everything about the response is recorded, whatever it
+// holds.
 // The collector keeps its own copies of both lines.
 func (c *Collector) Add(req, resp []byte) error {
 	// Copies: the caller may reuse its buffers, and these bytes are evidence.
@@ -188,7 +192,10 @@ func (c *Collector) NextCursor() (raw []byte, ok bool) {
 // NotifyListChanged records a notifications/tools/list_changed. During
 // collection it makes the collection incomplete (the pages may mix two
 // catalogs); after collection ended it marks the snapshot as changed before
-// dispatch, so the next Snapshot is incomplete with that reason.
+// dispatch, so the next Snapshot is incomplete with that reason. Collection
+// starts when the first page request is sent: a caller must not report a
+// notification that arrived before that (it predates the collection, and
+// the pages fetched after it show the changed catalog).
 func (c *Collector) NotifyListChanged() {
 	c.cached = nil
 	if c.Finished() {
