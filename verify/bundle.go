@@ -26,13 +26,13 @@ const (
 	stLateResponse              // a late response after timeout or cancel_sent
 )
 
-// attemptState is what the verifier keeps per attempt: a few bytes, so
-// memory grows with the number of attempt identities only.
+// attemptState is what the verifier keeps per attempt id: 16 bytes (plus
+// the id and the map's own overhead), so memory grows with the number of
+// attempt identities only, never with payloads or lines.
 type attemptState struct {
-	seq       int64
-	state     uint8
-	resolved  bool   // a resolution was recorded
-	retriedBy string // the first later attempt that names this one in retry_of
+	seq      int64
+	state    uint8
+	resolved bool // a resolution was recorded
 }
 
 // snapState is what the verifier keeps per snapshot event.
@@ -70,7 +70,8 @@ type bundleCheck struct {
 	seal         *transcript.Seal
 	lastChanged  int64 // seq of the last tools/list_changed notification, or -1
 
-	attempts  map[string]*attemptState
+	attempts  map[string]attemptState
+	retriedBy map[string]string // attempt id -> the first later attempt naming it in retry_of
 	snapshots map[string]*snapState
 	pending   []pendingRef
 
@@ -89,7 +90,7 @@ type bundleCheck struct {
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
 	return &bundleCheck{v: v, r: r, fsys: fsys, rec: rec, lastSeq: -1, lastChanged: -1, malformedAt: -1,
-		attempts: map[string]*attemptState{}, snapshots: map[string]*snapState{}}
+		attempts: map[string]attemptState{}, retriedBy: map[string]string{}, snapshots: map[string]*snapState{}}
 }
 
 func (b *bundleCheck) run(ctx context.Context) error {
@@ -143,6 +144,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		c.Add(line)
 		b.r.Counts.Lines++
 		b.line(idx, line)
+	}
+	if c.Count() == 0 {
+		b.malformed(0, transcript.CodeHeaderMissing, "empty transcript: the header line is required")
 	}
 	b.finish(c)
 	return nil
@@ -237,9 +241,8 @@ func (b *bundleCheck) decodeError(idx int64, line []byte, err error) {
 	default:
 		b.malformed(idx, le.Code, le.Detail)
 	}
-	if idx == 0 {
-		b.interpret = false
-	}
+	// Like any malformed line, an undecodable one is a hole in the history.
+	b.interpret = false
 }
 
 // claimsServerProof reports whether a rejected line is an observation whose
@@ -316,7 +319,7 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("attempt id reused: first at seq %d, again at seq %d", prev.seq, a.Seq))
 		// The first attempt keeps the identity; the later one is not tracked.
 	} else {
-		b.attempts[a.AttemptID] = &attemptState{seq: a.Seq}
+		b.attempts[a.AttemptID] = attemptState{seq: a.Seq}
 	}
 	if a.RetryOf != "" {
 		prev, ok := b.attempts[a.RetryOf]
@@ -328,8 +331,8 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 		case prev.seq >= a.Seq:
 			b.conflict(CodeHistoryConflict, subject, "retry_of "+a.RetryOf+" does not point backward")
 		default:
-			if prev.retriedBy == "" {
-				prev.retriedBy = a.AttemptID
+			if _, seen := b.retriedBy[a.RetryOf]; !seen {
+				b.retriedBy[a.RetryOf] = a.AttemptID
 			}
 			b.r.add(CodeRetryLinked, CheckIdentity, StatusInfo, subject,
 				fmt.Sprintf("a new attempt retrying %s (%s); %s keeps its own outcome (%s)", a.RetryOf, a.RetryBasis, a.RetryOf, outcomeName(prev.state)))
@@ -371,6 +374,7 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("observation %s at seq %d names no earlier attempt", o.Kind, o.Seq))
 		return
 	}
+	defer func() { b.attempts[o.AttemptID] = a }()
 	if o.Response != nil {
 		b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq))
 	}
@@ -421,6 +425,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 	default:
 		a.resolved = true
 		a.state = stUnknown
+		b.attempts[res.AttemptID] = a
 	}
 }
 
@@ -526,7 +531,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 func (b *bundleCheck) outcomes() {
 	type unk struct {
 		id string
-		a  *attemptState
+		a  attemptState
 	}
 	var unknown []unk
 	for id, a := range b.attempts {
@@ -552,10 +557,8 @@ func (b *bundleCheck) outcomes() {
 		case u.a.state == stOpen:
 			detail = "no observation or resolution was recorded: it may or may not have executed"
 		}
-		if u.a.retriedBy != "" {
-			if rb, ok := b.attempts[u.a.retriedBy]; ok {
-				detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", u.a.retriedBy, outcomeName(rb.state))
-			}
+		if by, ok := b.retriedBy[u.id]; ok {
+			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(b.attempts[by].state))
 		}
 		b.r.add(CodeOutcomeUnknown, CheckOutcome, StatusInfo, "attempt "+u.id, detail)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func trusted(t testing.TB) verify.Options {
 
 // verdictCodes verifies fsys and returns the verdict and the codes of the
 // findings that are not pass or info, sorted and each once.
-func verdictCodes(t *testing.T, fsys fstest.MapFS, o verify.Options) (*verify.Report, []verify.Code) {
+func verdictCodes(t *testing.T, fsys fs.FS, o verify.Options) (*verify.Report, []verify.Code) {
 	t.Helper()
 	rep, err := verifier(t, o).Bundle(context.Background(), fsys)
 	if rep == nil {
