@@ -31,14 +31,19 @@ const tmpPrefix = ".tmp-"
 // put stores b and returns its digest.
 func (s *blobStore) put(b []byte) (string, error) {
 	d := canon.SHA256(b)
+	return d, s.putDigest(b, d)
+}
+
+// putDigest stores b, whose digest d the caller computed.
+func (s *blobStore) putDigest(b []byte, d string) error {
 	final := filepath.Join(s.dir, d[len("sha256:"):])
 	if _, err := s.fsys.Stat(final); err == nil {
-		return d, nil // content-addressed: the same name holds the same bytes
+		return nil // content-addressed: the same name holds the same bytes
 	}
 	tmp := filepath.Join(s.dir, tmpPrefix+strconv.FormatInt(s.tmp.Add(1), 10)+"-"+d[len("sha256:"):][:16])
 	f, err := s.fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("create blob %s: %w", d, err)
+		return fmt.Errorf("create blob %s: %w", d, err)
 	}
 	_, werr := f.Write(b)
 	cerr := f.Close()
@@ -50,25 +55,30 @@ func (s *blobStore) put(b []byte) (string, error) {
 	}
 	if werr != nil {
 		_ = s.fsys.Remove(tmp)
-		return "", fmt.Errorf("write blob %s: %w", d, werr)
+		return fmt.Errorf("write blob %s: %w", d, werr)
 	}
-	return d, nil
+	return nil
 }
 
 // payload commits to b and, when retain allows and b is within the frame
-// limit, stores it.
-func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, error) {
+// limit, starts storing it. The blob is written while the line that
+// commits to it is appended (its latency hides behind the journal's
+// fsync); the caller waits for it before returning, so a blob is complete
+// before the call that commits to it returns. A crash in between leaves a
+// durable line whose call never returned (never dispatched, never
+// delivered) and whose bytes a verifier reports as unavailable.
+func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, func() error) {
 	p := transcript.Payload{Digest: canon.SHA256(b), Length: int64(len(b))}
 	switch {
 	case int64(len(b)) > r.opts.Limits.MaxFrameBytes:
 		p.OverLimit = true
 	case retain:
-		if _, err := r.blobs.put(b); err != nil {
-			return p, err
-		}
 		p.Retained = true
+		done := make(chan error, 1)
+		go func() { done <- r.blobs.putDigest(b, p.Digest) }()
+		return p, func() error { return <-done }
 	}
-	return p, nil
+	return p, func() error { return nil }
 }
 
 // removeTempBlobs deletes temporary blob files a crash left behind and

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/transcript"
@@ -112,7 +113,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(),
 		StartedAtMs: opts.Clock().UnixMilli(),
 	}
-	line, err := canon.Marshal(&h)
+	line, err := transcript.Encode(&h)
 	if err == nil {
 		_, err = transcript.DecodeLine(line)
 	}
@@ -243,7 +244,7 @@ func (r *Recorder) auditFail(err error) error {
 
 // lineOf encodes v once the journal has given it its seq.
 func lineOf(setSeq func(int64), v any) func(int64) ([]byte, error) {
-	return func(s int64) ([]byte, error) { setSeq(s); return canon.Marshal(v) }
+	return func(s int64) ([]byte, error) { setSeq(s); return transcript.Encode(v) }
 }
 
 // Call is one tools/call request.
@@ -346,11 +347,12 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	}
 	r.mu.Unlock()
 
-	// The request bytes go in before the line that commits to them.
-	if a.Request, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
-		return nil, r.auditFail(err)
-	}
+	var blob func() error
+	a.Request, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
 	seq, err := r.j.append(lineOf(func(s int64) { a.Seq = s }, a))
+	if berr := blob(); err == nil && berr != nil {
+		err = r.auditFail(berr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -435,14 +437,16 @@ func (h *Handle) observe(kind string, line []byte, detail string) error {
 	o.AtMs = r.now()
 	r.mu.Unlock()
 
+	blob := func() error { return nil }
 	if body != nil {
-		p, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
-		if err != nil {
-			return r.auditFail(err)
-		}
+		var p transcript.Payload
+		p, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
 		o.Response = &p
 	}
 	_, err := r.j.append(lineOf(func(s int64) { o.Seq = s }, o))
+	if berr := blob(); err == nil && berr != nil {
+		err = r.auditFail(berr)
+	}
 	return err
 }
 
@@ -513,8 +517,8 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 		return "", fmt.Errorf("%w: snapshot digest is not the SHA-256 of the manifest bytes", ErrInvalidInput)
 	case s.Complete == (s.IncompleteReason != ""):
 		return "", fmt.Errorf("%w: an incomplete snapshot needs its reason, a complete one has none", ErrInvalidInput)
-	case len(s.IncompleteReason) > transcript.MaxReportedBytes:
-		return "", fmt.Errorf("%w: incomplete reason longer than %d bytes", ErrInvalidInput, transcript.MaxReportedBytes)
+	case len(s.IncompleteReason) > transcript.MaxReportedBytes || !utf8.ValidString(s.IncompleteReason):
+		return "", fmt.Errorf("%w: incomplete reason longer than %d bytes or not UTF-8", ErrInvalidInput, transcript.MaxReportedBytes)
 	case s.Tools < 0 || s.Pages < 0:
 		return "", fmt.Errorf("%w: negative tool or page count", ErrInvalidInput)
 	}
@@ -579,19 +583,18 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 	}
 	defer r.ops.Done()
 	reported := func(s string) string {
-		if len(s) > transcript.MaxReportedBytes {
-			return "" // left out, never cut: the payload digest commits to it
+		if len(s) > transcript.MaxReportedBytes || !utf8.ValidString(s) {
+			return "" // left out, never cut or coerced: the payload digest commits to it
 		}
 		return s
 	}
 	ev := &transcript.Protocol{Type: transcript.TypeProtocol, Era: p.Era, Version: reported(p.Version), Source: p.Source,
 		ServerName: reported(p.ServerName), ServerVer: reported(p.ServerVersion)}
+	blob := func() error { return nil }
 	if p.Line != nil {
 		body, _ := splitTerminator(p.Line)
-		pl, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
-		if err != nil {
-			return r.auditFail(err)
-		}
+		var pl transcript.Payload
+		pl, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
 		ev.Payload = &pl
 	}
 	r.mu.Lock()
@@ -604,6 +607,9 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 	}
 	r.mu.Unlock()
 	_, err := r.j.append(lineOf(func(s int64) { ev.Seq = s }, ev))
+	if berr := blob(); err == nil && berr != nil {
+		err = r.auditFail(berr)
+	}
 	return err
 }
 
@@ -632,9 +638,8 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	}
 	defer r.ops.Done()
 	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID}
-	if ev.Payload, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
-		return r.auditFail(err)
-	}
+	var blob func() error
+	ev.Payload, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
 	r.mu.Lock()
 	ev.AtMs = r.now()
 	if msg.requestID != nil {
@@ -644,6 +649,9 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	}
 	r.mu.Unlock()
 	seq, err := r.j.append(lineOf(func(s int64) { ev.Seq = s }, ev))
+	if berr := blob(); err == nil && berr != nil {
+		err = r.auditFail(berr)
+	}
 	if err != nil {
 		return err
 	}

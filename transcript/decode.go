@@ -59,6 +59,46 @@ func DecodeLine(line []byte) (any, error) {
 	if len(line) > MaxLineBytes {
 		return nil, lineErr(-1, CodeTooLong, fmt.Sprintf("%d bytes, limit %d", len(line), MaxLineBytes), nil)
 	}
+	if ev := decodeFast(line); ev != nil {
+		if err := validate(ev); err != nil {
+			return nil, err.withSeq(seqOf(ev))
+		}
+		return ev, nil
+	}
+	return decodeStrict(line)
+}
+
+// decodeFast accepts a line only when it decodes into the event type its
+// "type" member names and Encode gives back exactly its bytes. Encode's
+// output is canonical (it equals canon.Marshal), so such a line is
+// canonical, has every required member, no unknown or repeated member and
+// no empty optional one: decodeStrict would accept it too. Anything else,
+// including every invalid line, goes to decodeStrict, which says why.
+func decodeFast(line []byte) any {
+	const key = `"type":"`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	rest := line[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return nil
+	}
+	ev := newEvent(string(rest[:j]))
+	if ev == nil || json.Unmarshal(line, ev) != nil {
+		return nil
+	}
+	again, err := Encode(ev)
+	if err != nil || !bytes.Equal(again, line) {
+		return nil
+	}
+	return ev
+}
+
+// decodeStrict is DecodeLine's reference path: canonical check, type,
+// strict decoding, re-encoding with canon.Marshal, validation.
+func decodeStrict(line []byte) (any, error) {
 	doc, err := canon.Parse(line, canon.ParseOptions{})
 	if err != nil {
 		return nil, lineErr(-1, CodeNotCanonical, err.Error(), err)

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
 	"testing"
+
+	"github.com/tracectl/tracectl/canon"
 )
 
 // FuzzDecodeLine: DecodeLine never panics, returns either an event or a
@@ -16,6 +19,13 @@ func FuzzDecodeLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		ev, err := DecodeLine(line)
+		// The fast path never decides differently from the reference path.
+		if len(line) <= MaxLineBytes {
+			sev, serr := decodeStrict(line)
+			if (err == nil) != (serr == nil) || codeOf(err) != codeOf(serr) || !reflect.DeepEqual(ev, sev) {
+				t.Fatalf("DecodeLine = %v, %v; decodeStrict = %v, %v", ev, err, sev, serr)
+			}
+		}
 		if err != nil {
 			var le *LineError
 			if !errors.As(err, &le) || le.Code == "" {
@@ -25,6 +35,9 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		if got := mustLine(t, ev); !bytes.Equal(got, line) {
 			t.Fatalf("accepted %q but it re-encodes to %q", line, got)
+		}
+		if err := canon.Check(line, canon.PolicyV02); err != nil {
+			t.Fatalf("accepted a line that is not canonical: %v", err)
 		}
 	})
 }

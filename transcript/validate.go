@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
@@ -442,8 +443,11 @@ func (s *Seal) validate() *invalid {
 	return nil
 }
 
-// Detail trims producer prose to MaxDetailBytes at a rune boundary.
+// Detail makes producer prose fit a line: invalid UTF-8 becomes U+FFFD
+// (prose is not evidence) and the text is cut to MaxDetailBytes at a rune
+// boundary.
 func Detail(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= MaxDetailBytes {
 		return s
 	}
