@@ -18,8 +18,10 @@ const (
 	PolicyV02 Policy = 1
 	// PolicyMCPDecl is an explicit widening for MCP tool declarations, whose
 	// schemas hold values such as "minimum": 0.5: integers as in PolicyV02,
-	// and additionally a non-integer whose exact decimal value equals the
-	// nearest binary64 value (so RFC 8785 can write it without changing it).
+	// and additionally a non-integer whose exact decimal value survives the
+	// binary64 round trip: it is the shortest decimal that rounds to its
+	// nearest binary64, so RFC 8785 writes the same value back ("0.1" and
+	// "4.50" pass; "0.10000000000000000555" and "1e-400" do not).
 	PolicyMCPDecl Policy = 2
 )
 
