@@ -54,6 +54,18 @@ type build struct {
 // build fails.
 func Build(t testing.TB, name string) string {
 	t.Helper()
+	return buildOnce(t, name, modulePath+"/internal/mcptest/"+name)
+}
+
+// BuildTracectl builds the tracectl command itself (cmd/tracectl) once per
+// test binary, for tests that run it as a real process (so it can be killed).
+func BuildTracectl(t testing.TB) string {
+	t.Helper()
+	return buildOnce(t, "tracectl", modulePath+"/cmd/tracectl")
+}
+
+func buildOnce(t testing.TB, name, pkg string) string {
+	t.Helper()
 	builds.Lock()
 	b := builds.byName[name]
 	if b == nil {
@@ -61,14 +73,14 @@ func Build(t testing.TB, name string) string {
 		builds.byName[name] = b
 	}
 	builds.Unlock()
-	b.once.Do(func() { b.path, b.err = buildCommand(name) })
+	b.once.Do(func() { b.path, b.err = buildCommand(name, pkg) })
 	if b.err != nil {
 		t.Fatalf("mcptest: %v", b.err)
 	}
 	return b.path
 }
 
-func buildCommand(name string) (string, error) {
+func buildCommand(name, pkg string) (string, error) {
 	dir, err := buildDir()
 	if err != nil {
 		return "", err
@@ -77,7 +89,7 @@ func buildCommand(name string) (string, error) {
 	if runtime.GOOS == "windows" {
 		out += ".exe"
 	}
-	cmd := exec.Command(goCommand(), "build", "-o", out, modulePath+"/internal/mcptest/"+name)
+	cmd := exec.Command(goCommand(), "build", "-o", out, pkg)
 	if root, err := RepoRoot(); err == nil {
 		cmd.Dir = root
 	}
