@@ -349,6 +349,17 @@ func TestObservationRules(t *testing.T) {
 	}
 	f := mustAttempt(t, r, call("3", "t", "", ""))
 	f.Response([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":true}}` + "\r\n"))
+	// Timed out, then cancelled, then the server went away: all kept; a
+	// transport failure, never a response.
+	g := mustAttempt(t, r, call("4", "t", "", ""))
+	for _, err := range []error{g.Timeout(), g.CancelSent(), g.TransportFailure("server exited")} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.LateResponse(result("4", "")); !errors.Is(err, ErrObservation) {
+		t.Errorf("late response after a transport failure = %v", err)
+	}
 	mustSeal(t, r)
 	b := readBundle(t, dir)
 	if o := b.obs["a1"]; len(o) != 2 || o[0].Kind != transcript.ObsTimeout || o[1].Kind != transcript.ObsLateResponse {
@@ -360,8 +371,8 @@ func TestObservationRules(t *testing.T) {
 	if o := b.obs["a3"][0]; !o.IsError || o.ResultType != "complete" || o.Terminator != transcript.TermCRLF {
 		t.Errorf("isError response %+v", o)
 	}
-	if s := b.seal(); s.Responses != 3 || s.Unknown != 0 {
-		t.Errorf("seal %+v: a late response counts as a response", s)
+	if s := b.seal(); s.Responses != 3 || s.Unknown != 0 || s.TransportFailures != 1 {
+		t.Errorf("seal %+v: a late response counts as a response, a transport failure after a timeout as a transport failure", s)
 	}
 }
 

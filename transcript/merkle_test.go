@@ -124,3 +124,11 @@ func TestCommitterMemoryIsLogarithmic(t *testing.T) {
 		t.Errorf("after 2^17+1 lines the Committer holds %d hashes, want 2 (one per set bit)", got)
 	}
 }
+
+// The worked example of spec/transcript.md, "Commitment".
+func TestSpecWorkedExample(t *testing.T) {
+	got := Root([][]byte{[]byte(`{"seq":0}`), []byte(`{"seq":1}`), []byte(`{"seq":2}`)})
+	if want := "sha256:3db67665eea8c26de341668c1d3199f61de4b780a828569a898ce48c28d931f3"; got != want {
+		t.Errorf("Root = %s, want %s", got, want)
+	}
+}
