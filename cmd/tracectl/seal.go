@@ -20,7 +20,9 @@ type sealOptions struct {
 	now     func() time.Time // the clock, an input like everything else
 }
 
-func init() { commands = append(commands, func(s streams) *cobra.Command { return newSealCmd(s, runSeal) }) }
+func init() {
+	commands = append(commands, func(s streams) *cobra.Command { return newSealCmd(s, runSeal) })
+}
 
 func newSealCmd(s streams, runF func(context.Context, streams, *sealOptions) error) *cobra.Command {
 	o := &sealOptions{now: time.Now}
@@ -131,4 +133,3 @@ func sealHint(err error, o *sealOptions) string {
 	}
 	return ""
 }
-
