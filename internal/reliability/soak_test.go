@@ -141,8 +141,12 @@ func runSoakSession(t *testing.T, s soakSession) soakStats {
 					}
 				}
 				cctx, cancel := context.WithCancel(ctx)
-				if rng.IntN(200) == 0 { // a client that gives up at once
+				if rng.IntN(100) == 0 {
+					// A client that gives up within 0-2 ms: before the
+					// request is sent, or while it is in flight (the SDK
+					// then sends notifications/cancelled).
 					cancel()
+					cctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(2000))*time.Microsecond)
 					atomic.AddInt64(&st.cancelled, 1)
 				}
 				res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": s.first + i}})
