@@ -323,3 +323,35 @@ func TestFindingsBounded(t *testing.T) {
 		t.Errorf("verdict %s, counts %+v", rep.Verdict, rep.Counts)
 	}
 }
+
+// TestLineLimit: a line of transcript.MaxLineBytes bytes is read (and
+// judged on its content); one byte more is too_long, and the commitment is
+// then not recomputed (the line cannot be held).
+func TestLineLimit(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{
+		{transcript.MaxLineBytes, "not_canonical"},
+		{transcript.MaxLineBytes + 1, "too_long"},
+	} {
+		b := verifytest.Standard(t)
+		fsys := b.FS()
+		line := bytes.Repeat([]byte(" "), tt.n)
+		line[0], line[tt.n-1] = '{', '}'
+		data := fsys[transcript.TranscriptFile].Data
+		fsys[transcript.TranscriptFile] = &fstest.MapFile{Data: slices.Concat(data, line, []byte("\n"))}
+		rep, codes := verdictCodes(t, fsys, trusted(t))
+		mal := rep.Find(verify.CodeTranscriptMalformed)
+		if len(mal) != 1 || !bytes.HasPrefix([]byte(mal[0].Detail), []byte(tt.want+":")) || mal[0].Subject != "line 9" {
+			t.Errorf("%d bytes: findings %+v, want one %s at line 9", tt.n, mal, tt.want)
+		}
+		wantCodes := []verify.Code{verify.CodeBindingFailure, verify.CodeTranscriptMalformed}
+		if tt.want == "too_long" {
+			wantCodes = []verify.Code{verify.CodeTranscriptMalformed}
+		}
+		if !slices.Equal(codes, wantCodes) {
+			t.Errorf("%d bytes: codes %v, want %v\n%s", tt.n, codes, wantCodes, dump(rep))
+		}
+	}
+}
