@@ -152,7 +152,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		return fail("fsync header", err)
 	}
 	// The new directory entries must survive a crash too.
-	for _, d := range []string{dir, filepath.Dir(dir)} {
+	for _, d := range []string{filepath.Join(dir, "blobs"), dir, filepath.Dir(dir)} {
 		if err := syncDir(fsys, d); err != nil {
 			return fail("fsync directory", err)
 		}
@@ -242,9 +242,11 @@ func (r *Recorder) auditFail(err error) error {
 	return r.j.err
 }
 
-// lineOf encodes v once the journal has given it its seq.
-func lineOf(setSeq func(int64), v any) func(int64) ([]byte, error) {
-	return func(s int64) ([]byte, error) { setSeq(s); return transcript.Encode(v) }
+// lineOf encodes v once the journal has given it its seq. The time is read
+// there too, under the journal's lock, so at_ms never goes backwards in file
+// order (given a monotonic clock).
+func (r *Recorder) lineOf(set func(seq, atMs int64), v any) func(int64) ([]byte, error) {
+	return func(s int64) ([]byte, error) { set(s, r.now()); return transcript.Encode(v) }
 }
 
 // Call is one tools/call request.
@@ -314,7 +316,6 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	r.nextAttempt++
 	st := &attemptState{id: "a" + strconv.FormatInt(r.nextAttempt, 10), tool: q.tool, argsKey: q.argsKey(), idKey: q.idKey}
 	a.AttemptID = st.id
-	a.AtMs = r.now()
 	var link *attemptState
 	switch {
 	case prev != nil:
@@ -349,7 +350,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 
 	var blob func() error
 	a.Request, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
-	seq, err := r.j.append(lineOf(func(s int64) { a.Seq = s }, a))
+	seq, err := r.j.append(r.lineOf(func(s, at int64) { a.Seq, a.AtMs = s, at }, a))
 	if berr := blob(); err == nil && berr != nil {
 		err = r.auditFail(berr)
 	}
@@ -434,7 +435,6 @@ func (h *Handle) observe(kind string, line []byte, detail string) error {
 		r.mu.Unlock()
 		return fmt.Errorf("attempt %s: %w", st.id, err)
 	}
-	o.AtMs = r.now()
 	r.mu.Unlock()
 
 	blob := func() error { return nil }
@@ -443,7 +443,7 @@ func (h *Handle) observe(kind string, line []byte, detail string) error {
 		p, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
 		o.Response = &p
 	}
-	_, err := r.j.append(lineOf(func(s int64) { o.Seq = s }, o))
+	_, err := r.j.append(r.lineOf(func(s, at int64) { o.Seq, o.AtMs = s, at }, o))
 	if berr := blob(); err == nil && berr != nil {
 		err = r.auditFail(berr)
 	}
@@ -534,12 +534,12 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 	r.mu.Lock()
 	r.nextSnap++
 	ev := &transcript.SnapshotEvent{
-		Type: transcript.TypeSnapshot, AtMs: r.now(), SnapshotID: "s" + strconv.FormatInt(r.nextSnap, 10),
+		Type: transcript.TypeSnapshot, SnapshotID: "s" + strconv.FormatInt(r.nextSnap, 10),
 		ManifestDigest: s.Digest, Complete: s.Complete, IncompleteReason: s.IncompleteReason,
 		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
 	}
 	r.mu.Unlock()
-	seq, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev))
+	seq, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev))
 	if err != nil {
 		return "", err
 	}
@@ -598,7 +598,6 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 		ev.Payload = &pl
 	}
 	r.mu.Lock()
-	ev.AtMs = r.now()
 	switch {
 	case p.Era == transcript.EraLegacy:
 		r.era, r.legacyVer = p.Era, ev.Version
@@ -606,7 +605,7 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 		r.era = p.Era
 	}
 	r.mu.Unlock()
-	_, err := r.j.append(lineOf(func(s int64) { ev.Seq = s }, ev))
+	_, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
 	if berr := blob(); err == nil && berr != nil {
 		err = r.auditFail(berr)
 	}
@@ -641,14 +640,13 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	var blob func() error
 	ev.Payload, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
 	r.mu.Lock()
-	ev.AtMs = r.now()
 	if msg.requestID != nil {
 		if st := r.byRPCID[msg.idKey]; st != nil && st.status != stResponse && st.status != stTransport {
 			ev.AttemptID = st.id
 		}
 	}
 	r.mu.Unlock()
-	seq, err := r.j.append(lineOf(func(s int64) { ev.Seq = s }, ev))
+	seq, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
 	if berr := blob(); err == nil && berr != nil {
 		err = r.auditFail(berr)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -142,8 +143,19 @@ func TestAttemptIDsUniqueUnder64Goroutines(t *testing.T) {
 	if len(b.attempts) != workers*each || b.seal().Responses != workers*each {
 		t.Errorf("%d attempts, seal %+v", len(b.attempts), b.seal())
 	}
-	// Group commit: fewer fsyncs than lines were needed.
-	t.Logf("%d lines", len(b.lines))
+	// Times follow file order, whatever order the callers ran in.
+	last := int64(0)
+	for _, ev := range b.events[1:] {
+		at := reflect.ValueOf(ev).Elem().FieldByName("AtMs").Int()
+		if at < last {
+			t.Fatalf("at_ms %d after %d", at, last)
+		}
+		last = at
+	}
+	// Group commit: concurrent callers shared fsyncs.
+	if st := r.Stats(); st.Fsyncs >= st.Lines {
+		t.Errorf("%d fsyncs for %d lines: no group commit", st.Fsyncs, st.Lines)
+	}
 }
 
 func TestRetryLinks(t *testing.T) {

@@ -297,16 +297,16 @@ func (r *Recorder) recover() error {
 		}
 	}
 	for _, t := range rep.Torn {
-		ev := &transcript.Recovery{Type: transcript.TypeRecovery, AtMs: r.now(), TornDigest: t.Digest, TornLength: t.Length, TornFile: t.File,
+		ev := &transcript.Recovery{Type: transcript.TypeRecovery, TornDigest: t.Digest, TornLength: t.Length, TornFile: t.File,
 			Detail: "a line torn by a crash mid-write; its exact bytes are kept in the quarantine file, unparsed; the call it may have held was never acknowledged"}
-		if _, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev)); err != nil {
+		if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 			return err
 		}
 	}
 	summary := fmt.Sprintf("recovered after the producer stopped without sealing: %d valid lines, %d torn lines quarantined, %d attempts without a terminal observation resolved unknown",
 		rep.Lines, len(rep.Torn), len(open))
-	ev := &transcript.Recovery{Type: transcript.TypeRecovery, AtMs: r.now(), Detail: summary}
-	if _, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev)); err != nil {
+	ev := &transcript.Recovery{Type: transcript.TypeRecovery, Detail: summary}
+	if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 		return err
 	}
 	r.recovered = true

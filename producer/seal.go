@@ -114,7 +114,7 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 		return nil, err
 	}
 	r.mu.Lock()
-	s := &transcript.Seal{Type: transcript.TypeSeal, AtMs: r.now(), Attempts: int64(len(r.order)), Recovered: r.recovered}
+	s := &transcript.Seal{Type: transcript.TypeSeal, Attempts: int64(len(r.order)), Recovered: r.recovered}
 	for _, st := range r.order {
 		switch st.status {
 		case stResponse:
@@ -126,7 +126,7 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 		}
 	}
 	r.mu.Unlock()
-	if _, err := r.j.append(lineOf(func(q int64) { s.Seq = q }, s)); err != nil {
+	if _, err := r.j.append(r.lineOf(func(q, at int64) { s.Seq, s.AtMs = q, at }, s)); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
@@ -138,8 +138,8 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 // resolve appends an unknown resolution for each attempt.
 func (r *Recorder) resolve(open []*attemptState, reason string) error {
 	for _, st := range open {
-		ev := &transcript.Resolution{Type: transcript.TypeResolution, AtMs: r.now(), AttemptID: st.id, Outcome: transcript.OutcomeUnknown, Reason: reason}
-		if _, err := r.j.append(lineOf(func(q int64) { ev.Seq = q }, ev)); err != nil {
+		ev := &transcript.Resolution{Type: transcript.TypeResolution, AttemptID: st.id, Outcome: transcript.OutcomeUnknown, Reason: reason}
+		if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 			return err
 		}
 		r.mu.Lock()
