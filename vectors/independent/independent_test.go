@@ -1,0 +1,477 @@
+// Package independent_test checks the committed vectors with a second,
+// minimal verifier that imports none of tracectl's packages: only the
+// standard library and golang.org/x/mod/sumdb/tlog, with its own tiny
+// RFC 8785 encoder for the record. It recomputes the core commitments from
+// spec/ alone, so the vectors do not merely agree with the code that made
+// them:
+//
+//   - the record's Ed25519 signature over the JCS bytes of the record without
+//     its signature member, under the trusted key, which is cnf.jwk;
+//   - the RFC 6962 root of the transcript lines equals tool_transcript.hash,
+//     and call_count equals the attempt lines;
+//   - every attempt's snapshot manifest digest is recorded by an earlier
+//     snapshot line and is the SHA-256 of a retained blob; every retained
+//     payload and page is the SHA-256 of its blob;
+//   - for row 6, missing bytes and changed bytes are really what the vector
+//     says they are.
+package independent_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+const dir = "../testdata/v1"
+
+type manifest struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Row      int    `json:"row"`
+	Verifier struct {
+		TrustedKey string `json:"trusted_key"`
+	} `json:"verifier"`
+	Expect struct {
+		Verdict   string   `json:"verdict"`
+		Required  []string `json:"required_codes"`
+		Forbidden []string `json:"forbidden_codes"`
+	} `json:"expect"`
+}
+
+func (m *manifest) requires(c string) bool { return slices.Contains(m.Expect.Required, c) }
+func (m *manifest) forbids(c string) bool  { return slices.Contains(m.Expect.Forbidden, c) }
+
+func TestIndependent(t *testing.T) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]int{}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		vdir := filepath.Join(dir, e.Name())
+		var m manifest
+		if err := readJSON(filepath.Join(vdir, "vector.json"), &m); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if m.Kind != "bundle" {
+			continue
+		}
+		t.Run(m.ID, func(t *testing.T) {
+			b, err := load(vdir, m.Verifier.TrustedKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verified := m.Expect.Verdict == "verified"
+			if verified || m.forbids("signature_invalid") {
+				checked["signature"]++
+				if err := b.checkSignature(); err != nil {
+					t.Errorf("signature: %v", err)
+				}
+			}
+			if verified || m.forbids("binding_failure") {
+				checked["root"]++
+				if err := b.checkRoot(); err != nil {
+					t.Errorf("root: %v", err)
+				}
+			}
+			if m.requires("binding_failure") && m.requires("signature_valid") {
+				// Signed, but the transcript is not what was signed.
+				checked["root differs"]++
+				if err := b.checkSignature(); err != nil {
+					t.Errorf("signature: %v", err)
+				}
+				if err := b.checkRoot(); err == nil {
+					t.Error("the root matches, but the vector names a binding failure")
+				}
+			}
+			c := b.commitments()
+			if verified {
+				checked["commitments"]++
+				if err := b.checkCallCount(); err != nil {
+					t.Error(err)
+				}
+				if err := b.checkSnapshotBindings(); err != nil {
+					t.Error(err)
+				}
+				if c.missing+c.mismatched+c.notRetained > 0 || c.ok == 0 {
+					t.Errorf("commitments: %+v, want all present and matching", c)
+				}
+			}
+			if m.requires("evidence_unavailable") && m.forbids("evidence_mismatch") {
+				checked["unavailable"]++
+				if c.missing+c.notRetained == 0 || c.mismatched != 0 {
+					t.Errorf("commitments: %+v, want bytes missing and none changed", c)
+				}
+			}
+			if m.requires("evidence_mismatch") && m.forbids("evidence_unavailable") {
+				checked["mismatch"]++
+				if c.mismatched == 0 || c.missing+c.notRetained != 0 {
+					t.Errorf("commitments: %+v, want bytes changed and none missing", c)
+				}
+			}
+		})
+	}
+	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch"} {
+		if checked[k] == 0 {
+			t.Errorf("no vector had its %s checked", k)
+		}
+	}
+	t.Logf("checked: %v", checked)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+type bundle struct {
+	dir    string
+	key    ed25519.PublicKey
+	record []byte
+	lines  [][]byte
+	events []map[string]any
+}
+
+func load(vdir, keyFile string) (*bundle, error) {
+	b := &bundle{dir: vdir}
+	keyPEM, err := os.ReadFile(filepath.Join(vdir, keyFile))
+	if err != nil {
+		return nil, err
+	}
+	blk, _ := pem.Decode(keyPEM)
+	if blk == nil || blk.Type != "PUBLIC KEY" {
+		return nil, errors.New("trusted key: not a PUBLIC KEY PEM block")
+	}
+	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if b.key, ok = pub.(ed25519.PublicKey); !ok {
+		return nil, fmt.Errorf("trusted key: %T, want Ed25519", pub)
+	}
+	if b.record, err = os.ReadFile(filepath.Join(vdir, "record.json")); err != nil {
+		return nil, err
+	}
+	tr, err := os.ReadFile(filepath.Join(vdir, "transcript.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if len(tr) == 0 || tr[len(tr)-1] != '\n' {
+		return nil, errors.New("transcript: empty or not LF-terminated")
+	}
+	b.lines = bytes.Split(tr[:len(tr)-1], []byte("\n"))
+	for _, l := range b.lines {
+		var ev map[string]any
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.UseNumber()
+		if err := dec.Decode(&ev); err != nil {
+			ev = nil // a vector may commit to a line that is not valid; it is still a leaf
+		}
+		b.events = append(b.events, ev)
+	}
+	return b, nil
+}
+
+func (b *bundle) recordObject() (map[string]any, error) {
+	var rec map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b.record))
+	dec.UseNumber()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// checkSignature: Ed25519 over JCS(record without signature), under the
+// trusted key, which must be cnf.jwk; and record.json is its own JCS form.
+func (b *bundle) checkSignature() error {
+	rec, err := b.recordObject()
+	if err != nil {
+		return err
+	}
+	whole, err := jcs(rec)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(whole, b.record) {
+		return errors.New("record.json is not its own RFC 8785 form")
+	}
+	jwk, _ := rec["cnf"].(map[string]any)["jwk"].(map[string]any)
+	if jwk["kty"] != "OKP" || jwk["crv"] != "Ed25519" || jwk["x"] != base64.RawURLEncoding.EncodeToString(b.key) {
+		return fmt.Errorf("cnf.jwk %v is not the trusted key", jwk)
+	}
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(rec["signature"].(string))
+	if err != nil {
+		return err
+	}
+	delete(rec, "signature")
+	pre, err := jcs(rec)
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(b.key, pre, sig) {
+		return errors.New("the signature does not verify")
+	}
+	return nil
+}
+
+// checkRoot: the RFC 6962 tree hash of the lines (tlog's own algorithm,
+// with stored hashes) equals tool_transcript.hash.
+func (b *bundle) checkRoot() error {
+	rec, err := b.recordObject()
+	if err != nil {
+		return err
+	}
+	tt, ok := rec["tool_transcript"].(map[string]any)
+	if !ok {
+		return errors.New("the record has no tool_transcript")
+	}
+	var stored []tlog.Hash
+	hr := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = stored[x]
+		}
+		return out, nil
+	})
+	for i, l := range b.lines {
+		hs, err := tlog.StoredHashes(int64(i), l, hr)
+		if err != nil {
+			return err
+		}
+		stored = append(stored, hs...)
+	}
+	root, err := tlog.TreeHash(int64(len(b.lines)), hr)
+	if err != nil {
+		return err
+	}
+	if got := "sha256:" + hex.EncodeToString(root[:]); got != tt["hash"] {
+		return fmt.Errorf("the lines hash to %s, the record signs %v", got, tt["hash"])
+	}
+	return nil
+}
+
+func (b *bundle) checkCallCount() error {
+	rec, err := b.recordObject()
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range b.events {
+		if e["type"] == "attempt" {
+			n++
+		}
+	}
+	cc := rec["tool_transcript"].(map[string]any)["call_count"].(json.Number).String()
+	if cc != strconv.Itoa(n) {
+		return fmt.Errorf("call_count %s, %d attempt lines", cc, n)
+	}
+	return nil
+}
+
+// checkSnapshotBindings: each attempt binds a snapshot line recorded
+// before it, with the same manifest digest, whose blob hashes to it.
+func (b *bundle) checkSnapshotBindings() error {
+	snaps := map[string]string{}
+	for _, e := range b.events {
+		switch e["type"] {
+		case "snapshot":
+			snaps[e["snapshot_id"].(string)] = e["manifest_digest"].(string)
+		case "attempt":
+			ref := e["snapshot"].(map[string]any)
+			d, _ := ref["manifest_digest"].(string)
+			if d == "" || snaps[ref["snapshot_id"].(string)] != d {
+				return fmt.Errorf("attempt %v binds %v, not an earlier snapshot line", e["attempt_id"], ref)
+			}
+			if st := b.blobState(d, -1); st != "ok" {
+				return fmt.Errorf("attempt %v: manifest %s is %s", e["attempt_id"], d, st)
+			}
+		}
+	}
+	return nil
+}
+
+type counts struct{ ok, missing, mismatched, notRetained int }
+
+// commitments classifies every commitment of the bundle: payloads of the
+// transcript lines, snapshot manifests, and the pages each manifest lists.
+func (b *bundle) commitments() counts {
+	var c counts
+	add := func(st string) {
+		switch st {
+		case "ok":
+			c.ok++
+		case "missing":
+			c.missing++
+		default:
+			c.mismatched++
+		}
+	}
+	for _, e := range b.events {
+		for _, k := range []string{"payload", "request", "response"} {
+			p, ok := e[k].(map[string]any)
+			if !ok {
+				continue
+			}
+			if p["retained"] != true {
+				c.notRetained++
+				continue
+			}
+			n, _ := strconv.Atoi(p["length"].(json.Number).String())
+			add(b.blobState(p["digest"].(string), n))
+		}
+		if e["type"] != "snapshot" {
+			continue
+		}
+		d := e["manifest_digest"].(string)
+		st := b.blobState(d, -1)
+		add(st)
+		if st != "ok" {
+			continue
+		}
+		var m struct {
+			Pages []struct {
+				Request, Response struct {
+					Digest string `json:"digest"`
+					Length int    `json:"length"`
+				}
+			} `json:"pages"`
+		}
+		if readJSON(b.blobPath(d), &m) != nil {
+			c.mismatched++
+			continue
+		}
+		for _, p := range m.Pages {
+			add(b.blobState(p.Request.Digest, p.Request.Length))
+			add(b.blobState(p.Response.Digest, p.Response.Length))
+		}
+	}
+	return c
+}
+
+func (b *bundle) blobPath(digest string) string {
+	return filepath.Join(b.dir, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:"))
+}
+
+// blobState is "ok", "missing" or "mismatched" (length -1: not checked).
+func (b *bundle) blobState(digest string, length int) string {
+	data, err := os.ReadFile(b.blobPath(digest))
+	if errors.Is(err, os.ErrNotExist) {
+		return "missing"
+	}
+	sum := sha256.Sum256(data)
+	if err != nil || "sha256:"+hex.EncodeToString(sum[:]) != digest || length >= 0 && len(data) != length {
+		return "mismatched"
+	}
+	return "ok"
+}
+
+// jcs is a minimal RFC 8785 encoder for what a Trust Record holds:
+// objects, arrays, strings, booleans, null and integers within 2^53-1.
+func jcs(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	err := jcsTo(&buf, v)
+	return buf.Bytes(), err
+}
+
+func jcsTo(w *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		w.WriteString("null")
+	case bool:
+		w.WriteString(strconv.FormatBool(x))
+	case string:
+		jcsString(w, x)
+	case json.Number:
+		n, err := strconv.ParseInt(x.String(), 10, 64)
+		if err != nil || n > 1<<53-1 || n < -(1<<53-1) {
+			return fmt.Errorf("number %s outside the integer boundary", x)
+		}
+		w.WriteString(strconv.FormatInt(n, 10))
+	case []any:
+		w.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			if err := jcsTo(w, e); err != nil {
+				return err
+			}
+		}
+		w.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		// RFC 8785 3.2.3: order by UTF-16 code units.
+		slices.SortFunc(keys, func(a, b string) int { return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b))) })
+		w.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			jcsString(w, k)
+			w.WriteByte(':')
+			if err := jcsTo(w, x[k]); err != nil {
+				return err
+			}
+		}
+		w.WriteByte('}')
+	default:
+		return fmt.Errorf("unexpected %T", v)
+	}
+	return nil
+}
+
+// jcsString writes s with RFC 8785's minimal escapes.
+func jcsString(w *bytes.Buffer, s string) {
+	w.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			w.WriteByte('\\')
+			w.WriteRune(r)
+		case r == '\b':
+			w.WriteString(`\b`)
+		case r == '\t':
+			w.WriteString(`\t`)
+		case r == '\n':
+			w.WriteString(`\n`)
+		case r == '\f':
+			w.WriteString(`\f`)
+		case r == '\r':
+			w.WriteString(`\r`)
+		case r < 0x20:
+			fmt.Fprintf(w, `\u%04x`, r)
+		default:
+			w.WriteRune(r)
+		}
+	}
+	w.WriteByte('"')
+}
