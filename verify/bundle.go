@@ -361,9 +361,9 @@ func outcomeName(st uint8) string {
 }
 
 // onObservation advances an attempt's outcome. An outcome once recorded is
-// never replaced: a response after a response, anything after a response,
-// and a response (rather than a late_response) after an unknown outcome
-// are history conflicts.
+// never replaced: anything after a response, a transport failure or a
+// resolution, and a response (rather than a late_response) after a timeout
+// or cancellation are history conflicts.
 func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	subject := "attempt " + o.AttemptID
 	a, ok := b.attempts[o.AttemptID]
@@ -393,7 +393,10 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		}
 		a.state = stResponse
 	case transcript.ObsTransportFailure:
-		if a.state != stOpen {
+		// After a timeout or cancellation the call is still in flight as
+		// far as anyone knows; the transport failing then settles nothing
+		// either, so it replaces no outcome.
+		if a.state != stOpen && a.state != stUnknown {
 			replaced()
 			return
 		}

@@ -58,6 +58,31 @@ func TestHistoryAndLines(t *testing.T) {
 			counts:  &verify.Counts{Lines: 10, Attempts: 3, Responses: 1, TransportFailures: 1, Unknown: 1, Snapshots: 1, Payloads: 4},
 		},
 		{
+			name: "a transport failure after a cancellation",
+			make: func(t *testing.T) fstest.MapFS {
+				b := verifytest.New(t)
+				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Observe("a1", transcript.ObsCancelSent)
+				b.Observe("a1", transcript.ObsTransportFailure)
+				b.Seal()
+				return b.FS()
+			},
+			verdict: verify.Verified,
+			counts:  &verify.Counts{Lines: 6, Attempts: 1, TransportFailures: 1, Snapshots: 1, Payloads: 1},
+		},
+		{
+			name: "a response after a transport failure",
+			make: func(t *testing.T) fstest.MapFS {
+				b := verifytest.New(t)
+				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Observe("a1", transcript.ObsTransportFailure)
+				b.Respond("a1", transcript.ObsLateResponse)
+				b.Seal()
+				return b.FS()
+			},
+			verdict: verify.Failed, codes: []verify.Code{verify.CodeHistoryConflict},
+		},
+		{
 			name: "a late response without a timeout",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
