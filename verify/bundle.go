@@ -456,13 +456,7 @@ func (b *bundleCheck) onRecovery(rc *transcript.Recovery) {
 // finish runs the checks that need the whole transcript.
 func (b *bundleCheck) finish(c *transcript.Committer) {
 	r := b.r
-	if b.partial {
-		b.finishPartial()
-		return
-	}
-	if c.Count() > 0 && b.commitOK {
-		r.Root = c.Root()
-	}
+	// Snapshot bindings that named a snapshot not seen before the attempt.
 	for _, p := range b.pending {
 		if s, ok := b.snapshots[p.snapshot]; ok {
 			r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, "attempt "+p.attempt,
@@ -474,6 +468,13 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			r.add(CodeBindingFailure, CheckSnapshot, StatusFail, "attempt "+p.attempt,
 				"bound to snapshot "+p.snapshot+", which the signed transcript does not record")
 		}
+	}
+	if b.partial {
+		b.finishPartial()
+		return
+	}
+	if c.Count() > 0 && b.commitOK {
+		r.Root = c.Root()
 	}
 	if b.interpret && !b.sealed && b.malformedAt < 0 {
 		b.malformed(r.Counts.Lines, "not_sealed", "the transcript has no seal line: it was signed before it was sealed")

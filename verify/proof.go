@@ -76,7 +76,7 @@ func (b *bundleCheck) finishPartial() {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(x, y string) int { return cmp.Compare(b.attempts[x].seq, b.attempts[y].seq) })
-	if b.conflicts == 0 && len(ids) > 0 {
+	if b.conflicts == 0 && len(ids) > 0 && b.interpret {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))
 	}

@@ -188,3 +188,22 @@ func TestOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestProofSnapshotUndisclosed: a proof that leaves out the snapshot line
+// the attempt binds cannot show the binding: unavailable, not a failure.
+func TestProofSnapshotUndisclosed(t *testing.T) {
+	files := bundleFiles(verifytest.Standard(t))
+	lines := bytes.Split(bytes.TrimSuffix(files[transcript.TranscriptFile], []byte("\n")), []byte("\n"))
+	p, err := transcript.Prove(lines, []int64{0, 6, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, codes := verifyProof(t, files[transcript.RecordFile], data, trusted(t))
+	if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) || len(rep.Find(verify.CodeEvidenceUnavailable)) != 2 {
+		t.Fatalf("verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+}
