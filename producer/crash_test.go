@@ -59,7 +59,9 @@ func (f *tearFile) Write(b []byte) (int, error) {
 		cut := start + (bytes.IndexByte(b[i:], '\n')+i-start)/2
 		f.File.Write(b[:cut])
 		f.fs.out("torn")
-		select {} // killed here, mid-write
+		for {
+			time.Sleep(time.Hour) // killed here, mid-write
+		}
 	}
 	return f.File.Write(b)
 }
@@ -125,7 +127,9 @@ func crashHelper(scenario, dir string) {
 		r.Attempt(ctx, Call{Line: call("4", "t", `{"n":4}`, "")}) // blocks in the torn write
 	}
 	out("ready")
-	select {}
+	for {
+		time.Sleep(time.Hour) // until killed
+	}
 }
 
 func TestCrashRecovery(t *testing.T) {
@@ -237,6 +241,25 @@ func TestCrashRecovery(t *testing.T) {
 					t.Errorf("%s: status %s resolution %+v, want unknown producer_crashed", id, b.status(id), res)
 				}
 			}
+			// The payload spool the killed process left became blobs: every
+			// retained payload of a durable line is there, byte for byte.
+			for id, a := range b.attempts {
+				payloads := []transcript.Payload{a.Request}
+				for _, o := range b.obs[id] {
+					if o.Response != nil {
+						payloads = append(payloads, *o.Response)
+					}
+				}
+				for _, p := range payloads {
+					got, err := os.ReadFile(filepath.Join(dir, transcript.BlobPath(p.Digest)))
+					if err != nil || canon.SHA256(got) != p.Digest {
+						t.Errorf("%s: payload %s not retained after recovery: %v", id, p.Digest, err)
+					}
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "blobs", spoolName)); err == nil {
+				t.Errorf("the payload spool is still there after sealing")
+			}
 			if len(b.attempts) != len(tt.answered)+len(tt.unknown) {
 				t.Errorf("%d attempts in the transcript, want %d", len(b.attempts), len(tt.answered)+len(tt.unknown))
 			}
@@ -305,5 +328,54 @@ func TestRecoverIsIdempotentAndReopenSeals(t *testing.T) {
 	s := mustSeal(t, rr)
 	if b := readBundle(t, dir); s.Root != b.root || !s.Signed || len(b.lines) != 2 {
 		t.Errorf("resealed root %s, transcript %s, %d lines", s.Root, b.root, len(b.lines))
+	}
+}
+
+// A recovery that crashed after truncating the journal but before appending
+// its event left quarantined bytes no event names: the next recovery names
+// them. A second tear with the same bytes is named again.
+func TestRecoverNamesEveryQuarantinedTear(t *testing.T) {
+	clock := Options{Clock: testOptions(t).Clock}
+	r, dir := openTest(t, nil)
+	mustAttempt(t, r, call("1", "t", "", ""))
+	r.Close()
+	orphan := []byte(`{"at_ms":1`)
+	if err := writeQuarantine(OSFS{}, dir, canon.SHA256(orphan), orphan); err != nil {
+		t.Fatal(err)
+	}
+	tear := func() {
+		f, err := os.OpenFile(filepath.Join(dir, transcript.TranscriptFile), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(orphan)
+		f.Close()
+	}
+	rr, err := Recover(dir, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := rr.Recovery(); len(rep.Torn) != 1 || rep.Torn[0].Digest != canon.SHA256(orphan) {
+		t.Errorf("orphaned quarantine not named: %+v", rep)
+	}
+	rr.Close()
+	tear()
+	rr, err = Recover(dir, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := rr.Recovery(); len(rep.Torn) != 1 {
+		t.Errorf("a second identical tear not named: %+v", rep)
+	}
+	mustSeal(t, rr)
+	b := readBundle(t, dir)
+	named := 0
+	for _, rec := range b.recoveries() {
+		if rec.TornDigest == canon.SHA256(orphan) {
+			named++
+		}
+	}
+	if named != 2 {
+		t.Errorf("%d recovery events name the torn bytes, want 2", named)
 	}
 }

@@ -37,10 +37,11 @@
 //     a response line before Response returns; concurrent callers share
 //     fsyncs (group commit). batch writes at once and fsyncs every
 //     BatchInterval; none never fsyncs before Seal. The mode is in the
-//     header. Payload blobs are written (to a temporary name, then renamed)
-//     before the line that commits to them and made durable by one syncfs
-//     at Close and Seal: a process crash keeps them, a power loss may lose
-//     the newest, which a verifier reports as unavailable, never as a pass.
+//     header. Payload bytes are appended to a spool (blobs/.spool) before
+//     the line that commits to them, and settled into content-addressed
+//     blobs, made durable by one syncfs, at Close, Seal, Reopen and
+//     Recover: a process crash keeps them, a power loss may lose the
+//     newest, which a verifier reports as unavailable, never as a pass.
 //   - Fail closed: a failed write (rolled back by truncation), fsync or
 //     blob makes the operation fail with ErrAuditUnavailable, and every
 //     later one too. The caller must not dispatch or deliver.

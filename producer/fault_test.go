@@ -36,27 +36,31 @@ func (f *faultFS) arm(set func(*faultFS)) {
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f.mu.Lock()
-	blobErr := f.armed && strings.Contains(name, tmpPrefix) && f.blobErr != nil
-	f.mu.Unlock()
-	if blobErr {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: f.blobErr}
-	}
 	file, err := f.OSFS.OpenFile(name, flag, perm)
-	if err != nil || filepath.Base(name) != transcript.TranscriptFile {
+	if err != nil {
 		return file, err
 	}
-	return &faultFile{File: file, fs: f}, nil
+	switch filepath.Base(name) {
+	case transcript.TranscriptFile:
+		return &faultFile{File: file, fs: f}, nil
+	case spoolName:
+		return &faultFile{File: file, fs: f, spool: true}, nil
+	}
+	return file, err
 }
 
 type faultFile struct {
 	File
-	fs *faultFS
+	fs    *faultFS
+	spool bool // the payload spool: blobErr applies
 }
 
 func (f *faultFile) Write(b []byte) (int, error) {
 	f.fs.mu.Lock()
 	err := f.fs.writeErr
+	if f.spool {
+		err = f.fs.blobErr
+	}
 	armed := f.fs.armed
 	f.fs.mu.Unlock()
 	if armed && err != nil {

@@ -168,7 +168,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
 	return &Recorder{
 		dir: dir, opts: opts, fsys: opts.FS, scope: scope, server: srvDigest,
-		blobs:    &blobStore{fsys: opts.FS, dir: filepath.Join(dir, filepath.FromSlash(transcript.BlobDir))},
+		blobs:    newBlobStore(opts.FS, dir),
 		attempts: map[string]*attemptState{}, byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
 		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}, snapshots: map[string]*transcript.SnapshotEvent{},
 		lastChanged: -1, era: transcript.EraUnknown,
@@ -348,12 +348,11 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	}
 	r.mu.Unlock()
 
-	var blob func() error
-	a.Request, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
-	seq, err := r.j.append(r.lineOf(func(s, at int64) { a.Seq, a.AtMs = s, at }, a))
-	if berr := blob(); err == nil && berr != nil {
-		err = r.auditFail(berr)
+	// The request bytes go in before the line that commits to them.
+	if a.Request, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+		return nil, r.auditFail(err)
 	}
+	seq, err := r.j.append(r.lineOf(func(s, at int64) { a.Seq, a.AtMs = s, at }, a))
 	if err != nil {
 		return nil, err
 	}
@@ -437,16 +436,14 @@ func (h *Handle) observe(kind string, line []byte, detail string) error {
 	}
 	r.mu.Unlock()
 
-	blob := func() error { return nil }
 	if body != nil {
-		var p transcript.Payload
-		p, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
+		p, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		if err != nil {
+			return r.auditFail(err)
+		}
 		o.Response = &p
 	}
 	_, err := r.j.append(r.lineOf(func(s, at int64) { o.Seq, o.AtMs = s, at }, o))
-	if berr := blob(); err == nil && berr != nil {
-		err = r.auditFail(berr)
-	}
 	return err
 }
 
@@ -527,7 +524,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 	}
 	defer r.ops.Done()
 	for _, b := range append([][]byte{s.Manifest}, s.Blobs...) {
-		if _, err := r.blobs.put(b); err != nil {
+		if err := r.blobs.put(b, canon.SHA256(b)); err != nil {
 			return "", r.auditFail(err)
 		}
 	}
@@ -590,11 +587,12 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 	}
 	ev := &transcript.Protocol{Type: transcript.TypeProtocol, Era: p.Era, Version: reported(p.Version), Source: p.Source,
 		ServerName: reported(p.ServerName), ServerVer: reported(p.ServerVersion)}
-	blob := func() error { return nil }
 	if p.Line != nil {
 		body, _ := splitTerminator(p.Line)
-		var pl transcript.Payload
-		pl, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
+		pl, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		if err != nil {
+			return r.auditFail(err)
+		}
 		ev.Payload = &pl
 	}
 	r.mu.Lock()
@@ -606,9 +604,6 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 	}
 	r.mu.Unlock()
 	_, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
-	if berr := blob(); err == nil && berr != nil {
-		err = r.auditFail(berr)
-	}
 	return err
 }
 
@@ -637,8 +632,9 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	}
 	defer r.ops.Done()
 	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID}
-	var blob func() error
-	ev.Payload, blob = r.payload(body, r.opts.Retention == transcript.RetainFull)
+	if ev.Payload, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+		return r.auditFail(err)
+	}
 	r.mu.Lock()
 	if msg.requestID != nil {
 		if st := r.byRPCID[msg.idKey]; st != nil && st.status != stResponse && st.status != stTransport {
@@ -647,9 +643,6 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	}
 	r.mu.Unlock()
 	seq, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
-	if berr := blob(); err == nil && berr != nil {
-		err = r.auditFail(berr)
-	}
 	if err != nil {
 		return err
 	}
@@ -676,10 +669,8 @@ func (r *Recorder) Close() error {
 	r.ops.Wait()
 	sync := r.j.mode != transcript.DurabilityNone
 	err := r.j.close(sync)
-	if sync && err == nil {
-		if serr := r.fsys.SyncFS(r.dir); serr != nil {
-			err = fmt.Errorf("%w: sync blobs: %w", ErrAuditUnavailable, serr)
-		}
+	if _, serr := r.blobs.settle(sync); err == nil && serr != nil {
+		err = fmt.Errorf("%w: %w", ErrAuditUnavailable, serr)
 	}
 	return err
 }

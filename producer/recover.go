@@ -23,7 +23,8 @@ type RecoveryReport struct {
 	Lines         int64      // valid lines found in the journal
 	Torn          []TornLine // quarantined bytes, each named by a recovery event appended now
 	Resolved      []string   // attempts resolved unknown (producer_crashed), in attempt order
-	TempBlobs     int        // leftover temporary blob files removed (never referenced by a durable line)
+	TempBlobs     int        // leftover temporary blob files removed (never a blob: blobs exist only after their rename)
+	Blobs         int        // blobs written from the payload spool the crashed recorder left
 	AlreadySealed bool       // the journal already ended in its seal line: nothing was appended
 }
 
@@ -88,6 +89,9 @@ func openExisting(dir string, opts Options, recover bool) (*Recorder, error) {
 	} else if r.torn != nil {
 		f.Close()
 		return nil, fmt.Errorf("open bundle %q: %w (%d bytes after line %d)", dir, ErrNeedsRecovery, len(r.torn), r.j.lines()-1)
+	} else if _, err := r.blobs.settle(true); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %q: settle payload spool: %w", dir, err)
 	}
 	return r, nil
 }
@@ -245,6 +249,7 @@ func (r *Recorder) recover() error {
 	rep := &RecoveryReport{Lines: r.scanned}
 	r.recovery = rep
 	qdir := filepath.Join(r.dir, transcript.QuarantineDir)
+	current := ""
 	if r.torn != nil {
 		if r.sealed {
 			return fmt.Errorf("%w: bytes after the seal line", ErrCorrupt)
@@ -253,6 +258,10 @@ func (r *Recorder) recover() error {
 		if err := writeQuarantine(r.fsys, r.dir, d, r.torn); err != nil {
 			return err
 		}
+		// This tear gets its own event even if identical bytes were
+		// quarantined before: every tear is named.
+		current = transcript.QuarantinePath(d)
+		rep.Torn = append(rep.Torn, TornLine{File: current, Digest: d, Length: int64(len(r.torn))})
 		// Only now that the bytes are durable elsewhere does the journal lose them.
 		if err := r.j.f.Truncate(r.j.size); err != nil {
 			return fmt.Errorf("truncate torn tail: %w", err)
@@ -270,7 +279,7 @@ func (r *Recorder) recover() error {
 	}
 	for _, e := range ents {
 		rel := transcript.QuarantineDir + "/" + e.Name()
-		if r.quarantined[rel] || transcript.QuarantinePath("sha256:"+e.Name()) != rel {
+		if rel == current || r.quarantined[rel] || transcript.QuarantinePath("sha256:"+e.Name()) != rel {
 			continue // named already, or not a quarantine file of ours
 		}
 		b, err := readBounded(r.fsys, filepath.Join(qdir, e.Name()), maxTornBytes)
@@ -284,6 +293,9 @@ func (r *Recorder) recover() error {
 	}
 	if rep.TempBlobs, err = removeTempBlobs(r.fsys, r.blobs.dir); err != nil {
 		return fmt.Errorf("remove temporary blobs: %w", err)
+	}
+	if rep.Blobs, err = r.blobs.settle(true); err != nil {
+		return fmt.Errorf("settle payload spool: %w", err)
 	}
 	if r.sealed {
 		rep.AlreadySealed = true

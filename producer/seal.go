@@ -63,8 +63,8 @@ func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, erro
 	if err := r.j.flush(true); err != nil {
 		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
 	}
-	if err := r.fsys.SyncFS(r.dir); err != nil {
-		return nil, fmt.Errorf("seal %s: %w: sync blobs: %w", r.dir, ErrAuditUnavailable, err)
+	if _, err := r.blobs.settle(true); err != nil {
+		return nil, fmt.Errorf("seal %s: %w: %w", r.dir, ErrAuditUnavailable, err)
 	}
 	root, lines, err := r.commitment()
 	if err != nil {
