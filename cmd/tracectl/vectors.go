@@ -320,6 +320,9 @@ func externalVerifier(argv []string, root string, timeout time.Duration) vectors
 		stdout := &capped{max: vectors.MaxOutcomeBytes + 1}
 		stderr := &capped{max: maxVerifierStderr, tail: true}
 		cmd.Stdout, cmd.Stderr = stdout, stderr
+		// A verifier's children may hold its output open after it is
+		// killed: stop waiting for them soon after.
+		cmd.WaitDelay = time.Second
 		runErr := cmd.Run()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("verifier timed out after %s", timeout)
