@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"slices"
@@ -81,6 +82,9 @@ type bundleCheck struct {
 	partial     bool
 	undisclosed int64 // payload and manifest commitments whose bytes a proof does not carry
 	tree        int64 // the proof's tree size
+
+	hash hash.Hash // reused for every blob
+	buf  []byte
 
 	conflicts   int64 // identity and history findings
 	payloadBad  int64 // payload findings other than pass

@@ -57,8 +57,14 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		return false
 	}
 	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(f, length+1))
+	if b.hash == nil {
+		b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
+	}
+	h := b.hash
+	h.Reset()
+	// One hash and one buffer for every blob: io.Copy would allocate 32 KiB
+	// per payload.
+	n, err := io.CopyBuffer(h, io.LimitReader(f, length+1), b.buf)
 	if err != nil {
 		b.payloadBad++
 		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read: "+err.Error())
