@@ -190,7 +190,7 @@ func TestVerifyFlags(t *testing.T) {
 func TestTextReportEscapes(t *testing.T) {
 	rep := &verify.Report{Verdict: verify.Failed, Kind: verify.KindBundle, Signer: "k\x1b[2J", Findings: []verify.Finding{
 		{Code: verify.CodeHistoryConflict, Check: verify.CheckIdentity, Status: verify.StatusFail, Subject: "attempt \x1b]0;pwned\x07", Detail: "bidi \u202e txt"},
-	}}
+	}, Omitted: map[verify.Code]int64{verify.CodeOutcomeUnknown: 5}}
 	out := textReport(rep)
 	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
 		if strings.Contains(out, bad) {
@@ -199,5 +199,8 @@ func TestTextReportEscapes(t *testing.T) {
 	}
 	if !strings.HasPrefix(out, "verdict: failed (bundle)\n") {
 		t.Errorf("the verdict is not first:\n%s", out)
+	}
+	if !strings.Contains(out, "\nomitted\n  5 more outcome_unknown findings not listed\n") {
+		t.Errorf("omitted findings are not counted:\n%s", out)
 	}
 }
