@@ -16,7 +16,9 @@ type canonOptions struct {
 	input  string
 }
 
-func init() { commands = append(commands, func(s streams) *cobra.Command { return newCanonCmd(s, runCanon) }) }
+func init() {
+	commands = append(commands, func(s streams) *cobra.Command { return newCanonCmd(s, runCanon) })
+}
 
 func newCanonCmd(s streams, runF func(streams, *canonOptions) error) *cobra.Command {
 	o := &canonOptions{}
