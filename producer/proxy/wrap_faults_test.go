@@ -248,18 +248,20 @@ func TestWrapInputRequiredContinuation(t *testing.T) {
 	requireVerified(t, verifyBundle(t, w.dir, w.signer.Public()))
 }
 
-// fullDisk is the one fake here: a file system whose journal file fails with
-// ENOSPC once it would grow past limit bytes, after writing what fits (as a
-// real full disk does), so the journal's roll-back is exercised too.
+// fullDisk is the one fake here: a file system where one file (the
+// journal, or the payload spool) fails with ENOSPC once it would grow past
+// limit bytes, after writing what fits (as a real full disk does), so the
+// producer's roll-back is exercised too.
 type fullDisk struct {
 	producer.OSFS
-	limit atomic.Int64 // journal size allowed; < 0: no limit
-	size  atomic.Int64 // journal size written through this FS
+	target string       // base name of the file that hits the limit
+	limit  atomic.Int64 // its size allowed; < 0: no limit
+	size   atomic.Int64 // its size written through this FS
 }
 
 func (d *fullDisk) OpenFile(name string, flag int, perm fs.FileMode) (producer.File, error) {
 	f, err := d.OSFS.OpenFile(name, flag, perm)
-	if err != nil || filepath.Base(name) != transcript.TranscriptFile || flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+	if err != nil || filepath.Base(name) != d.target || flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return f, err
 	}
 	if st, err := f.Stat(); err == nil {
@@ -294,15 +296,25 @@ func (f *fullFile) Truncate(size int64) error {
 	return err
 }
 
-// TestWrapDiskFull: the bundle's disk fills up. The call that cannot be
-// recorded is not forwarded (the server, logging every line it reads, never
-// sees it), the client gets -32001 for it, the session goes on, the failure
-// is sticky, and the journal on disk stays a valid transcript: it can be
-// recovered and sealed once there is space, and then verifies.
+// TestWrapDiskFull: the bundle's disk fills up, while writing the journal
+// line of an attempt or the payload bytes spooled before it. The call that
+// cannot be recorded is not forwarded (the server, logging every line it
+// reads, never sees it), the client gets -32001 for it, the session goes on,
+// the failure is sticky, and the journal on disk stays a valid transcript:
+// it can be recovered and sealed once there is space, and then verifies.
 func TestWrapDiskFull(t *testing.T) {
 	t.Parallel()
+	for _, target := range []string{transcript.TranscriptFile, ".spool"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			testDiskFull(t, target)
+		})
+	}
+}
+
+func testDiskFull(t *testing.T, target string) {
 	raw := mcptest.Build(t, "rawserver")
-	disk := &fullDisk{}
+	disk := &fullDisk{target: target}
 	disk.limit.Store(-1)
 	w := startWrap(t, wrapOpts{fs: disk}, raw, "-v", "-script", "paged")
 	c := w.raw()
@@ -316,7 +328,10 @@ func TestWrapDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disk.limit.Store(disk.size.Load() + 10) // room for 10 bytes of the next line
+	if disk.size.Load() == 0 {
+		t.Fatalf("nothing was written to %s: the fault would never fire", target)
+	}
+	disk.limit.Store(disk.size.Load() + 10) // room for 10 bytes of the next write
 
 	for _, id := range []string{"4", "6"} {
 		c.send(callLine(id, "raw-0001"))
@@ -373,7 +388,7 @@ func TestWrapDiskFull(t *testing.T) {
 		t.Fatalf("Recover: %v", err)
 	}
 	if rep := rec.Recovery(); len(rep.Torn) != 0 || len(rep.Resolved) != 0 {
-		t.Errorf("recovery %+v: want nothing torn, nothing in flight", rep)
+		t.Errorf("recovery %+v: want no torn journal line, nothing in flight", rep)
 	}
 	if _, err := rec.Seal(context.Background(), recordSigner{w.signer}); err != nil {
 		t.Fatal(err)
