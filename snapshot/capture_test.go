@@ -276,7 +276,9 @@ func TestCaptureTimeoutAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), selfServerEnv+"=stall")
-	o := snapshot.CaptureOptions{CaptureID: "cap-t", Protocol: snapshot.ProtocolLegacy, Env: env, RequestTimeout: 300 * time.Millisecond}
+	// The request timeout also bounds the initialize handshake, so it must
+	// leave a race-instrumented child on a loaded machine time to start.
+	o := snapshot.CaptureOptions{CaptureID: "cap-t", Protocol: snapshot.ProtocolLegacy, Env: env, RequestTimeout: 3 * time.Second}
 	s, err := snapshot.Capture(context.Background(), []string{self}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +286,7 @@ func TestCaptureTimeoutAndCancel(t *testing.T) {
 	if got := s.Manifest.IncompleteReasons; !slices.Equal(got, []string{snapshot.StopTimeout}) || len(s.Manifest.Pages) != 1 {
 		t.Errorf("timeout: reasons %q pages %d", got, len(s.Manifest.Pages))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	o.RequestTimeout = time.Minute
 	s, err = snapshot.Capture(ctx, []string{self}, o)
