@@ -1,0 +1,337 @@
+package proxy
+
+// BenchmarkRoundTrip measures what the recording proxy adds to a tools/call
+// round trip, against its anchor in the same run: the same Go SDK echo
+// server (sdkserver -echo-only) spoken to directly. Both paths use OS pipes
+// and the same minimal raw-line client; the proxy path records through the
+// real producer journal (retention full, as tracectl wrap does by default).
+// Direct and proxied calls alternate in blocks so load on the machine hits
+// both alike.
+//
+// b.N is the number of calls per path; the issue's figures use 10,000:
+//
+//	go test -run '^$' -bench RoundTrip -benchtime 10000x ./producer/proxy/
+//
+// Reported per sub-benchmark (durability x in-flight): p50 and p99 latency of
+// each path in µs, the p50 ratio proxy/direct, the p99 the proxy adds, and
+// journal fsyncs per call (producer Recorder.Stats). ns/op covers both paths.
+// Two diagnostic sub-benchmarks say where the time of "none" goes:
+// none-retain-digest (no payload bytes kept) and forward-only (the proxy
+// with a Sink that records nothing: the cost of the extra hop alone).
+// A call unanswered for 30 s dumps every goroutine's stack to a temporary
+// file (the proxy runs in this process) and says whether it was a stall or a
+// lost line.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// benchMeta makes every request modern (no handshake needed).
+const benchMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// benchRequest is a tools/call of about 200 bytes; the echo server's
+// response carries the arguments twice plus its serverInfo (about 250).
+func benchRequest(id int64) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{` + benchMeta +
+		`,"name":"echo","arguments":{"text":"payload-0123456789"}}}` + "\n")
+}
+
+// lineConn is the minimal client: whole lines out, whole lines in, responses
+// routed to callers by the numeric id at the start of the line.
+type lineConn struct {
+	wmu     sync.Mutex
+	w       io.Writer
+	mu      sync.Mutex
+	waiting map[int64]chan struct{}
+	readErr chan error
+}
+
+func newLineConn(w io.Writer, r io.Reader) *lineConn {
+	c := &lineConn{w: w, waiting: map[int64]chan struct{}{}, readErr: make(chan error, 1)}
+	go c.read(bufio.NewReaderSize(r, 64<<10))
+	return c
+}
+
+var idPrefix = []byte(`{"jsonrpc":"2.0","id":`)
+
+func (c *lineConn) read(br *bufio.Reader) {
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			c.readErr <- err
+			return
+		}
+		if !bytes.HasPrefix(line, idPrefix) {
+			continue
+		}
+		rest := line[len(idPrefix):]
+		n := bytes.IndexByte(rest, ',')
+		id, err := strconv.ParseInt(string(rest[:max(n, 0)]), 10, 64)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		ch := c.waiting[id]
+		delete(c.waiting, id)
+		c.mu.Unlock()
+		if ch != nil {
+			close(ch)
+		}
+	}
+}
+
+// call sends one request and waits for its response; it returns the
+// round-trip latency.
+func (c *lineConn) call(id int64) (time.Duration, error) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	req := benchRequest(id)
+	start := time.Now()
+	c.wmu.Lock()
+	_, err := c.w.Write(req)
+	c.wmu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ch:
+		return time.Since(start), nil
+	case err := <-c.readErr:
+		return 0, fmt.Errorf("read: %w", err)
+	case <-time.After(30 * time.Second):
+	}
+	// A stall or a lost line: keep the goroutine stacks (the proxy runs in
+	// this process) and find out which.
+	dump := stacks()
+	select {
+	case <-ch:
+		return 0, fmt.Errorf("id %d answered only after %v (goroutines at 30s: %s)", id, time.Since(start).Round(time.Millisecond), dump)
+	case err := <-c.readErr:
+		return 0, fmt.Errorf("read: %w", err)
+	case <-time.After(90 * time.Second):
+		return 0, fmt.Errorf("no response to id %d in 120s (goroutines at 30s: %s)", id, dump)
+	}
+}
+
+// stacks writes every goroutine's stack to a temporary file and returns its
+// name.
+func stacks() string {
+	f, err := os.CreateTemp("", "proxy-bench-stacks-*.txt")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	pprof.Lookup("goroutine").WriteTo(f, 2)
+	return f.Name()
+}
+
+// benchPath is one way of reaching the echo server.
+type benchPath struct {
+	name  string
+	conn  *lineConn
+	rec   *producer.Recorder // nil for the direct path
+	close func()
+}
+
+func directPath(b testing.TB, srv string) *benchPath {
+	cmd := exec.Command(srv, "-echo-only")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &benchPath{name: "direct", conn: newLineConn(in, out), close: func() { in.Close(); cmd.Wait() }}
+}
+
+// benchMode is how the proxy path records.
+type benchMode struct {
+	name       string
+	durability string
+	retention  string // default full
+	forward    bool   // diagnostic: a Sink that records nothing (the cost of the hop alone)
+	inflight   []int
+}
+
+var benchModes = []benchMode{
+	{name: "none", durability: transcript.DurabilityNone, inflight: []int{1, 32}},
+	{name: "batch", durability: transcript.DurabilityBatch, inflight: []int{1, 32}},
+	{name: "strict", durability: transcript.DurabilityStrict, inflight: []int{1, 32}},
+	// Diagnostics, to say where the time of "none" goes: without payload
+	// files, and without any recording.
+	{name: "none-retain-digest", durability: transcript.DurabilityNone, retention: transcript.RetainDigest, inflight: []int{1}},
+	{name: "forward-only", forward: true, inflight: []int{1}},
+}
+
+// nopSink records nothing: only for the forward-only diagnostic.
+type nopSink struct{}
+
+func (nopSink) Attempt(Call) (AttemptRef, error)          { return ref("a"), nil }
+func (nopSink) Response(AttemptRef, ResponseObs) error    { return nil }
+func (nopSink) Timeout(AttemptRef) error                  { return nil }
+func (nopSink) CancelSent(AttemptRef, []byte) error       { return nil }
+func (nopSink) TransportFailure(AttemptRef, string) error { return nil }
+func (nopSink) Protocol(ProtocolObs) error                { return nil }
+func (nopSink) ListPage([]byte, []byte, bool) error       { return nil }
+func (nopSink) ListChanged([]byte) error                  { return nil }
+func (nopSink) Oversized(string, string, int64) error     { return nil }
+
+func proxyPath(b testing.TB, srv string, m benchMode) *benchPath {
+	var sink Sink = nopSink{}
+	var rec *producer.Recorder
+	if !m.forward {
+		var err error
+		rec, err = producer.Open(b.TempDir()+"/bench.trace", producer.Options{
+			Clock: time.Now, Entropy: rand.Reader, Durability: m.durability, Retention: m.retention,
+			Producer: transcript.Producer{Name: "tracectl-bench", Version: "test"},
+			Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: srv},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink = NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
+	}
+	// OS pipes on the client side too, as an MCP client talking to
+	// tracectl wrap has.
+	cinR, cinW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	coutR, coutW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(b.Context(), Config{
+			Command: srv, Args: []string{"-echo-only"},
+			ClientIn: cinR, ClientOut: coutW, ServerErr: os.Stderr, Sink: sink,
+			Grace: time.Second, KillAfter: time.Second,
+		})
+		coutW.Close()
+		done <- err
+	}()
+	return &benchPath{name: "proxy", conn: newLineConn(cinW, coutR), rec: rec, close: func() {
+		cinW.Close()
+		if err := <-done; err != nil {
+			b.Errorf("proxy.Run: %v", err)
+		}
+		cinR.Close()
+		coutR.Close()
+		if rec != nil {
+			if err := rec.Close(); err != nil {
+				b.Errorf("recorder close: %v", err)
+			}
+		}
+	}}
+}
+
+// run makes n calls with inflight workers and appends each latency.
+func (p *benchPath) run(b testing.TB, firstID int64, n, inflight int, lat *[]time.Duration) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	per := (n + inflight - 1) / inflight
+	for w := range inflight {
+		from, to := w*per, min(n, (w+1)*per)
+		if from >= to {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, to-from)
+			for i := from; i < to; i++ {
+				d, err := p.conn.call(firstID + int64(i))
+				if err != nil {
+					b.Errorf("%s path: %v", p.name, err)
+					return
+				}
+				local = append(local, d)
+			}
+			mu.Lock()
+			*lat = append(*lat, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+func BenchmarkRoundTrip(b *testing.B) {
+	srv := mcptest.Build(b, "sdkserver")
+	for _, m := range benchModes {
+		for _, inflight := range m.inflight {
+			b.Run(fmt.Sprintf("%s/inflight=%d", m.name, inflight), func(b *testing.B) {
+				direct, proxied := directPath(b, srv), proxyPath(b, srv, m)
+				defer direct.close()
+				defer proxied.close()
+				// Warm both: processes, caches, the SDK's first-call paths.
+				var warm []time.Duration
+				direct.run(b, 1<<40, 200, inflight, &warm)
+				proxied.run(b, 1<<40, 200, inflight, &warm)
+				fsyncs := func() int64 {
+					if proxied.rec == nil {
+						return 0
+					}
+					return proxied.rec.Stats().Fsyncs
+				}
+				syncs0 := fsyncs()
+
+				const block = 500
+				var dl, pl []time.Duration
+				b.ResetTimer()
+				for done := 0; done < b.N; done += block {
+					n := min(block, b.N-done)
+					direct.run(b, int64(done), n, inflight, &dl)
+					proxied.run(b, int64(done), n, inflight, &pl)
+				}
+				b.StopTimer()
+				syncs := fsyncs() - syncs0
+
+				slices.Sort(dl)
+				slices.Sort(pl)
+				d50, d99, p50, p99 := quantile(dl, .5), quantile(dl, .99), quantile(pl, .5), quantile(pl, .99)
+				b.ReportMetric(us(d50), "direct-p50-µs")
+				b.ReportMetric(us(p50), "proxy-p50-µs")
+				b.ReportMetric(float64(p50)/float64(d50), "p50-ratio")
+				b.ReportMetric(us(d99), "direct-p99-µs")
+				b.ReportMetric(us(p99), "proxy-p99-µs")
+				b.ReportMetric(us(p99-d99), "added-p99-µs")
+				b.ReportMetric(float64(syncs)/float64(b.N), "fsyncs/call")
+			})
+		}
+	}
+}
