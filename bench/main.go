@@ -63,7 +63,7 @@ var rows = []row{
 		metric{"calls/s", "calls/s"}, metric{"", "plain appends"}, "x-anchor", "(reference)"},
 	{"producer", "./producer", "^BenchmarkRecord$", "2000x", "Record/none-1", "journal: none",
 		metric{"calls/s", "calls/s"}, metric{"", "plain appends"}, "x-anchor", "<= 2x"},
-	{"verify", "./verify", "^BenchmarkVerifyBundle$", "1x", "", "verify a 100,000-attempt bundle",
+	{"verify", "./verify", "^BenchmarkVerifyBundle$", "1x", "VerifyBundle/attempts=100000", "verify a 100,000-attempt bundle",
 		metric{"MiB/s", "MiB/s"}, metric{"", "sha256sum over the bundle"}, "x-sha256sum", "<= 4x"},
 }
 
