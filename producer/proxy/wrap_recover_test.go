@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/internal/mcptest"
-	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -42,9 +40,9 @@ func buildTracectl(t *testing.T) string {
 
 // TestWrapProxyKilledThenRecovered: `tracectl wrap` itself is SIGKILLed
 // with a call in flight. Everything recorded before the kill stays as it
-// was; recovery appends (never rewrites) an unknown resolution for the
-// in-flight attempt, and the recovered bundle, signed with the wrap key,
-// verifies.
+// was; `tracectl seal --recover` appends (never rewrites) an unknown
+// resolution for the in-flight attempt, and the recovered bundle, signed
+// with the wrap key, verifies.
 func TestWrapProxyKilledThenRecovered(t *testing.T) {
 	t.Parallel()
 	srv := mcptest.Build(t, "sdkserver")
@@ -101,22 +99,22 @@ func TestWrapProxyKilledThenRecovered(t *testing.T) {
 		t.Fatalf("a killed wrap left a record.json (%v)", err)
 	}
 
-	// `tracectl seal --recover` does not exist yet: recover through the
-	// library it will call, and sign with the wrap key.
-	rec, err := producer.Recover(bundle, producer.Options{Clock: time.Now})
-	if err != nil {
-		t.Fatalf("Recover: %v", err)
+	// The journal has no torn line, so plain `seal` would take it too;
+	// --recover is what records that the producer crashed, as it did.
+	seal := exec.Command(tracectl, "seal", "--recover", "--bundle", bundle, "--key", keyPath)
+	var sout, serr bytes.Buffer
+	seal.Stdout, seal.Stderr = &sout, &serr
+	if err := seal.Run(); err != nil {
+		t.Fatalf("tracectl seal --recover: %v\n%s%s", err, sout.String(), serr.String())
 	}
-	if rep := rec.Recovery(); strings.Join(rep.Resolved, ",") != "a2" || len(rep.Torn) != 0 {
-		t.Errorf("recovery report %+v, want a2 resolved, nothing torn", rep)
-	}
-	s, err := sign.LoadKeyFile(keyPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := rec.Seal(context.Background(), recordSigner{s})
-	if err != nil {
-		t.Fatal(err)
+	for _, want := range []string{
+		"; 1 attempts resolved unknown (producer_crashed): a2\n",
+		"sealed " + bundle + ": 2 attempts: 1 responses, 0 transport failures, 1 unknown; ",
+		"; signed\n",
+	} {
+		if !strings.Contains(sout.String(), want) {
+			t.Errorf("tracectl seal --recover said:\n%s\nwant it to say %q", sout.String(), want)
+		}
 	}
 
 	after, err := os.ReadFile(filepath.Join(bundle, transcript.TranscriptFile))
@@ -142,7 +140,7 @@ func TestWrapProxyKilledThenRecovered(t *testing.T) {
 			recoveries++
 		}
 	}
-	if c := sealed.Seal; recoveries != 1 || !c.Recovered || c.Attempts != 2 || c.Responses != 1 || c.Unknown != 1 {
+	if c := j.seal(t); recoveries != 1 || !c.Recovered || c.Attempts != 2 || c.Responses != 1 || c.Unknown != 1 {
 		t.Errorf("%d recovery events, seal %+v", recoveries, c)
 	}
 	pub, err := sign.LoadPublicKeyFile(keyPath + ".pub")
