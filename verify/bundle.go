@@ -85,6 +85,7 @@ type bundleCheck struct {
 
 	hash hash.Hash // reused for every blob
 	buf  []byte
+	body []byte // reused for the payloads whose claims are re-derived
 
 	conflicts   int64 // identity and history findings
 	payloadBad  int64 // payload findings other than pass
@@ -204,7 +205,7 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 	switch e := ev.(type) {
 	case *transcript.Protocol:
 		if e.Payload != nil {
-			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx))
+			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)
 		}
 	case *transcript.SnapshotEvent:
 		b.onSnapshot(e)
@@ -346,7 +347,9 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, subject,
 			"binds server "+a.ServerDigest+", the header's server is "+b.serverDigest)
 	}
-	b.payload(a.Request, subject+" request")
+	if body, ok := b.payload(a.Request, subject+" request", true); ok {
+		b.attemptClaims(a, body, subject)
+	}
 	b.bindSnapshot(a)
 }
 
@@ -380,7 +383,9 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	}
 	defer func() { b.attempts[o.AttemptID] = a }()
 	if o.Response != nil {
-		b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq))
+		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
+			b.observationClaims(o, body, subject)
+		}
 	}
 	replaced := func() {
 		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("observation %s at seq %d after its outcome was recorded (%s): an outcome is never replaced", o.Kind, o.Seq, outcomeName(a.state)))
@@ -445,14 +450,17 @@ func (b *bundleCheck) onNotification(n *transcript.Notification) {
 			b.conflict(CodeHistoryConflict, "attempt "+n.AttemptID, fmt.Sprintf("notification %s at seq %d names no earlier attempt", n.Method, n.Seq))
 		}
 	}
-	b.payload(n.Payload, fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq))
+	nsubject := fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq)
+	if body, ok := b.payload(n.Payload, nsubject, true); ok {
+		b.notificationClaims(n, body, nsubject)
+	}
 }
 
 func (b *bundleCheck) onRecovery(rc *transcript.Recovery) {
 	detail := "the producer recovered after an interruption: " + rc.Detail
 	if rc.TornFile != "" {
 		detail += fmt.Sprintf("; a torn line of %d bytes was quarantined, not used", rc.TornLength)
-		b.blob(rc.TornFile, rc.TornDigest, rc.TornLength, CheckPayload, fmt.Sprintf("quarantined line (seq %d)", rc.Seq), true)
+		b.blob(rc.TornFile, rc.TornDigest, rc.TornLength, CheckPayload, fmt.Sprintf("quarantined line (seq %d)", rc.Seq), true, false)
 	}
 	b.r.add(CodeRecoveryRecorded, CheckOutcome, StatusInfo, "line "+strconv.FormatInt(rc.Seq, 10), detail)
 }

@@ -14,10 +14,16 @@ import (
 // payload checks one committed payload: its bytes are retained and present
 // with the committed digest and length, or they are unavailable. Missing
 // bytes are never a pass and never a mismatch.
-func (b *bundleCheck) payload(p transcript.Payload, subject string) {
+//
+// With keep, the exact bytes are returned when they are available and match
+// (ok), so the line's claims about them can be re-derived; bytes longer
+// than transcript.MaxDeriveBytes are streamed and returned as nil with ok
+// (no derivation reads that far). The returned slice is reused by the next
+// call.
+func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (body []byte, ok bool) {
 	if b.partial {
 		b.undisclosed++
-		return
+		return nil, false
 	}
 	if !p.Retained {
 		why := "not retained (digest-only retention)"
@@ -26,17 +32,21 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string) {
 		}
 		b.payloadBad++
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, subject, why+"; only its digest "+p.Digest+" is committed")
-		return
+		return nil, false
 	}
 	path := transcript.BlobPath(p.Digest)
-	b.blob(path, p.Digest, p.Length, CheckPayload, subject, false)
+	return b.blob(path, p.Digest, p.Length, CheckPayload, subject, false, keep)
 }
 
 // blob checks that the file at path holds exactly length bytes hashing to
 // digest. It reads at most length+1 bytes, streaming them into the hash, so
 // memory does not depend on the payload. mismatch findings use the payload
 // code, or snapshot_mismatch for snapshot bytes (the caller's check).
-func (b *bundleCheck) blob(path, digest string, length int64, check Check, subject string, quarantine bool) bool {
+//
+// With keep and a length within transcript.MaxDeriveBytes, the bytes are
+// read into one reused buffer instead (one payload in memory at a time) and
+// returned when they match.
+func (b *bundleCheck) blob(path, digest string, length int64, check Check, subject string, quarantine, keep bool) ([]byte, bool) {
 	mismatch := CodeEvidenceMismatch
 	if check == CheckSnapshot {
 		mismatch = CodeSnapshotMismatch
@@ -44,7 +54,7 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	if path == "" {
 		b.payloadBad++
 		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
-		return false
+		return nil, false
 	}
 	f, err := b.fsys.Open(path)
 	if err != nil {
@@ -54,7 +64,7 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 			detail = "the committed bytes cannot be read: " + err.Error()
 		}
 		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, detail)
-		return false
+		return nil, false
 	}
 	defer f.Close()
 	if b.hash == nil {
@@ -62,13 +72,27 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	}
 	h := b.hash
 	h.Reset()
-	// One hash and one buffer for every blob: io.Copy would allocate 32 KiB
-	// per payload.
-	n, err := io.CopyBuffer(h, io.LimitReader(f, length+1), b.buf)
+	var n int64
+	var body []byte
+	if keep && length <= transcript.MaxDeriveBytes {
+		if int64(cap(b.body)) < length+1 {
+			b.body = make([]byte, length+1)
+		}
+		m, rerr := io.ReadFull(f, b.body[:length+1])
+		if errors.Is(rerr, io.ErrUnexpectedEOF) || errors.Is(rerr, io.EOF) {
+			rerr = nil
+		}
+		n, body, err = int64(m), b.body[:m], rerr
+		h.Write(body)
+	} else {
+		// One hash and one buffer for every blob: io.Copy would allocate
+		// 32 KiB per payload.
+		n, err = io.CopyBuffer(h, io.LimitReader(f, length+1), b.buf)
+	}
 	if err != nil {
 		b.payloadBad++
 		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read: "+err.Error())
-		return false
+		return nil, false
 	}
 	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	switch {
@@ -79,14 +103,14 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 			what = "more bytes"
 		}
 		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s holds %s, the transcript commits to %d", path, what, length))
-		return false
+		return nil, false
 	case got != digest:
 		b.payloadBad++
 		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s hashes to %s, the transcript commits to %s", path, got, digest))
-		return false
+		return nil, false
 	}
 	if !quarantine && check == CheckPayload {
 		b.r.Counts.Payloads++
 	}
-	return true
+	return body, true
 }

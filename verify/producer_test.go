@@ -166,8 +166,10 @@ func TestProducerBundle(t *testing.T) {
 	if err := os.WriteFile(tr, slices.Concat(data[:i], []byte("9"), data[i+1:]), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The line is no longer the one signed, and its claim no longer
+	// matches the retained request bytes: both are reported.
 	rep, codes = verdictCodes(t, os.DirFS(dir), trusted(t))
-	if rep.Verdict != verify.Failed || !slices.Equal(codes, []verify.Code{verify.CodeBindingFailure}) {
+	if rep.Verdict != verify.Failed || !slices.Equal(codes, []verify.Code{verify.CodeBindingFailure, verify.CodeEvidenceMismatch}) {
 		t.Fatalf("after tampering: verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
 	}
 }

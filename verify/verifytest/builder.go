@@ -198,10 +198,16 @@ func (b *Builder) Attempt(id string, ref transcript.SnapshotRef, mods ...func(*t
 	if len(b.Lines) == 0 {
 		b.Header()
 	}
-	req := fmt.Sprintf(`{"id":%q,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":%d},"name":"tool_1"}}`, id, len(b.Lines))
-	a := &transcript.Attempt{ExecutionScope: b.Scope, AttemptID: id, Tool: "tool_1",
-		RPCID:        transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: fmt.Sprintf("%q", id)},
-		Protocol:     transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: "2026-07-28"},
+	req := fmt.Sprintf(`{"id":%q,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{"x":%d},"name":"tool_1"}}`, id, len(b.Lines))
+	// The line's claims are derived from the request bytes as a producer
+	// derives them: a verifier checks them against the bytes.
+	f, err := transcript.DeriveRequest([]byte(req))
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	a := &transcript.Attempt{ExecutionScope: b.Scope, AttemptID: id, Tool: f.Tool, ToolInvalid: f.ToolInvalid,
+		ArgsDigest: f.ArgsDigest, ArgsUnsupport: f.ArgsUnsupported, RPCID: f.RPCID, Correlation: f.Correlation,
+		Protocol:     transcript.AttemptProto{Era: transcript.EraModern, State: f.ProtoState, Value: f.ProtoVersion},
 		ServerDigest: b.ServerDigest, Request: b.Blob([]byte(req)), Terminator: transcript.TermLF, Snapshot: ref}
 	for _, m := range mods {
 		m(a)

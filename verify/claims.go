@@ -1,0 +1,195 @@
+package verify
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Claims against bytes (spec/verification.md, "Payloads"). An attempt,
+// observation or notification line states facts about the message it
+// commits to: the tool, the arguments' digest, the JSON-RPC id, the
+// protocol revision, the correlation metadata, a response's result type and
+// error. When the exact bytes are present and match their commitment, the
+// verifier re-derives those facts with the producer's own derivation
+// (transcript.Derive*) and compares: a signed line whose claim the bytes
+// contradict is evidence_mismatch. When the bytes are unavailable the claim
+// cannot be checked, and evidence_unavailable already says so.
+
+// maxClaimQuote bounds each value quoted in a claim finding: values come
+// from hostile bytes, so they are cut and escaped (strconv.Quote), never
+// printed raw.
+const maxClaimQuote = 64
+
+// keepBodyBytes is the largest buffer kept between payloads; a larger one
+// is released after use so one huge payload does not pin its memory.
+const keepBodyBytes = 1 << 20
+
+// diffs collects the members whose claim differs from the bytes.
+type diffs []string
+
+func (d *diffs) str(member, claim, derived string) {
+	if claim != derived {
+		*d = append(*d, member+": the line claims "+quote(claim)+", the bytes give "+quote(derived))
+	}
+}
+
+func (d *diffs) text(member, claim, derived string) {
+	if claim != derived {
+		*d = append(*d, member+": the line claims "+claim+", the bytes give "+derived)
+	}
+}
+
+// quote escapes s for a finding, cut to maxClaimQuote bytes first.
+func quote(s string) string {
+	if len(s) > maxClaimQuote {
+		return strconv.Quote(s[:maxClaimQuote]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func (b *bundleCheck) mismatchClaims(subject, what string, d diffs) {
+	b.releaseBody()
+	if len(d) == 0 {
+		return
+	}
+	b.payloadBad++
+	b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject,
+		what+" contradicts its retained bytes: "+strings.Join(d, "; "))
+}
+
+func (b *bundleCheck) releaseBody() {
+	if cap(b.body) > keepBodyBytes {
+		b.body = nil
+	}
+}
+
+// errTooLongToDerive stands for the derivation of bytes longer than
+// transcript.MaxDeriveBytes, which were streamed rather than read.
+var errTooLongToDerive = errors.New("longer than the " + strconv.Itoa(transcript.MaxDeriveBytes) + " bytes a producer reads")
+
+// attemptClaims checks an attempt line against its request bytes (body nil:
+// longer than transcript.MaxDeriveBytes).
+func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject string) {
+	var f *transcript.RequestFacts
+	err := errTooLongToDerive
+	if body != nil {
+		f, err = transcript.DeriveRequest(body)
+	}
+	if err != nil {
+		reason := err.Error()
+		var nt *transcript.NotToolCallError
+		if errors.As(err, &nt) {
+			reason = nt.Reason
+		}
+		b.mismatchClaims(subject, "the attempt line", diffs{"request: the bytes are not a tools/call request a producer records (" + quote(reason) + ")"})
+		return
+	}
+	var d diffs
+	d.str("tool", a.Tool, f.Tool)
+	d.str("tool_invalid", a.ToolInvalid, f.ToolInvalid)
+	d.str("arguments_digest", a.ArgsDigest, f.ArgsDigest)
+	d.str("arguments_unsupported", a.ArgsUnsupport, f.ArgsUnsupported)
+	idClaims(&d, "jsonrpc_id", a.RPCID, f.RPCID)
+	protoClaims(&d, a.Protocol, f)
+	corrClaims(&d, "correlation.traceparent", a.Correlation.Traceparent, f.Correlation.Traceparent)
+	corrClaims(&d, "correlation.tracestate", a.Correlation.Tracestate, f.Correlation.Tracestate)
+	corrClaims(&d, "correlation.correlation_id", a.Correlation.CorrelationID, f.Correlation.CorrelationID)
+	corrClaims(&d, "correlation.retry_of", a.Correlation.RetryOf, f.Correlation.RetryOf)
+	b.mismatchClaims(subject, "the attempt line", d)
+}
+
+func idClaims(d *diffs, name string, claim, derived transcript.JSONRPCID) {
+	d.text(name+".present", strconv.FormatBool(claim.Present), strconv.FormatBool(derived.Present))
+	d.str(name+".kind", claim.Kind, derived.Kind)
+	d.str(name+".text", claim.Text, derived.Text)
+	d.str(name+".digest", claim.Digest, derived.Digest)
+}
+
+// protoClaims checks the request's own protocol facts. A request whose
+// _meta carries no revision may be recorded absent or negotiated: the
+// negotiated revision comes from the initialize exchange, not from these
+// bytes, and era of an absent or malformed state is the session's.
+func protoClaims(d *diffs, claim transcript.AttemptProto, f *transcript.RequestFacts) {
+	switch f.ProtoState {
+	case transcript.ProtoPresent:
+		d.str("protocol.state", claim.State, f.ProtoState)
+		d.str("protocol.era", claim.Era, transcript.EraModern)
+		d.str("protocol.version", claim.Value, f.ProtoVersion)
+	case transcript.ProtoAbsent:
+		if claim.State != transcript.ProtoNegotiated {
+			d.str("protocol.state", claim.State, f.ProtoState)
+		}
+		if claim.State == transcript.ProtoNegotiated {
+			d.str("protocol.era", claim.Era, transcript.EraLegacy)
+		}
+	default:
+		d.str("protocol.state", claim.State, f.ProtoState)
+	}
+}
+
+func corrClaims(d *diffs, name string, claim, derived *transcript.CorrValue) {
+	if show(claim) != show(derived) {
+		d.text(name, show(claim), show(derived))
+	}
+}
+
+func show(v *transcript.CorrValue) string {
+	switch {
+	case v == nil:
+		return "absent"
+	case v.Valid:
+		return "valid " + quote(v.Value)
+	}
+	return "invalid (" + quote(v.Reason) + ")"
+}
+
+// observationClaims checks a response observation against its response
+// bytes (body nil: longer than transcript.MaxDeriveBytes, which derive no
+// facts).
+func (b *bundleCheck) observationClaims(o *transcript.Observation, body []byte, subject string) {
+	var f transcript.ResponseFacts
+	if body != nil {
+		f = transcript.DeriveResponse(body)
+	}
+	var d diffs
+	d.str("result_type", o.ResultType, f.ResultType)
+	d.text("is_error", strconv.FormatBool(o.IsError), strconv.FormatBool(f.IsError))
+	d.text("error_code", showCode(o.ErrorCode), showCode(f.ErrorCode))
+	b.mismatchClaims(subject, "the "+o.Kind+" observation line", d)
+}
+
+func showCode(c *int64) string {
+	if c == nil {
+		return "absent"
+	}
+	return strconv.FormatInt(*c, 10)
+}
+
+// notificationClaims checks a notification line's method and request_id
+// against its bytes.
+func (b *bundleCheck) notificationClaims(n *transcript.Notification, body []byte, subject string) {
+	err := errTooLongToDerive
+	var f transcript.NotificationFacts
+	if body != nil {
+		f, err = transcript.DeriveNotification(body)
+	}
+	if err != nil {
+		b.mismatchClaims(subject, "the notification line", diffs{"payload: the bytes are not a notification a producer records (" + quote(err.Error()) + ")"})
+		return
+	}
+	var d diffs
+	d.str("method", n.Method, f.Method)
+	switch {
+	case n.RequestID == nil && f.RequestID == nil:
+	case n.RequestID == nil:
+		d.text("request_id", "absent", "present")
+	case f.RequestID == nil:
+		d.text("request_id", "present", "absent")
+	default:
+		idClaims(&d, "request_id", *n.RequestID, *f.RequestID)
+	}
+	b.mismatchClaims(subject, "the notification line", d)
+}
