@@ -44,13 +44,19 @@ func (s *session) fromClient(line []byte) error {
 		s.noteEra(m)
 	}
 	switch {
+	case m.kind == kindUnrecordableCall:
+		return s.refuse(m.idKey, m.why)
 	case m.kind == kindRequest && m.method == "tools/call":
-		s.mu.Lock()
+		// The attempt is made durable before anything else: no session
+		// lock is held, so the other direction's recording (a response's
+		// durable wait) can share the same fsync.
 		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: term, msg: m})
+		if errors.Is(err, ErrUnrecordable) {
+			return s.refuse(m.idKey, err.Error())
+		}
 		if err != nil {
 			// Fail closed: not forwarded; the client learns why.
 			s.noteSinkErr(err)
-			s.mu.Unlock()
 			return s.writeClient(errorLine(m.idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
 		}
 		// A second call in flight under the same id is still its own
@@ -59,6 +65,7 @@ func (s *session) fromClient(line []byte) error {
 		// response (their outcome is unknown at seal), the responses are
 		// forwarded, and the transcript shows two overlapping attempts
 		// with one id.
+		s.mu.Lock()
 		p := &pending{what: reqCall, ref: ref}
 		if first, dup := s.inflight[m.idKey]; dup && first.what == reqCall {
 			if first.timer != nil {
@@ -85,11 +92,15 @@ func (s *session) fromClient(line []byte) error {
 		if rid, ok := m.params.Get("requestId"); ok {
 			key := string(rid.Raw())
 			s.mu.Lock()
-			if p, ok := s.inflight[key]; ok && p.what == reqCall {
+			if p, ok := s.inflight[key]; ok && p.what == reqCall && len(p.conflict) == 0 {
 				p.canceled = true
+				p.mu.Lock()
+				s.mu.Unlock()
 				s.noteSinkErr(s.cfg.Sink.CancelSent(p.ref, line))
+				p.mu.Unlock()
+			} else {
+				s.mu.Unlock()
 			}
-			s.mu.Unlock()
 		}
 	}
 	_, err := s.serverIn.Write(line)
@@ -104,12 +115,24 @@ func (s *session) track(key string, p *pending) {
 
 func (s *session) timeout(key string, p *pending) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.inflight[key]; !ok || cur != p {
+	if cur, ok := s.inflight[key]; !ok || cur != p || len(p.conflict) > 0 {
+		s.mu.Unlock()
 		return
 	}
 	p.timedOut = true
+	p.mu.Lock()
+	s.mu.Unlock()
+	defer p.mu.Unlock()
 	s.noteSinkErr(s.cfg.Sink.Timeout(p.ref))
+}
+
+// refuse answers a tools/call the proxy will not forward because it cannot
+// record it exactly.
+func (s *session) refuse(idKey, why string) error {
+	if idKey == "" {
+		idKey = "null"
+	}
+	return s.writeClient(errorLine(idKey, codeUnrecordable, "tracectl: not forwarded: "+ErrUnrecordable.Error()+": "+why))
 }
 
 // serverToClient forwards server lines to the client, recording responses
@@ -123,8 +146,7 @@ func (s *session) serverToClient(r io.Reader) error {
 				s.outMu.Lock() // held for the whole streamed line
 				streaming = true
 			}
-			_, werr := s.cfg.ClientOut.Write(b)
-			return werr
+			return s.writeClientLocked(b)
 		})
 		if streaming {
 			s.outMu.Unlock()
@@ -164,61 +186,66 @@ func (s *session) fromServer(line []byte) error {
 // that id, or the response could not be recorded).
 func (s *session) observeServer(m message, line []byte) (forward bool, synth []byte) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch m.kind {
 	case kindResponse:
 		p, ok := s.inflight[m.idKey]
 		if !ok {
-			return true, nil
+			break
 		}
 		delete(s.inflight, m.idKey)
 		switch p.what {
 		case reqList:
 			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.hasErr))
-			return true, nil
 		case reqInit:
 			if !m.hasErr {
 				v, name, ver := initializeInfo(m.result)
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "legacy", Version: v, Source: "initialize_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 				s.legacyVer = v
 			}
-			return true, nil
 		case reqDiscover:
 			if !m.hasErr {
 				name, ver := discoverInfo(m.result)
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: s.modernVer, Source: "discover_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 			}
-			return true, nil
-		}
-		if len(p.conflict) > 0 {
-			// Ambiguous: forwarded, attributed to no attempt. The
-			// entry stays until as many responses as attempts came;
-			// the attempts stay unknown.
-			if p.unattributed--; p.unattributed > 0 {
-				s.inflight[m.idKey] = p
+		case reqCall:
+			if len(p.conflict) > 0 {
+				// Ambiguous: forwarded, attributed to no attempt. The
+				// entry stays until as many responses as attempts came;
+				// the attempts stay unknown.
+				if p.unattributed--; p.unattributed > 0 {
+					s.inflight[m.idKey] = p
+				}
+				break
 			}
-			return true, nil
-		}
-		if p.timer != nil {
-			p.timer.Stop()
-		}
-		obs := responseObs(m, line)
-		obs.Late = p.timedOut || p.canceled
-		if err := s.cfg.Sink.Response(p.ref, obs); err != nil {
-			// Fail closed: a response is never forwarded unrecorded; the
-			// client gets an error naming the reason instead.
-			s.noteSinkErr(err)
-			return false, errorLine(m.idKey, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())
-		}
-		if s.answered[m.idKey] {
+			if p.timer != nil {
+				p.timer.Stop()
+			}
+			obs := responseObs(m, line)
+			obs.Late = p.timedOut || p.canceled
+			answered := s.answered[m.idKey]
 			delete(s.answered, m.idKey)
-			return false, nil
+			// The response's durable wait runs without the session lock
+			// (the client direction keeps recording attempts meanwhile);
+			// p.mu keeps it after any timeout or cancellation already
+			// decided for this attempt.
+			p.mu.Lock()
+			s.mu.Unlock()
+			err := s.cfg.Sink.Response(p.ref, obs)
+			p.mu.Unlock()
+			if err != nil {
+				// Fail closed: a response is never forwarded unrecorded;
+				// the client gets an error naming the reason instead.
+				s.noteSinkErr(err)
+				return false, errorLine(m.idKey, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())
+			}
+			return !answered, nil
 		}
 	case kindNotification:
 		if m.method == "notifications/tools/list_changed" {
 			s.noteSinkErr(s.cfg.Sink.ListChanged(append([]byte(nil), line...)))
 		}
 	}
+	s.mu.Unlock()
 	return true, nil
 }
 

@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -21,6 +25,10 @@ const (
 	kindRequest                     // method + id
 	kindNotification                // method, no id
 	kindResponse                    // id + result or error
+	// kindUnrecordableCall: a line a JSON-RPC peer could read as a
+	// tools/call, but not exactly (invalid UTF-8, a lone surrogate, a
+	// repeated id or method). It is refused, never forwarded unrecorded.
+	kindUnrecordableCall
 )
 
 // message is what the proxy reads from one line. It never changes the line:
@@ -34,6 +42,7 @@ type message struct {
 	result canon.Value
 	hasErr bool
 	errNum canon.Value
+	why    string // kindUnrecordableCall: what makes it unrecordable
 }
 
 // parseMessage reads a JSON-RPC message from one line (terminator removed).
@@ -42,11 +51,19 @@ type message struct {
 func parseMessage(line []byte, maxBytes int64) message {
 	doc, err := canon.Parse(line, canon.ParseOptions{Limits: canon.Limits{MaxBytes: maxBytes}, AllowDuplicateKeys: true})
 	if err != nil {
-		return message{}
+		return lenientToolCall(line, err)
 	}
 	root := doc.Root()
 	if root.Kind() != canon.KindObject {
 		return message{}
+	}
+	if root.HasDuplicates() && anyToolCall(root) {
+		if _, ok := root.Get("method"); !ok {
+			return message{kind: kindUnrecordableCall, why: "its method member is repeated", idKey: exactID(root)}
+		}
+		if _, ok := root.Get("id"); !ok {
+			return message{kind: kindUnrecordableCall, why: "its id member is repeated", idKey: "null"}
+		}
 	}
 	var m message
 	if id, ok := root.Get("id"); ok {
@@ -163,4 +180,50 @@ func splitTerminator(line []byte) ([]byte, string) {
 		return line[:n-1], "lf"
 	}
 	return line, "none"
+}
+
+// anyToolCall reports whether any "method" member of the object says
+// tools/call (a peer may read any one of repeated members).
+func anyToolCall(root canon.Value) bool {
+	for _, mem := range root.Members() {
+		if mem.Name == "method" {
+			if s, ok := mem.Value.Str(); ok && s == "tools/call" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exactID returns the exact id text when the id member is unambiguous, else
+// "null".
+func exactID(root canon.Value) string {
+	if id, ok := root.Get("id"); ok {
+		return string(id.Raw())
+	}
+	return "null"
+}
+
+// lenientToolCall reads a line strict parsing refused the way a lenient
+// JSON-RPC peer would (encoding/json: invalid UTF-8 and lone surrogates
+// become U+FFFD, the last of repeated members wins). If that reading is a
+// tools/call, the line must not reach the server unrecorded.
+func lenientToolCall(line []byte, strictErr error) message {
+	var env struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &env) != nil || env.Method != "tools/call" {
+		return message{}
+	}
+	id := "null"
+	if len(env.ID) > 0 && json.Valid(env.ID) && utf8.Valid(env.ID) {
+		id = string(env.ID)
+	}
+	code := "invalid JSON"
+	var ce *canon.Error
+	if errors.As(strictErr, &ce) {
+		code = string(ce.Code) + " at " + ce.Pointer
+	}
+	return message{kind: kindUnrecordableCall, why: "not strict JSON (" + code + ")", idKey: id}
 }

@@ -262,3 +262,68 @@ func TestConflictingIDsAreNotGuessed(t *testing.T) {
 		t.Fatalf("result = %+v: the entry must be gone once both responses came", res)
 	}
 }
+
+// TestUnrecordableCallsAreRefused: tools/call lines a lenient server would
+// execute but the recorder cannot record exactly never reach the server;
+// the client gets -32600 for its id, and the session goes on.
+func TestUnrecordableCallsAreRefused(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	c := startProxy(t, sink, Config{}, raw, "-script", "echo-ids")
+	cases := []struct{ line, wantID string }{
+		{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"raw-0000","arguments":{"s":"\ud800"}}}`, "11"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"raw-0000\",\"arguments\":{\"s\":\"\xff\"}}}", "12"},
+		{`{"jsonrpc":"2.0","id":13,"id":14,"method":"tools/call","params":{"name":"raw-0000"}}`, "null"},
+		{`{"jsonrpc":"2.0","id":15,"method":"ping","method":"tools/call","params":{"name":"raw-0000"}}`, "15"},
+	}
+	for _, tc := range cases {
+		c.send(tc.line)
+		got := c.recv()
+		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+tc.wantID+`,"error":{"code":-32600,`) || !strings.Contains(got, "cannot be recorded exactly") {
+			t.Fatalf("for %q the client got %s", tc.line, got)
+		}
+	}
+	// The session goes on, and a line that is not a tools/call is still
+	// forwarded even when it is not strict JSON.
+	c.send("{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"ping\",\"params\":{\"s\":\"\xff\"}}")
+	if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":16,`) {
+		t.Fatalf("ping after the refusals: %s", got)
+	}
+	if _, err := c.finish(); err != nil {
+		t.Fatalf("Run: %v (a refusal is not an audit failure)", err)
+	}
+	if got := sink.log(); len(got) != 0 {
+		t.Fatalf("sink log = %q, want nothing recorded", got)
+	}
+}
+
+// TestClientThatStopsReading: a client that closes its read side is not a
+// server failure; the call in flight gets its response recorded.
+func TestClientThatStopsReading(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	sink := &memSink{}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	outR.Close() // the client never reads: every write to it fails
+	done := make(chan struct{})
+	var res *Result
+	var runErr error
+	go func() {
+		res, runErr = Run(context.Background(), Config{Command: raw, Args: []string{"-script", "paged", "-call-delay", "100ms"},
+			ClientIn: inR, ClientOut: outW, ServerErr: io.Discard, Sink: sink, Grace: 2 * time.Second, KillAfter: time.Second})
+		close(done)
+	}()
+	io.WriteString(inW, callLine("1", "raw-0000")+"\n"+callLine("2", "raw-0001")+"\n")
+	inW.Close()
+	<-done
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	if res.TransportFailures != 0 || len(res.InFlight) != 0 {
+		t.Fatalf("result = %+v: blamed on the server", res)
+	}
+	want := "attempt a1;attempt a2;response a1 complete late=false;response a2 complete late=false"
+	if got := strings.Join(sink.log(), ";"); got != want {
+		t.Fatalf("sink log = %q, want %q", got, want)
+	}
+}

@@ -100,7 +100,8 @@ type Result struct {
 	TransportFailures int
 	// InFlight are attempts still without an answer when the proxy itself
 	// ended the session (client gone, grace period over). Their outcome is
-	// unknown; the recorder resolves them when it seals.
+	// unknown: the recorder resolves those with no observation at all when
+	// it seals; one with a timeout or cancellation already says unknown.
 	InFlight []AttemptRef
 }
 
@@ -113,6 +114,11 @@ const (
 )
 
 type pending struct {
+	// mu orders this attempt's observations: held across each Sink call
+	// for it, taken while holding session.mu (never the reverse), so a
+	// timeout and a response racing for one attempt reach the journal in
+	// the order the proxy decided them.
+	mu       sync.Mutex
 	what     int
 	ref      AttemptRef
 	isList   bool
@@ -127,18 +133,20 @@ type pending struct {
 }
 
 type session struct {
-	cfg       Config
-	mu        sync.Mutex // guards inflight, answered, era, sinkErr; Sink calls are made under it so history is ordered
-	outMu     sync.Mutex // serializes whole lines written to the client; never held while taking mu
-	inflight  map[string]*pending
-	answered  map[string]bool // ids the proxy answered itself (late responses are then not forwarded)
-	clientOut io.Writer
-	serverIn  io.WriteCloser
-	era       string
-	modernVer string
-	legacyVer string
-	sinkErr   error
-	stopped   bool // the session is over: late client input is not interpreted
+	cfg        Config
+	mu         sync.Mutex // guards inflight, answered, era; never held across an attempt's durable wait
+	errMu      sync.Mutex // guards sinkErr
+	clientGone bool       // a write to the client failed: keep recording, stop writing (guarded by outMu)
+	outMu      sync.Mutex // serializes whole lines written to the client; never held while taking mu
+	inflight   map[string]*pending
+	answered   map[string]bool // ids the proxy answered itself (late responses are then not forwarded)
+	clientOut  io.Writer
+	serverIn   io.WriteCloser
+	era        string
+	modernVer  string
+	legacyVer  string
+	sinkErr    error
+	stopped    bool // the session is over: late client input is not interpreted
 }
 
 func (s *session) stop() {
@@ -148,10 +156,16 @@ func (s *session) stop() {
 }
 
 func (s *session) sinkError() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
 	return s.sinkErr
 }
+
+// ErrUnrecordable marks a tools/call the recorder cannot record exactly
+// (its envelope is not strict JSON, or its id or method is ambiguous). The
+// proxy refuses to forward it: a call that reaches the server must be in
+// the evidence. It is not an audit failure: the session goes on.
+var ErrUnrecordable = errors.New("tools/call cannot be recorded exactly")
 
 // ErrAuditUnavailable is returned to the client (as a JSON-RPC error) and
 // from Run when the Sink cannot make evidence durable.
@@ -312,14 +326,33 @@ func (s *session) inflightCalls() int {
 // and lines the proxy synthesizes never interleave. Never called with mu held:
 // a client that is slow to read must not stall the recording of the other
 // direction.
+//
+// A client that stops reading is not the server's failure: after the first
+// failed write the proxy stops writing to the client but goes on reading
+// and recording what the server sends, so nothing in flight is blamed on a
+// transport failure that did not happen.
 func (s *session) writeClient(b []byte) error {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
-	_, err := s.cfg.ClientOut.Write(b)
-	return err
+	return s.writeClientLocked(b)
+}
+
+func (s *session) writeClientLocked(b []byte) error {
+	if s.clientGone {
+		return nil
+	}
+	if _, err := s.cfg.ClientOut.Write(b); err != nil {
+		s.clientGone = true
+	}
+	return nil
 }
 
 func (s *session) noteSinkErr(err error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if err != nil && errors.Is(err, ErrUnrecordable) {
+		return // refused to the client, not an audit failure
+	}
 	if err != nil && s.sinkErr == nil {
 		s.sinkErr = fmt.Errorf("%w: %v", ErrAuditUnavailable, err)
 	}
@@ -334,6 +367,7 @@ func errorLine(idText string, code int, msg string) []byte {
 const (
 	codeAuditUnavailable = -32001 // not forwarded: evidence could not be made durable
 	codeTransportFailure = -32002 // the server went away with the call in flight
+	codeUnrecordable     = -32600 // Invalid Request: a tools/call the proxy cannot record exactly, not forwarded
 )
 
 func isClosed(c chan struct{}) bool {
@@ -382,9 +416,11 @@ func (s *session) failInflight(detail string) int {
 			continue
 		}
 		n++
+		p.mu.Lock()
 		for _, ref := range append([]AttemptRef{p.ref}, p.conflict...) {
 			s.noteSinkErr(s.cfg.Sink.TransportFailure(ref, detail))
 		}
+		p.mu.Unlock()
 		if !p.canceled {
 			synth = append(synth, errorLine(key, codeTransportFailure, "tracectl: transport failure: "+detail))
 			s.answered[key] = true

@@ -43,6 +43,9 @@ func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
 // returns.
 func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
 	h, err := s.rec.Attempt(context.Background(), producer.Call{Line: c.Line})
+	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
+		return nil, fmt.Errorf("%w: %v", ErrUnrecordable, err)
+	}
 	if err != nil {
 		return nil, err
 	}
