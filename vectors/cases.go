@@ -699,6 +699,41 @@ func (g *generator) row6() ([]*vec, error) {
 	out = append(out, g.bundleVec("r6-digest-only-retention", 6, CaseBoundary,
 		"The producer chose digest-only retention: request, response and protocol payloads are committed by digest and length but not kept (snapshot pages always are). Their bytes are unavailable evidence, not verified calls.",
 		string(verify.Incomplete), codes(cs(verify.CodeEvidenceUnavailable, verify.CodeSnapshotVerified)), codes(bound, cs(verify.CodeEvidenceMismatch)), b))
+
+	// A signed line's claims about its retained bytes: each vector changes
+	// one claim inside a validly signed transcript, the bytes untouched.
+	claims := []struct {
+		id, checks string
+		match      func(event) bool
+		edit       func(event)
+	}{
+		{"r6-claim-tool-changed",
+			"The attempt line claims tool search_docs while its retained request bytes call get_weather; the record is re-signed, so only the claim contradicts the bytes.",
+			is(transcript.TypeAttempt), func(e event) { e["tool"] = "search_docs" }},
+		{"r6-claim-arguments-digest-changed",
+			"The attempt line's arguments_digest is replaced by the digest of other arguments; the retained request bytes canonicalize to the original digest. The record is re-signed.",
+			is(transcript.TypeAttempt), func(e event) { e["arguments_digest"] = canon.SHA256([]byte(`{"city":"Porto","units":"metric"}`)) }},
+		{"r6-claim-jsonrpc-id-changed",
+			"The attempt line's jsonrpc_id.text is changed from 3 to 4; the retained request bytes carry id 3. The record is re-signed.",
+			is(transcript.TypeAttempt), func(e event) { e["jsonrpc_id"].(map[string]any)["text"] = "4" }},
+		{"r6-claim-is-error-flipped",
+			"The response observation claims is_error true while its retained response bytes are a result without isError; the record is re-signed.",
+			is(transcript.TypeObservation, "kind", transcript.ObsResponse), func(e event) { e["is_error"] = true }},
+	}
+	for _, c := range claims {
+		b, _, err := g.basicBundle(c.id, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.editWhere(c.match, c.edit); err != nil {
+			return nil, err
+		}
+		if err := b.resign(b.attempts(), nil); err != nil {
+			return nil, err
+		}
+		out = append(out, g.bundleVec(c.id, 6, CaseNegative, c.checks,
+			string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
+	}
 	return out, nil
 }
 

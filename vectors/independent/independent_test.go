@@ -13,7 +13,8 @@
 //     snapshot line and is the SHA-256 of a retained blob; every retained
 //     payload and page is the SHA-256 of its blob;
 //   - for row 6, missing bytes and changed bytes are really what the vector
-//     says they are.
+//     says they are, and a claim that contradicts intact bytes (tool,
+//     arguments digest, JSON-RPC id, isError) really does.
 package independent_test
 
 import (
@@ -115,6 +116,9 @@ func TestIndependent(t *testing.T) {
 				if c.missing+c.mismatched+c.notRetained > 0 || c.ok == 0 {
 					t.Errorf("commitments: %+v, want all present and matching", c)
 				}
+				if d := b.claimsDiffer(); d != 0 {
+					t.Errorf("%d lines whose claims contradict their retained bytes", d)
+				}
 			}
 			if m.requires("evidence_unavailable") && m.forbids("evidence_mismatch") {
 				checked["unavailable"]++
@@ -124,13 +128,18 @@ func TestIndependent(t *testing.T) {
 			}
 			if m.requires("evidence_mismatch") && m.forbids("evidence_unavailable") {
 				checked["mismatch"]++
-				if c.mismatched == 0 || c.missing+c.notRetained != 0 {
-					t.Errorf("commitments: %+v, want bytes changed and none missing", c)
+				switch d := b.claimsDiffer(); {
+				case c.missing+c.notRetained != 0:
+					t.Errorf("commitments: %+v, want none missing", c)
+				case c.mismatched == 0 && d == 0:
+					t.Errorf("commitments: %+v and no claim contradicts its bytes, want bytes changed or a claim contradicted", c)
+				case c.mismatched == 0:
+					checked["claim contradicted"]++
 				}
 			}
 		})
 	}
-	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch"} {
+	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted"} {
 		if checked[k] == 0 {
 			t.Errorf("no vector had its %s checked", k)
 		}
@@ -314,6 +323,68 @@ func (b *bundle) checkSnapshotBindings() error {
 		}
 	}
 	return nil
+}
+
+// claimsDiffer counts the attempt and response observation lines whose
+// tool, arguments_digest (SHA-256 of the RFC 8785 arguments),
+// jsonrpc_id.text or is_error differ from their retained bytes
+// (spec/transcript.md, "attempt", "observation").
+func (b *bundle) claimsDiffer() int {
+	n := 0
+	for _, e := range b.events {
+		var p map[string]any
+		var ok bool
+		switch e["type"] {
+		case "attempt":
+			p, ok = e["request"].(map[string]any)
+		case "observation":
+			p, ok = e["response"].(map[string]any)
+		}
+		if !ok {
+			continue
+		}
+		data, err := os.ReadFile(b.blobPath(p["digest"].(string)))
+		if err != nil {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Name      string         `json:"name"`
+				Arguments map[string]any `json:"arguments"`
+			} `json:"params"`
+			Result struct {
+				IsError bool `json:"isError"`
+			} `json:"result"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if dec.Decode(&msg) != nil {
+			n++
+			continue
+		}
+		if e["type"] == "observation" {
+			if claimed, _ := e["is_error"].(bool); claimed != msg.Result.IsError {
+				n++
+			}
+			continue
+		}
+		var digest any // absent without arguments
+		if msg.Params.Arguments != nil {
+			args, err := jcs(msg.Params.Arguments)
+			if err != nil {
+				n++
+				continue
+			}
+			sum := sha256.Sum256(args)
+			digest = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		id, _ := e["jsonrpc_id"].(map[string]any)
+		if e["tool"] != msg.Params.Name || e["arguments_digest"] != digest || id["text"] != string(msg.ID) {
+			n++
+		}
+	}
+	return n
 }
 
 type counts struct{ ok, missing, mismatched, notRetained int }
