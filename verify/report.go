@@ -53,7 +53,7 @@ const (
 	CodeBindingFailure       Code = "binding_failure"           // the transcript commitment is not the signed tool_transcript.hash, or a digest lies outside the signed boundary
 	CodeCallCountMismatch    Code = "call_count_mismatch"       // call_count differs from the attempts recorded
 	CodeEvidenceUnavailable  Code = "evidence_unavailable"      // bytes the evidence commits to are missing (never a pass, never a mismatch)
-	CodeEvidenceMismatch     Code = "evidence_mismatch"         // bytes present but their digest or length differ
+	CodeEvidenceMismatch     Code = "evidence_mismatch"         // bytes present but their digest or length differ, or a line's claim about them does
 	CodeSnapshotMismatch     Code = "snapshot_mismatch"         // retained snapshot bytes differ from the signed commitment
 	CodeSnapshotIncomplete   Code = "snapshot_incomplete"       // the snapshot an attempt used is an incomplete collection
 	CodeSnapshotWrong        Code = "snapshot_wrong"            // an attempt is bound to a snapshot captured after its dispatch, or a reuse without its original capture and policy
