@@ -66,6 +66,9 @@ type CaptureOptions struct {
 	Env           []string  // the server's environment (nil: inherit)
 	Dir           string    // the server's working directory
 	Stderr        io.Writer // receives the server's stderr (nil: discarded; a tail is kept for errors)
+	// Progress, when set, is called after each page with the pages and
+	// tools collected so far (the CLI shows it on a terminal).
+	Progress func(pages, tools int)
 }
 
 // ErrHandshake is wrapped when no tools/list request could be made: the
@@ -190,6 +193,9 @@ func (s *server) collect(ctx context.Context, col *Collector, hs handshake, time
 		}
 		if err := col.add(req, resp, doc, perr); err != nil {
 			return fmt.Errorf("capture: %w", err)
+		}
+		if s.progress != nil {
+			s.progress(len(col.pages), len(col.tools))
 		}
 		cursor, _ = col.NextCursor()
 	}
@@ -380,17 +386,18 @@ func strMember(obj canon.Value, name string) *string {
 
 // server is a running stdio server and the line reader on its stdout.
 type server struct {
-	cmd     *exec.Cmd
-	stdin   *os.File
-	stdout  *os.File  // read end, closed at shutdown so the reader never outlives the capture
-	lines   chan line // closed when stdout ends
-	exited  chan struct{}
-	quit    chan struct{}
-	stderr  *tail
-	nextID  int64
-	col     *Collector // receives list_changed once collection starts
-	maxLine int64
-	once    sync.Once
+	cmd      *exec.Cmd
+	stdin    *os.File
+	stdout   *os.File  // read end, closed at shutdown so the reader never outlives the capture
+	lines    chan line // closed when stdout ends
+	exited   chan struct{}
+	quit     chan struct{}
+	stderr   *tail
+	nextID   int64
+	col      *Collector // receives list_changed once collection starts
+	maxLine  int64
+	progress func(pages, tools int)
+	once     sync.Once
 	// The parse of the last response call returned, reused by the collector.
 	lastDoc *canon.Doc
 	lastErr error
@@ -428,7 +435,7 @@ func startServer(argv []string, o CaptureOptions, maxLine int64) (*server, error
 	inR.Close()
 	outW.Close()
 	s := &server{cmd: cmd, stdin: inW, stdout: outR, lines: make(chan line, 4),
-		exited: make(chan struct{}), quit: make(chan struct{}), stderr: t, nextID: 1, maxLine: maxLine}
+		exited: make(chan struct{}), quit: make(chan struct{}), stderr: t, nextID: 1, maxLine: maxLine, progress: o.Progress}
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)

@@ -149,6 +149,12 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		c.Add(line)
 		b.r.Counts.Lines++
 		b.line(idx, line)
+		if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
+			b.v.o.Progress(b.r.Counts.Lines)
+		}
+	}
+	if b.v.o.Progress != nil {
+		b.v.o.Progress(b.r.Counts.Lines)
 	}
 	if c.Count() == 0 {
 		b.malformed(0, transcript.CodeHeaderMissing, "empty transcript: the header line is required")

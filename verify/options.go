@@ -47,7 +47,15 @@ type Options struct {
 	// FutureSkew is how far iat may lie after At; zero means
 	// DefaultFutureSkew.
 	FutureSkew time.Duration
+
+	// Progress, when set, is called with the number of transcript lines
+	// read so far, every ProgressEvery lines and once at the end. It must
+	// be cheap; the CLI uses it to show progress on a terminal.
+	Progress func(lines int64)
 }
+
+// ProgressEvery is how many transcript lines pass between Progress calls.
+const ProgressEvery = 4096
 
 // ErrOptions is wrapped by every Options validation error.
 var ErrOptions = errors.New("invalid verify options")

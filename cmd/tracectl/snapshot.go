@@ -98,7 +98,9 @@ func runSnapshot(s streams, o *snapshotOptions) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
+	prog := newProgress(s.err)
 	snap, err := snapshot.Capture(ctx, o.argv, snapshot.CaptureOptions{
+		Progress:      func(pages, tools int) { prog.show("capturing: %d pages, %d tools", pages, tools) },
 		CaptureID:     id,
 		Protocol:      o.protocol,
 		Limits:        snapshot.Limits{MaxPages: o.maxPages},
@@ -107,6 +109,7 @@ func runSnapshot(s streams, o *snapshotOptions) error {
 		ClientName:    "tracectl",
 		ClientVersion: version(),
 	})
+	prog.done()
 	if err != nil {
 		return usageErr(err, "check the server command; try --protocol legacy or modern to skip the probe")
 	}

@@ -133,6 +133,8 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	prog := newProgress(s.err)
+	vo.Progress = func(lines int64) { prog.show("verifying: %d transcript lines", lines) }
 	v, err := verify.New(vo)
 	if err != nil {
 		hint := ""
@@ -142,6 +144,7 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 		return usageErr(err, hint)
 	}
 	rep, verr := verifyInput(ctx, v, o)
+	prog.done() // the line is cleared before the report is written
 	if rep == nil {
 		return verr
 	}
