@@ -58,10 +58,13 @@ type pendingRef struct {
 // bundleCheck streams one bundle's transcript and checks every line against
 // the record, the blobs and the lines before it.
 type bundleCheck struct {
-	v    *Verifier
-	r    *Report
-	fsys fs.FS
-	rec  *sign.Record
+	// serverInfo is the server's self-description from the latest protocol
+	// observation, as reported (for the producer_observation_only finding).
+	serverInfo string
+	v          *Verifier
+	r          *Report
+	fsys       fs.FS
+	rec        *sign.Record
 
 	header       *transcript.Header
 	serverDigest string // sha256 of JCS(header.server)
@@ -212,6 +215,9 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 	case *transcript.Protocol:
 		if e.Payload != nil {
 			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)
+		}
+		if e.ServerName != "" || e.ServerVer != "" {
+			b.serverInfo = "serverInfo " + boundedQuote(e.ServerName) + " " + boundedQuote(e.ServerVer) + " (" + e.Source + ")"
 		}
 	case *transcript.SnapshotEvent:
 		b.onSnapshot(e)
@@ -534,8 +540,22 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	}
 	b.outcomes()
 	if b.header != nil {
+		srv := b.header.Server
+		seen := "transport " + srv.Transport
+		if srv.Executable != "" {
+			seen += ", executable " + boundedQuote(srv.Executable)
+			if srv.ExecutableSHA256 != "" {
+				seen += " " + srv.ExecutableSHA256
+			}
+		}
+		if srv.Name != "" {
+			seen += ", operator label " + boundedQuote(srv.Name)
+		}
+		if b.serverInfo != "" {
+			seen += ", " + b.serverInfo
+		}
 		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "server",
-			"the server's identity (header.server, serverInfo) is as the producer observed it; no server authentication was recorded")
+			"the server's identity is as the producer observed it ("+seen+"); no server authentication was recorded")
 	}
 	if r.Counts.Responses > 0 {
 		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "responses",
@@ -611,4 +631,14 @@ func (b *bundleCheck) checkSeal() {
 		b.malformed(s.Seq, "seal_counts", fmt.Sprintf("the seal counts %d responses, %d transport failures, %d unknown; the lines give %d, %d, %d",
 			s.Responses, s.TransportFailures, s.Unknown, resp, tf, unk))
 	}
+}
+
+// boundedQuote quotes evidence text for a finding: control characters and
+// invalid UTF-8 escaped, at most 128 bytes of it.
+func boundedQuote(v string) string {
+	const max = 128
+	if len(v) > max {
+		return strconv.Quote(v[:max]) + "..."
+	}
+	return strconv.Quote(v)
 }

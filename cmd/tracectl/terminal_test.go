@@ -114,9 +114,8 @@ func TestDiffEscapesHostileDeclarations(t *testing.T) {
 
 // TestVerifyEscapesHostileEvidence: a signed bundle whose server reports a
 // hostile name and whose client called a hostile tool under a hostile id is
-// verified, and neither report format carries a raw control character.
-// (Today the report does not echo those strings at all; the test keeps it
-// that way or makes it escape them.)
+// verified, and neither report format carries a raw control character;
+// the text report shows the server's self-description escaped.
 func TestVerifyEscapesHostileEvidence(t *testing.T) {
 	dir := t.TempDir()
 	bundle := filepath.Join(dir, "b.trace")
@@ -161,6 +160,9 @@ func TestVerifyEscapesHostileEvidence(t *testing.T) {
 			if c, bad := rawControl(b); bad {
 				t.Errorf("verify --format %s %s carries raw %q:\n%s", format, name, c, b)
 			}
+		}
+		if format == "text" && !bytes.Contains(out, []byte(`evil\x1b[31mRED`)) {
+			t.Errorf("the text report does not show the server's reported name, escaped:\n%s", out)
 		}
 	}
 }
