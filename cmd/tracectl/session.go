@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/proxy"
 	"github.com/tracectl/tracectl/sign"
@@ -36,11 +35,12 @@ type sessionOptions struct {
 
 // sessionSummary is the one line printed when a session ends.
 type sessionSummary struct {
-	bundle   string
-	sealed   *producer.Sealed
-	oversize int64
-	status   string
-	signed   bool
+	bundle     string
+	sealed     *producer.Sealed
+	oversize   int64
+	unreadable int64
+	status     string
+	signed     bool
 }
 
 func (s *sessionSummary) String() string {
@@ -55,6 +55,9 @@ func (s *sessionSummary) String() string {
 	extra := ""
 	if s.oversize > 0 {
 		extra = fmt.Sprintf(", %d frames too long to interpret (forwarded, not recorded)", s.oversize)
+	}
+	if s.unreadable > 0 {
+		extra += fmt.Sprintf(", %d tools/list requests not readable (forwarded, in no snapshot)", s.unreadable)
 	}
 	return fmt.Sprintf("%d attempts: %d responses, %d transport failures, %d unknown%s; server %s; bundle %s %s",
 		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, extra, s.status, s.bundle, sig)
@@ -115,13 +118,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 			return nil, err
 		}
 	}
-	exeDigest, err := fileDigest(o.exe)
+	server, err := producer.StdioServer(producer.OSFS{}, o.exe, o.args, o.serverName)
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("read server executable: %w", err), "")
-	}
-	args, err := canon.Marshal(o.args)
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("server arguments: %w", err), "arguments must be valid UTF-8")
+		return nil, usageErr(err, "server arguments must be valid UTF-8; --server-name at most 256 bytes")
 	}
 	prod := transcript.Producer{Name: "tracectl", Version: version()}
 	if signer != nil {
@@ -132,10 +131,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	rec, err := producer.Open(o.bundle, producer.Options{
 		Clock: time.Now, Entropy: rand.Reader, FS: producer.OSFS{},
 		Durability: o.durability, Retention: o.retain, Producer: prod,
-		Server: transcript.Server{
-			Transport: transcript.TransportStdio, Executable: o.exe, ExecutableSHA256: exeDigest,
-			ArgsDigest: canon.SHA256(args), Argc: int64(len(o.args)), Name: o.serverName,
-		},
+		Server: server,
 		Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 	})
 	if err != nil {
@@ -151,7 +147,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
 		Sink: sink, CallTimeout: o.callTimeout, Grace: o.grace,
 	})
-	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames()}
+	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames(), unreadable: sink.UnreadableListRequests()}
 	if res != nil {
 		sum.status = res.ExitStatus
 	}

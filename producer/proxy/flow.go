@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
@@ -83,11 +84,11 @@ func (s *session) fromClient(line []byte) error {
 		}
 		s.mu.Unlock()
 	case m.kind == kindRequest && m.method == "tools/list":
-		s.track(m.idKey, &pending{what: reqList, isList: true, listReq: append([]byte(nil), line...)})
+		s.track(m.idKey, &pending{what: reqList, listReq: append([]byte(nil), line...)})
 	case m.kind == kindRequest && m.method == "initialize":
-		s.track(m.idKey, &pending{what: reqInit, isList: true})
+		s.track(m.idKey, &pending{what: reqInit})
 	case m.kind == kindRequest && m.method == "server/discover":
-		s.track(m.idKey, &pending{what: reqDiscover, isList: true})
+		s.track(m.idKey, &pending{what: reqDiscover})
 	case m.kind == kindNotification && m.method == "notifications/cancelled":
 		if rid, ok := m.params.Get("requestId"); ok {
 			key := string(rid.Raw())
@@ -138,7 +139,7 @@ func (s *session) refuse(idKey, why string) error {
 // serverToClient forwards server lines to the client, recording responses
 // (durably, before forwarding), tools/list pages and list_changed.
 func (s *session) serverToClient(r io.Reader) error {
-	lr := newLineReader(r, s.cfg.MaxInterpret)
+	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
 	for {
 		streaming := false
 		f, err := lr.next(func(b []byte) error {
@@ -200,7 +201,6 @@ func (s *session) observeServer(m message, line []byte) (forward bool, synth []b
 			if !m.hasErr {
 				v, name, ver := initializeInfo(m.result)
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "legacy", Version: v, Source: "initialize_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
-				s.legacyVer = v
 			}
 		case reqDiscover:
 			if !m.hasErr {
@@ -286,16 +286,6 @@ func (s *session) noteEra(m message) {
 	}
 }
 
-// Era returns the era observed so far and its revision.
-func (s *session) eraInfo() (era, version string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.era == "legacy" {
-		return "legacy", s.legacyVer
-	}
-	return s.era, s.modernVer
-}
-
 func initializeInfo(result canon.Value) (version, name, ver string) {
 	version, _ = str(result, "protocolVersion")
 	if si, ok := result.Get("serverInfo"); ok {
@@ -316,3 +306,18 @@ func discoverInfo(result canon.Value) (name, ver string) {
 }
 
 var _ = errors.New
+
+// progressReader notes when bytes last arrived, so draining a server that
+// has exited waits as long as output keeps flowing.
+type progressReader struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}

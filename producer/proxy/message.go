@@ -115,18 +115,6 @@ func str(v canon.Value, name string) (string, bool) {
 	return m.Str()
 }
 
-// meta returns params._meta.
-func (m message) meta() (canon.Value, bool) {
-	if !m.params.Valid() || m.params.Kind() != canon.KindObject {
-		return canon.Value{}, false
-	}
-	v, ok := m.params.Get("_meta")
-	if !ok || v.Kind() != canon.KindObject {
-		return canon.Value{}, false
-	}
-	return v, true
-}
-
 // protocolState reads the per-request protocol revision of the modern era:
 // present (a calendar-date string), absent, or malformed.
 func (m message) protocolState() (state, version string) {

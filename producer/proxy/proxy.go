@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -121,7 +122,6 @@ type pending struct {
 	mu       sync.Mutex
 	what     int
 	ref      AttemptRef
-	isList   bool
 	listReq  []byte
 	timer    *time.Timer
 	timedOut bool
@@ -144,9 +144,9 @@ type session struct {
 	serverIn   io.WriteCloser
 	era        string
 	modernVer  string
-	legacyVer  string
 	sinkErr    error
-	stopped    bool // the session is over: late client input is not interpreted
+	stopped    bool         // the session is over: late client input is not interpreted
+	lastRead   atomic.Int64 // unix nanoseconds of the last bytes read from the server
 }
 
 func (s *session) stop() {
@@ -252,14 +252,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	serverIn.Close()
 	terminate(cmd, exited, cfg.KillAfter)
 	if !stdoutClosed {
-		// The server has exited; drain what it wrote. A grandchild that
-		// still holds the pipe open must not hold us forever.
-		select {
-		case <-serverDone:
-		case <-time.After(cfg.KillAfter):
-			pr.Close()
-			<-serverDone
+		// The server has exited; drain what it wrote, however long that
+		// takes while bytes keep coming. A grandchild that still holds the
+		// pipe open but writes nothing must not hold us forever: after
+		// KillAfter without a byte, the pipe is closed.
+		s.lastRead.Store(max(s.lastRead.Load(), time.Now().UnixNano()))
+		tick := time.NewTicker(cfg.KillAfter / 4)
+	drain:
+		for {
+			select {
+			case <-serverDone:
+				break drain
+			case <-tick.C:
+				if time.Since(time.Unix(0, s.lastRead.Load())) > cfg.KillAfter {
+					pr.Close()
+					<-serverDone
+					break drain
+				}
+			}
 		}
+		tick.Stop()
 	}
 	pr.Close()
 	status := exitStatus(cmd, waitErr)
@@ -315,7 +327,7 @@ func (s *session) inflightCalls() int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, p := range s.inflight {
-		if !p.isList {
+		if p.what == reqCall {
 			n++
 		}
 	}

@@ -20,11 +20,11 @@ type RecordingSink struct {
 	captureID func() (string, error)
 	limits    snapshot.Limits
 
-	mu        sync.Mutex
-	coll      *snapshot.Collector
-	proto     producer.Protocol // latest protocol observation, for snapshot manifests
-	oversized int64
-	snapErr   error
+	mu         sync.Mutex
+	coll       *snapshot.Collector
+	proto      producer.Protocol // latest protocol observation, for snapshot manifests
+	oversized  int64
+	unreadable int64 // tools/list requests snapshot collection could not read
 }
 
 // NewRecordingSink returns a Sink over rec. captureID mints snapshot capture
@@ -109,20 +109,15 @@ func (s *RecordingSink) ListPage(req, resp []byte, isErr bool) error {
 		err = s.coll.Add(req, resp)
 	}
 	if err != nil {
-		// Not a readable tools/list request: nothing to collect.
-		s.noteSnapErr(err)
+		// Not a readable tools/list request: forwarded, not collected,
+		// and counted so the session summary says so.
+		s.unreadable++
 		return nil
 	}
 	if s.coll.Finished() {
 		return s.recordLocked()
 	}
 	return nil
-}
-
-func (s *RecordingSink) noteSnapErr(err error) {
-	if s.snapErr == nil {
-		s.snapErr = err
-	}
 }
 
 func (s *RecordingSink) newCollector() error {
@@ -217,9 +212,17 @@ func (s *RecordingSink) Finish() error {
 	return s.recordLocked()
 }
 
-// Oversize returns how many frames were too long to interpret.
+// OversizedFrames returns how many frames were too long to interpret.
 func (s *RecordingSink) OversizedFrames() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.oversized
+}
+
+// UnreadableListRequests returns how many tools/list requests snapshot
+// collection could not read (forwarded; not part of any snapshot).
+func (s *RecordingSink) UnreadableListRequests() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unreadable
 }
