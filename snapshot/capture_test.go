@@ -204,7 +204,7 @@ func TestCaptureListChangedMidCollection(t *testing.T) {
 				t.Fatalf("list_changed during %v, complete %v, reasons %q", m.Collection.ListChangedDuring, m.Complete, m.IncompleteReasons)
 			}
 			if !m.Collection.TerminalReached {
-				t.Error("collection did not reach the terminal page")
+				t.Errorf("collection did not reach the terminal page: stop %+v after %d pages", m.Collection.Stop, len(m.Pages))
 			}
 		})
 	}
