@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -40,6 +41,14 @@ type Recorder struct {
 	byRPCID     map[string]*attemptState
 	infer       map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
 	cont        map[string]*attemptState // tool -> an attempt answered input_required
+	// bindMu guards what an attempt binds (snapshots, current,
+	// lastChanged). They change and are read only inside line builders,
+	// which run under the journal's lock in seq order: an attempt's
+	// snapshot binding and list_changed_since are decided where its line
+	// takes its place in the journal, never before (a list_changed that
+	// lands between the decision and the line would contradict it). Lock
+	// order: journal, then bindMu.
+	bindMu      sync.Mutex
 	snapshots   map[string]*transcript.SnapshotEvent
 	current     *transcript.SnapshotEvent
 	lastChanged int64 // seq of the last tools/list_changed notification, -1 if none
@@ -108,7 +117,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	h := transcript.Header{
 		Type: transcript.TypeHeader, Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
 		Canonicalization: transcript.Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
-		Merkle:           transcript.MerkleAlg, ExecutionScope: scope,
+		Merkle:           transcript.MerkleAlg, ExecutionScope: scope, FramesCommitted: opts.FramesCommitted,
 		Producer: opts.Producer, Server: opts.Server,
 		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(),
 		StartedAtMs: opts.Clock().UnixMilli(),
@@ -257,6 +266,12 @@ type Call struct {
 	// Snapshot binds a recorded snapshot by id. Empty: the latest recorded
 	// snapshot, or none.
 	Snapshot string
+	// Message is the gate's reading of Line (mcpwire.Read), when the caller
+	// has one: the recorder then does not parse Line again.
+	Message *mcpwire.Message
+	// Frame is the request's index among the client's frames, for a
+	// recorder opened with FramesCommitted; nil otherwise.
+	Frame *int64
 }
 
 // Attempt records a tools/call attempt. In strict durability the attempt
@@ -292,7 +307,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 		return nil, err
 	}
 	body, term := splitTerminator(c.Line)
-	q, err := parseRequest(body)
+	q, err := parseRequest(body, c.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -304,15 +319,17 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	a := &transcript.Attempt{
 		Type: transcript.TypeAttempt, ExecutionScope: r.scope,
 		Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
-		RPCID: q.id, ServerDigest: r.server, Terminator: term, Correlation: q.corr,
+		RPCID: q.id, ServerDigest: r.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
 	}
-	r.mu.Lock()
 	if c.Snapshot != "" {
-		if _, ok := r.snapshots[c.Snapshot]; !ok {
-			r.mu.Unlock()
+		r.bindMu.Lock()
+		_, ok := r.snapshots[c.Snapshot]
+		r.bindMu.Unlock()
+		if !ok {
 			return nil, fmt.Errorf("%w: snapshot %q was not recorded", ErrInvalidInput, c.Snapshot)
 		}
 	}
+	r.mu.Lock()
 	r.nextAttempt++
 	st := &attemptState{id: "a" + strconv.FormatInt(r.nextAttempt, 10), tool: q.tool, argsKey: q.argsKey(), idKey: q.idKey}
 	a.AttemptID = st.id
@@ -336,7 +353,6 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 			delete(r.cont, link.tool)
 		}
 	}
-	a.Snapshot = r.snapshotRef(c.Snapshot)
 	a.Protocol = r.protocolOf(q)
 	r.attempts[st.id] = st
 	r.order = append(r.order, st)
@@ -352,7 +368,10 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	if a.Request, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
 		return nil, r.auditFail(err)
 	}
-	seq, err := r.j.append(r.lineOf(func(s, at int64) { a.Seq, a.AtMs = s, at }, a))
+	seq, err := r.j.append(r.lineOf(func(s, at int64) {
+		a.Seq, a.AtMs = s, at
+		a.Snapshot = r.snapshotRef(c.Snapshot)
+	}, a))
 	if err != nil {
 		return nil, err
 	}
@@ -361,8 +380,10 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 }
 
 // snapshotRef binds the named snapshot, or the latest, or says there is
-// none. Called with mu held.
+// none. Called from a line builder (under the journal's lock).
 func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
+	r.bindMu.Lock()
+	defer r.bindMu.Unlock()
 	s := r.current
 	if id != "" {
 		s = r.snapshots[id]
@@ -391,30 +412,56 @@ func (r *Recorder) protocolOf(q *request) transcript.AttemptProto {
 // deliver the response only after a nil error. After a Timeout or
 // CancelSent it is recorded as a late_response; the earlier observation
 // stays.
-func (h *Handle) Response(line []byte) error { return h.observe(transcript.ObsResponse, line, "") }
+func (h *Handle) Response(line []byte) error {
+	return h.observe(transcript.ObsResponse, Framed{Line: line, Index: -1}, "")
+}
+
+// Framed is a frame as a proxy read it: the exact line, the gate's reading
+// of it (nil: the recorder parses Line) and its index among its
+// direction's frames (with Options.FramesCommitted; Index < 0 otherwise).
+type Framed struct {
+	Line    []byte
+	Message *mcpwire.Message
+	Index   int64
+}
+
+func (f Framed) frame() *int64 {
+	if f.Line == nil || f.Index < 0 {
+		return nil
+	}
+	i := f.Index
+	return &i
+}
+
+// ResponseFrame is Response for a proxy: the gate's reading of the line and
+// its frame index are recorded with it.
+func (h *Handle) ResponseFrame(f Framed) error {
+	return h.observe(transcript.ObsResponse, f, "")
+}
 
 // LateResponse records a response that arrived after a Timeout or
 // CancelSent; it fails with ErrObservation when neither came first.
 func (h *Handle) LateResponse(line []byte) error {
-	return h.observe(transcript.ObsLateResponse, line, "")
+	return h.observe(transcript.ObsLateResponse, Framed{Line: line, Index: -1}, "")
 }
 
 // TransportFailure records that the transport failed with the call in
 // flight (the server exited, the stream broke). The outcome stays unknown:
 // it is not evidence that the tool did not run.
 func (h *Handle) TransportFailure(detail string) error {
-	return h.observe(transcript.ObsTransportFailure, nil, detail)
+	return h.observe(transcript.ObsTransportFailure, Framed{}, detail)
 }
 
 // Timeout records that no response came within the call timeout. The
 // outcome is unknown; a late response may still be recorded.
-func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, nil, "") }
+func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, Framed{}, "") }
 
 // CancelSent records that the client cancelled the call. The outcome is
 // unknown; a late response may still be recorded.
-func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, nil, "") }
+func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, Framed{}, "") }
 
-func (h *Handle) observe(kind string, line []byte, detail string) error {
+func (h *Handle) observe(kind string, f Framed, detail string) error {
+	line := f.Line
 	r, st := h.r, h.st
 	if err := r.begin(false); err != nil {
 		return err
@@ -425,8 +472,9 @@ func (h *Handle) observe(kind string, line []byte, detail string) error {
 	var resp response
 	if line != nil {
 		body, o.Terminator = splitTerminator(line)
-		resp = parseResponse(body)
+		resp = parseResponse(body, f.Message)
 		o.ResultType, o.IsError, o.ErrorCode = resp.resultType, resp.isError, resp.errorCode
+		o.Frame = f.frame()
 	}
 
 	r.mu.Lock()
@@ -536,17 +584,18 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
 	}
 	r.mu.Unlock()
-	seq, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev))
+	_, err := r.j.append(r.lineOf(func(q, at int64) {
+		ev.Seq, ev.AtMs = q, at
+		// The snapshot is bound from its place in the journal on, however
+		// soon its durable wait returns.
+		r.bindMu.Lock()
+		r.snapshots[ev.SnapshotID] = ev
+		r.current = ev
+		r.bindMu.Unlock()
+	}, ev))
 	if err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	ev.Seq = seq
-	r.snapshots[ev.SnapshotID] = ev
-	if r.current == nil || seq > r.current.Seq {
-		r.current = ev
-	}
-	r.mu.Unlock()
 	return ev.SnapshotID, nil
 }
 
@@ -611,6 +660,11 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 type Notification struct {
 	Line      []byte // the exact line
 	Direction string // transcript.ServerToClient or ClientToServer
+	// Message is the gate's reading of Line, when the caller has one.
+	Message *mcpwire.Message
+	// Frame is the notification's index among its direction's frames, for
+	// a recorder opened with FramesCommitted; nil otherwise.
+	Frame *int64
 }
 
 // RecordNotification records a notification. A notifications/cancelled
@@ -623,7 +677,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		return fmt.Errorf("%w: direction %q", ErrInvalidInput, n.Direction)
 	}
 	body, _ := splitTerminator(n.Line)
-	msg, err := parseNotification(body)
+	msg, err := parseNotification(body, n.Message)
 	if err != nil {
 		return fmt.Errorf("%w: notification: %w", ErrInvalidInput, err)
 	}
@@ -631,7 +685,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		return err
 	}
 	defer r.ops.Done()
-	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID}
+	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID, Frame: n.Frame}
 	if ev.Payload, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
 		return r.auditFail(err)
 	}
@@ -642,16 +696,17 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		}
 	}
 	r.mu.Unlock()
-	seq, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
-	if err != nil {
-		return err
-	}
-	if msg.method == "notifications/tools/list_changed" {
-		r.mu.Lock()
-		r.lastChanged = max(r.lastChanged, seq)
-		r.mu.Unlock()
-	}
-	return nil
+	changed := msg.method == mcpwire.NotifyToolsListChanged
+	build := r.lineOf(func(s, at int64) {
+		ev.Seq, ev.AtMs = s, at
+		if changed {
+			r.bindMu.Lock()
+			r.lastChanged = max(r.lastChanged, s)
+			r.bindMu.Unlock()
+		}
+	}, ev)
+	_, err = r.j.append(build)
+	return err
 }
 
 // Close flushes the journal (fsyncing it and the blobs unless durability is

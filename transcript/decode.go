@@ -49,7 +49,7 @@ func lineErr(seq int64, code, detail string, err error) *LineError {
 
 // DecodeLine strictly decodes one transcript line (without its LF) into a
 // *Header, *Protocol, *SnapshotEvent, *Notification, *Attempt,
-// *Observation, *Resolution, *Recovery or *Seal.
+// *Observation, *Resolution, *Recovery, *Seal or *Frame.
 //
 // The line must be canonical under canon.PolicyV02, of a known type, with
 // every required member present, no unknown member, optional members absent
@@ -178,6 +178,8 @@ func newEvent(typ string) any {
 		return new(Recovery)
 	case TypeSeal:
 		return new(Seal)
+	case TypeFrame:
+		return new(Frame)
 	}
 	return nil
 }

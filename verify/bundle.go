@@ -94,6 +94,8 @@ type bundleCheck struct {
 	payloadBad  int64 // payload findings other than pass
 	commitOK    bool  // the commitment could be recomputed over every line
 	malformedAt int64 // first malformed line, or -1
+
+	fr frameState // the frame sequence (frames.go)
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -211,7 +213,10 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 	if !b.interpret {
 		return
 	}
+	b.frames(idx, ev)
 	switch e := ev.(type) {
+	case *transcript.Frame:
+		b.onFrame(e)
 	case *transcript.Protocol:
 		if e.Payload != nil {
 			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)
@@ -277,25 +282,8 @@ func claimsServerProof(line []byte) bool {
 }
 
 func seqOf(ev any) int64 {
-	switch e := ev.(type) {
-	case *transcript.Header:
-		return e.Seq
-	case *transcript.Protocol:
-		return e.Seq
-	case *transcript.SnapshotEvent:
-		return e.Seq
-	case *transcript.Notification:
-		return e.Seq
-	case *transcript.Attempt:
-		return e.Seq
-	case *transcript.Observation:
-		return e.Seq
-	case *transcript.Resolution:
-		return e.Seq
-	case *transcript.Recovery:
-		return e.Seq
-	case *transcript.Seal:
-		return e.Seq
+	if e, ok := ev.(transcript.Event); ok {
+		return e.LineSeq()
 	}
 	return -1
 }
@@ -539,6 +527,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			fmt.Sprintf("%d payloads present with the committed digest and length", r.Counts.Payloads))
 	}
 	b.outcomes()
+	b.finishFrames()
 	if b.header != nil {
 		srv := b.header.Server
 		seen := "transport " + srv.Transport

@@ -26,52 +26,6 @@ import (
 	"time"
 )
 
-// Sink receives observations. Implementations make them durable according
-// to their durability mode before returning.
-type Sink interface {
-	// Attempt records a tools/call attempt before it is forwarded.
-	Attempt(c Call) (AttemptRef, error)
-	// Response records the response to an attempt before it is forwarded.
-	Response(a AttemptRef, r ResponseObs) error
-	// Timeout, CancelSent and TransportFailure record an unknown outcome.
-	Timeout(a AttemptRef) error
-	CancelSent(a AttemptRef, line []byte) error
-	TransportFailure(a AttemptRef, detail string) error
-	// Protocol records an era/revision observation.
-	Protocol(p ProtocolObs) error
-	// ListPage hands a tools/list request and its response to snapshot
-	// collection; ListChanged reports notifications/tools/list_changed.
-	ListPage(request, response []byte, isError bool) error
-	ListChanged(line []byte) error
-	// Oversized records a frame too long to interpret (forwarded unchanged).
-	Oversized(direction string, digest string, length int64) error
-}
-
-// AttemptRef identifies a recorded attempt.
-type AttemptRef interface{ AttemptID() string }
-
-// Call is what the proxy knows about a tools/call request.
-type Call struct {
-	Line       []byte // exact bytes including the terminator
-	Terminator string // "lf" | "crlf" | "none"
-	msg        message
-}
-
-// ResponseObs is a response to an attempt.
-type ResponseObs struct {
-	Line       []byte
-	ResultType string // complete | input_required | <ext> | "error"
-	IsError    bool
-	ErrorCode  *int64
-	Late       bool // after a timeout or cancellation
-}
-
-// ProtocolObs is an era observation.
-type ProtocolObs struct {
-	Era, Version, Source, ServerName, ServerVersion string
-	Line                                            []byte
-}
-
 // Config configures a proxy run.
 type Config struct {
 	Command string
@@ -88,9 +42,14 @@ type Config struct {
 	Grace       time.Duration // how long in-flight calls may finish after client EOF or ctx cancel
 	KillAfter   time.Duration // after closing the server's stdin: wait, then SIGTERM, then SIGKILL after this
 	Started     func(pid int) // optional: called once the server runs
-	// MaxInterpret bounds the bytes of one line held in memory to read it
-	// (default MaxInterpretBytes). Longer lines are streamed through.
+	// MaxInterpret bounds the bytes of one frame held in memory to read it
+	// (default, and at most, MaxInterpretBytes). A longer client frame is
+	// refused; a longer server frame is spooled, committed, then delivered.
 	MaxInterpret int
+	// SpoolDir is where a server frame over MaxInterpret is spooled while
+	// it is hashed and committed (default os.TempDir()). The spool file is
+	// created exclusively, mode 0600, and removed once delivered.
+	SpoolDir string
 }
 
 // Result summarizes a run.
@@ -129,7 +88,8 @@ type pending struct {
 	// conflict holds further attempts sent under this id while it was in
 	// flight: responses to the id are then not attributed to any of them.
 	conflict     []AttemptRef
-	unattributed int // responses still expected for a conflicted id
+	unattributed int    // responses still expected for a conflicted id
+	token        string // exact text of the call's _meta.progressToken, or ""
 }
 
 type session struct {
@@ -139,7 +99,8 @@ type session struct {
 	clientGone bool       // a write to the client failed: keep recording, stop writing (guarded by outMu)
 	outMu      sync.Mutex // serializes whole lines written to the client; never held while taking mu
 	inflight   map[string]*pending
-	answered   map[string]bool // ids the proxy answered itself (late responses are then not forwarded)
+	answered   map[string]bool       // ids the proxy answered itself (late responses are then not forwarded)
+	progress   map[string]AttemptRef // progress token text -> the in-flight call that carries it
 	clientOut  io.Writer
 	serverIn   io.WriteCloser
 	era        string
@@ -182,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.KillAfter == 0 {
 		cfg.KillAfter = 2 * time.Second
 	}
-	if cfg.MaxInterpret <= 0 {
+	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
 		cfg.MaxInterpret = MaxInterpretBytes
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
@@ -209,7 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Started != nil {
 		cfg.Started(cmd.Process.Pid)
 	}
-	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, clientOut: cfg.ClientOut, serverIn: serverIn}
+	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{}, clientOut: cfg.ClientOut, serverIn: serverIn}
 
 	exited := make(chan struct{})
 	var waitErr error
@@ -379,7 +340,7 @@ func errorLine(idText string, code int, msg string) []byte {
 const (
 	codeAuditUnavailable = -32001 // not forwarded: evidence could not be made durable
 	codeTransportFailure = -32002 // the server went away with the call in flight
-	codeUnrecordable     = -32600 // Invalid Request: a tools/call the proxy cannot record exactly, not forwarded
+	codeRefused          = -32600 // Invalid Request: a frame the gate refused, not forwarded
 )
 
 func isClosed(c chan struct{}) bool {
