@@ -23,8 +23,8 @@ type FrameRecord struct {
 	Terminator string // when Line is nil
 	// Body reads the Length bytes of a frame that streamed (optional): with
 	// it, such a frame is retained like any other, within the frame limit.
-	Body io.Reader
-	Direction  string // transcript.ClientToServer or ServerToClient
+	Body      io.Reader
+	Direction string // transcript.ClientToServer or ServerToClient
 	// Index is the frame's 0-based position among its direction's frames.
 	Index       int64
 	Disposition string // transcript.FrameForwarded, FrameRefused or FrameWithheld
