@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -170,7 +171,7 @@ func (r *Recorder) apply(ev any) error {
 		}
 		r.snapshots[e.SnapshotID], r.current = e, e
 	case *transcript.Notification:
-		if e.Method == "notifications/tools/list_changed" {
+		if e.Method == mcpwire.NotifyToolsListChanged {
 			r.lastChanged = e.Seq
 		}
 	case *transcript.Attempt:

@@ -122,7 +122,7 @@ func DeriveRequest(body []byte) (*RequestFacts, error) {
 // gate's reading, mcpwire.Message.Root): the proxy parses each frame once.
 func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 	meth, ok := root.Get("method")
-	if s, isStr := meth.Str(); !ok || !isStr || s != "tools/call" {
+	if s, isStr := meth.Str(); !ok || !isStr || s != mcpwire.MethodToolsCall {
 		return nil, &NotToolCallError{"method is not tools/call"}
 	}
 	// An absent id is recorded as absent (JSON-RPC would call the message a
@@ -292,7 +292,7 @@ func DeriveNotificationFrom(root canon.Value) (NotificationFacts, error) {
 		return NotificationFacts{}, ErrNoMethod
 	}
 	n := NotificationFacts{Method: s}
-	if s == "notifications/cancelled" {
+	if s == mcpwire.NotifyCancelled {
 		params, _, _ := member(root, "params")
 		if rid, present, _ := member(params, "requestId"); present {
 			id := rpcID(rid, true)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -442,7 +443,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 }
 
 func (b *bundleCheck) onNotification(n *transcript.Notification) {
-	if n.Method == "notifications/tools/list_changed" {
+	if n.Method == mcpwire.NotifyToolsListChanged {
 		b.lastChanged = n.Seq
 	}
 	if n.AttemptID != "" && !b.partial {
