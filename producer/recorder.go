@@ -35,10 +35,10 @@ type Recorder struct {
 	closed      bool
 	nextAttempt int64
 	nextSnap    int64
-	attempts    map[string]*attemptState
-	order       []*attemptState // in attempt order, for resolutions
+	attempts    map[string]*attemptState // crash replay only: ids seen so far
+	hist        history                  // counts and the attempts in flight
 	byCorr      map[string]*attemptState
-	byRPCID     map[string]*attemptState
+	byRPCID     map[string]*attemptState // exact id text -> the latest attempt under it still without a response or transport failure
 	infer       map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
 	cont        map[string]*attemptState // tool -> an attempt answered input_required
 	// bindMu guards what an attempt binds (snapshots, current,
@@ -178,7 +178,7 @@ func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
 	return &Recorder{
 		dir: dir, opts: opts, fsys: opts.FS, scope: scope, server: srvDigest,
 		blobs:    newBlobStore(opts.FS, dir),
-		attempts: map[string]*attemptState{}, byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
+		attempts: map[string]*attemptState{}, hist: newHistory(), byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
 		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}, snapshots: map[string]*transcript.SnapshotEvent{},
 		lastChanged: -1, era: transcript.EraUnknown,
 	}
@@ -354,8 +354,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 		}
 	}
 	a.Protocol = r.protocolOf(q)
-	r.attempts[st.id] = st
-	r.order = append(r.order, st)
+	r.hist.add(st)
 	if q.corrID != "" {
 		r.byCorr[q.corrID] = st
 	}
@@ -514,7 +513,8 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		if late {
 			o.Kind = transcript.ObsLateResponse
 		}
-		st.status = stResponse
+		r.hist.set(st, stResponse)
+		r.settled(st)
 		if r.infer[st.argsKey] == st {
 			delete(r.infer, st.argsKey)
 		}
@@ -523,22 +523,34 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		}
 		return nil
 	case transcript.ObsTransportFailure:
-		st.status = stTransport
+		r.hist.set(st, stTransport)
+		r.settled(st)
 	case transcript.ObsTimeout:
 		if st.timedOut {
 			return fmt.Errorf("%w: already timed out", ErrObservation)
 		}
-		st.timedOut, st.status = true, stUnknown
+		st.timedOut = true
+		r.hist.set(st, stUnknown)
 	case transcript.ObsCancelSent:
 		if st.canceled {
 			return fmt.Errorf("%w: already cancelled", ErrObservation)
 		}
-		st.canceled, st.status = true, stUnknown
+		st.canceled = true
+		r.hist.set(st, stUnknown)
 	}
 	if st.argsKey != "" {
 		r.infer[st.argsKey] = st
 	}
 	return nil
+}
+
+// settled forgets what only an attempt still waiting for its answer needs:
+// a notifications/cancelled names attempts without a response or transport
+// failure. Called with mu held.
+func (r *Recorder) settled(st *attemptState) {
+	if st.idKey != "" && r.byRPCID[st.idKey] == st {
+		delete(r.byRPCID, st.idKey)
+	}
 }
 
 // Snapshot is a finished declaration snapshot (from package snapshot's
