@@ -113,17 +113,13 @@ func (s *session) fromClient(f frame, index int64) error {
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
 		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
-		if errors.Is(err, ErrUnrecordable) {
-			// Read by the gate, refused by the recorder: committed as
-			// refused, never forwarded.
-			s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}))
-			if m.Kind == mcpwire.KindRequest {
-				return s.writeClient(errorLine(idKey, codeRefused, "tracectl: not forwarded: "+err.Error()))
-			}
-			return nil
-		}
 		if err != nil {
-			// Fail closed: not forwarded; the client learns why.
+			// Fail closed: not forwarded; the client learns why. (A call
+			// the gate read but the recorder cannot record would be a
+			// bug: it is an audit failure too, never a plain frame.)
+			if errors.Is(err, ErrUnrecordable) {
+				err = fmt.Errorf("%w: the recorder refused a call the gate read: %v", ErrAuditUnavailable, err)
+			}
 			s.noteSinkErr(err)
 			if m.Kind == mcpwire.KindRequest {
 				return s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
@@ -193,10 +189,15 @@ func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
 	if !ok {
 		return false
 	}
-	key := string(rid.Raw())
+	// Matched by value, as the server matches it: a requestId of 7.0
+	// cancels call 7. (Call ids themselves are canonical: the gate refuses
+	// others.)
+	key := mcpwire.Key(rid)
 	s.mu.Lock()
 	p, ok := s.inflight[key]
-	if !ok || p.what != reqCall || len(p.conflict) > 0 {
+	if !ok || p.what != reqCall || len(p.conflict) > 0 || p.canceled {
+		// Not a call in flight, or cancelled already (a repeated
+		// cancellation changes no outcome): a plain frame.
 		s.mu.Unlock()
 		return false
 	}

