@@ -174,8 +174,8 @@ func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject stri
 		bad("a client frame the gate reads as a " + kind + " marked refused")
 	case f.Rule == string(mcpwire.RuleTooLarge) && f.Payload.Length <= mcpwire.MaxFrameBytes:
 		bad(fmt.Sprintf("frame_too_large on %d bytes, within the gate's limit of %d", f.Payload.Length, mcpwire.MaxFrameBytes))
-	case f.Disposition == transcript.FrameWithheld && kind != transcript.FrameResponse:
-		bad("a withheld frame that is not a response: the proxy withholds only a response to an id it answered itself")
+	case f.Disposition == transcript.FrameWithheld && kind != transcript.FrameResponse && f.Rule != string(mcpwire.RuleTooLarge):
+		bad("a withheld frame that is neither a response nor too large to spool: the proxy withholds only a response to an id it answered itself, or a frame it cannot hold whole")
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tracectl/tracectl/producer"
 )
 
 // Config configures a proxy run.
@@ -50,7 +52,20 @@ type Config struct {
 	// it is hashed and committed (default os.TempDir()). The spool file is
 	// created exclusively, mode 0600, and removed once delivered.
 	SpoolDir string
+	// MaxRetain bounds how much of a refused oversized client frame is
+	// spooled so the recorder can retain it (default
+	// producer.DefaultMaxFrameBytes; set it to the recorder's
+	// MaxFrameBytes): past it the frame is only hashed.
+	MaxRetain int64
+	// MaxServerFrame bounds a server frame the proxy spools to deliver
+	// (default DefaultMaxServerFrame). A longer one is committed by digest
+	// and length and withheld: it cannot be committed before delivery
+	// without holding it whole.
+	MaxServerFrame int64
 }
+
+// DefaultMaxServerFrame is the default Config.MaxServerFrame.
+const DefaultMaxServerFrame = 1 << 30
 
 // Result summarizes a run.
 type Result struct {
@@ -145,6 +160,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
 		cfg.MaxInterpret = MaxInterpretBytes
+	}
+	if cfg.MaxRetain <= 0 {
+		cfg.MaxRetain = producer.DefaultMaxFrameBytes
+	}
+	if cfg.MaxServerFrame <= 0 {
+		cfg.MaxServerFrame = DefaultMaxServerFrame
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
