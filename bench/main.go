@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -130,7 +129,7 @@ func runBench(r row) (string, error) {
 		args = append(args, "-benchtime", r.benchtime)
 	}
 	args = append(args, r.pkg)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	cmd := exec.Command("go", args...) // the go on PATH: the one that ran `go run ./bench`
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
