@@ -1,18 +1,13 @@
 package canon
 
-import (
-	"slices"
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // Doc is a parsed JSON document. It keeps the input bytes; every Value can
 // give back its exact input span (Raw) as well as canonical bytes.
 type Doc struct {
 	src   []byte
 	nodes []node
-	keys  []byte
-	order []int32 // object members in RFC 8785 order; see node.ord
+	order []int32 // per object: a header, then its members in RFC 8785 order; see node.aux
 }
 
 // Parse parses data strictly (see the package doc) into a Doc without
@@ -40,8 +35,10 @@ func (v Value) Kind() Kind {
 	if v.d == nil {
 		return 0
 	}
-	return v.n().kind
+	return v.d.kind(v.i)
 }
+
+func (d *Doc) kind(i int32) Kind { return kindOf(d.src[d.nodes[i].start]) }
 
 // Raw returns the exact input bytes of the value (not a copy).
 func (v Value) Raw() []byte {
@@ -65,7 +62,7 @@ func (v Value) Pointer() string {
 	if v.d == nil {
 		return ""
 	}
-	return pointerOf(v.d.nodes, v.d.keys, v.d.src, v.i)
+	return v.d.pointer(v.i)
 }
 
 // Str returns the decoded text of a string value.
@@ -75,7 +72,7 @@ func (v Value) Str() (string, bool) {
 	}
 	n := v.n()
 	raw := v.d.src[n.start+1 : n.end-1]
-	if !n.escaped {
+	if n.aux == 0 {
 		return string(raw), true
 	}
 	return string(unescapeInto(nil, raw)), true
@@ -91,10 +88,13 @@ func (v Value) Bool() (val, ok bool) {
 
 // Len returns the number of elements or members.
 func (v Value) Len() int {
-	if k := v.Kind(); k != KindArray && k != KindObject {
-		return 0
+	switch v.Kind() {
+	case KindArray:
+		return int(v.n().aux)
+	case KindObject:
+		return int(v.d.order[v.n().aux] >> 1)
 	}
-	return int(v.n().count)
+	return 0
 }
 
 // Elems returns the elements of an array in order.
@@ -102,8 +102,8 @@ func (v Value) Elems() []Value {
 	if v.Kind() != KindArray {
 		return nil
 	}
-	out := make([]Value, 0, v.n().count)
-	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
+	out := make([]Value, 0, v.n().aux)
+	for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
 		out = append(out, Value{d: v.d, i: c})
 	}
 	return out
@@ -120,16 +120,16 @@ func (v Value) Members() []Member {
 	if v.Kind() != KindObject {
 		return nil
 	}
-	out := make([]Member, 0, v.n().count)
-	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
-		out = append(out, Member{Name: string(v.d.key(c)), Value: Value{d: v.d, i: c}})
+	out := make([]Member, 0, v.Len())
+	for c, keyOff := range v.d.children(v.i) {
+		out = append(out, Member{Name: string(keyAt(v.d.src, keyOff)), Value: Value{d: v.d, i: c}})
 	}
 	return out
 }
 
 // HasDuplicates reports whether this object repeats a member name (possible
 // only with ParseOptions.AllowDuplicateKeys).
-func (v Value) HasDuplicates() bool { return v.Kind() == KindObject && v.n().dup }
+func (v Value) HasDuplicates() bool { return v.Kind() == KindObject && v.d.order[v.n().aux]&1 != 0 }
 
 // Get returns the member with the given name. It reports false when the
 // name is absent, v is not an object, or the name occurs more than once
@@ -138,14 +138,15 @@ func (v Value) Get(name string) (Value, bool) {
 	if v.Kind() != KindObject {
 		return Value{}, false
 	}
+	ms := v.d.members(v.i)
 	found := int32(-1)
-	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
-		if string(v.d.key(c)) == name {
+	for j := 0; j < len(ms); j += 2 {
+		if string(keyAt(v.d.src, ms[j+1])) == name {
 			if found >= 0 {
 				return Value{}, false
 			}
-			found = c
-			if !v.n().dup {
+			found = ms[j]
+			if !v.HasDuplicates() {
 				break
 			}
 		}
@@ -156,27 +157,63 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// firstChild returns the first child of a complete container, or -1.
-func (d *Doc) firstChild(i int32) int32 {
-	if d.nodes[i].count == 0 {
-		return -1
-	}
-	return i + 1
-}
-
-// key returns the unescaped member name of node i.
-func (d *Doc) key(i int32) []byte {
-	n := &d.nodes[i]
-	if n.keyInBuf {
-		return d.keys[n.keyStart:n.keyEnd]
-	}
-	return d.src[n.keyStart:n.keyEnd]
-}
-
-// members returns the object's members in RFC 8785 order.
+// members returns the object's members in RFC 8785 order, as (node, name
+// offset) pairs.
 func (d *Doc) members(obj int32) []int32 {
-	n := &d.nodes[obj]
-	return d.order[n.ord : n.ord+n.count]
+	h := d.nodes[obj].aux
+	return d.order[h+1 : h+1+2*(d.order[h]>>1)]
+}
+
+// children yields the children of a complete container in document order,
+// with, for an object's members, the offset of the name's opening quote
+// (found by scanning on from the previous sibling; -1 in arrays).
+func (d *Doc) children(i int32) func(yield func(c, keyOff int32) bool) {
+	return func(yield func(c, keyOff int32) bool) {
+		n := &d.nodes[i]
+		obj := d.src[n.start] == '{'
+		at := n.start + 1
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+			keyOff := int32(-1)
+			if obj {
+				for d.src[at] != '"' { // whitespace and the comma before it
+					at++
+				}
+				keyOff = at
+			}
+			if !yield(c, keyOff) {
+				return
+			}
+			at = d.nodes[c].end
+		}
+	}
+}
+
+// keyAt returns the unescaped text of the validated string whose opening
+// quote is at off (a member name): a span of src when it has no escapes.
+func keyAt(src []byte, off int32) []byte {
+	end, esc := stringEnd(src, off)
+	if !esc {
+		return src[off+1 : end]
+	}
+	return unescapeInto(nil, src[off+1:end])
+}
+
+// stringEnd returns the offset of the closing quote of the validated string
+// whose opening quote is at off, and whether it has escapes.
+func stringEnd(src []byte, off int32) (int32, bool) {
+	esc := false
+	i := off + 1
+	for {
+		switch src[i] {
+		case '"':
+			return i, esc
+		case '\\':
+			esc = true
+			i += 2
+		default:
+			i++
+		}
+	}
 }
 
 // compareUTF16 orders two UTF-8 strings by their UTF-16 code units. It
@@ -210,37 +247,44 @@ func utf16Order(ca, cb byte) int {
 	return int(ca) - int(cb)
 }
 
-// pointerOf builds the RFC 6901 pointer of node i by walking to the root.
-func pointerOf(nodes []node, keys, src []byte, i int32) string {
-	if i < 0 || int(i) >= len(nodes) {
+// pointer builds the RFC 6901 pointer of node i by walking down from the
+// root to it: the tree stores no parents, as only error reports and
+// Value.Pointer need them.
+func (d *Doc) pointer(i int32) string {
+	if i <= 0 || int(i) >= len(d.nodes) {
 		return ""
 	}
-	var parts []string
-	d := Doc{src: src, nodes: nodes, keys: keys}
-	for i >= 0 {
-		par := nodes[i].parent
-		if par < 0 {
-			break
-		}
-		if nodes[par].kind == KindObject {
-			k := string(d.key(i))
-			k = strings.ReplaceAll(k, "~", "~0")
-			k = strings.ReplaceAll(k, "/", "~1")
-			parts = append(parts, k)
-		} else {
-			idx := 0
-			// Count the siblings before i. While the parser is inside i,
-			// i is not yet linked to them, and the count is still right.
-			for c := par + 1; c >= 0 && c != i; c = nodes[c].next {
-				idx++
+	var b []byte
+	for at := int32(0); at != i; {
+		idx := 0
+		for c, keyOff := range d.children(at) {
+			if i < c+d.nodes[c].size {
+				if keyOff >= 0 {
+					b = appendPointerToken(append(b, '/'), keyAt(d.src, keyOff))
+				} else {
+					b = strconv.AppendInt(append(b, '/'), int64(idx), 10)
+				}
+				at = c
+				break
 			}
-			parts = append(parts, strconv.Itoa(idx))
+			idx++
 		}
-		i = par
 	}
-	slices.Reverse(parts)
-	if len(parts) == 0 {
-		return ""
+	return string(b)
+}
+
+// appendPointerToken appends a reference token, with "~" and "/" escaped
+// as RFC 6901 asks.
+func appendPointerToken(b, tok []byte) []byte {
+	for _, c := range tok {
+		switch c {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, c)
+		}
 	}
-	return "/" + strings.Join(parts, "/")
+	return b
 }
