@@ -1,6 +1,9 @@
 package canon
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // flushAt is the buffer size at which a streaming encoder hands its output
 // to the writer, so a digest never holds a second copy of a large document.
@@ -30,10 +33,11 @@ func (d *Doc) check(i int32, p Policy) *Error {
 			if n.aux != 0 {
 				continue
 			}
-			dec := readDecimal(d.src[n.start:n.end])
+			lit := d.src[n.start:d.end(k)]
+			dec := readDecimal(lit)
 			if why := dec.judge(p); why != "" {
 				return keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: d.pointer(k),
-					Offset: int64(n.start), Detail: quoteBounded(d.src[n.start:n.end]) + ": " + why + " (policy " + p.ID() + ")"})
+					Offset: int64(n.start), Detail: quoteBounded(lit) + ": " + why + " (policy " + p.ID() + ")"})
 			}
 		}
 	}
@@ -93,9 +97,11 @@ func (e *encoder) encode(i int32) {
 		if n.aux == 0 {
 			// Validated, no escapes, no control characters: the input
 			// bytes are already the canonical form.
-			e.buf = append(e.buf, src[n.start:n.end]...)
+			end := n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
+			e.buf = append(e.buf, src[n.start:end]...)
 		} else {
-			e.strBuf = unescapeInto(e.strBuf[:0], src[n.start+1:n.end-1])
+			end, _ := stringEnd(src, n.start)
+			e.strBuf = unescapeInto(e.strBuf[:0], src[n.start+1:end])
 			e.buf = appendString(e.buf, e.strBuf)
 		}
 	case '[':
@@ -110,12 +116,11 @@ func (e *encoder) encode(i int32) {
 		e.buf = append(e.buf, ']')
 	case '{':
 		e.buf = append(e.buf, '{')
-		ms := d.members(i)
-		for j := 0; j < len(ms); j += 2 {
+		for j, c := range d.members(i) {
 			if j > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			keyOff := ms[j+1]
+			keyOff := nameOf(src, d.nodes[c].start)
 			end, esc := stringEnd(src, keyOff)
 			if !esc {
 				// An unescaped name is its own canonical form.
@@ -125,17 +130,17 @@ func (e *encoder) encode(i int32) {
 				e.buf = appendString(e.buf, e.strBuf)
 			}
 			e.buf = append(e.buf, ':')
-			e.encode(ms[j])
+			e.encode(c)
 			e.flush()
 		}
 		e.buf = append(e.buf, '}')
 	case 't', 'f', 'n':
-		e.buf = append(e.buf, src[n.start:n.end]...)
+		e.buf = append(e.buf, src[n.start:d.end(i)]...)
 	default: // a number
 		if n.aux != 0 {
-			e.buf = append(e.buf, src[n.start:n.end]...)
+			e.buf = append(e.buf, src[n.start:d.end(i)]...)
 		} else {
-			e.buf = appendAdmitted(e.buf, src[n.start:n.end])
+			e.buf = appendAdmitted(e.buf, src[n.start:d.end(i)])
 		}
 	}
 }

@@ -77,21 +77,21 @@ func (k Kind) String() string {
 // node is one value in a flat, document-ordered tree: a subtree occupies a
 // contiguous run of nodes starting at its root, so a container's first child
 // (if it has any) is the node after it, and the next sibling of node i (if it
-// has one) is node i+size. Nodes are 16 bytes and hold no pointers: what can
-// be read again from the source is not stored. The kind is the value's first
-// byte; a member's name is found from the object's order entries (or by
-// scanning from the previous sibling), and parents from a walk down from the
-// root, which only pointers on the error path need.
+// has one) is node i+size. Nodes are 12 bytes and hold no pointers: what the
+// validated source says again cheaply is not stored. The kind is the value's
+// first byte; a scalar's end is found by scanning it (a string without
+// escapes ends at the next quote); a member's name is the string before its
+// value's ':'; parents come from a walk down from the root, which only
+// pointers (error reports) need.
 type node struct {
-	start int32 // value span in the source
-	end   int32
+	start int32 // the value's first byte in the source
 	size  int32 // nodes in this subtree, this one included
 	// aux depends on the kind: strings 1 when the value has a backslash
 	// escape; numbers 1 when the literal is already its canonical integer
-	// text; arrays the element count; objects the index in Doc.order of
-	// their header (member count<<1 | 1 if a name repeats, only with
-	// AllowDuplicateKeys), followed by (node, name offset) pairs in RFC 8785
-	// order.
+	// text; arrays the offset after the closing bracket; objects the index
+	// in Doc.order of their header: member count<<1 (| 1 if a name repeats,
+	// only with AllowDuplicateKeys), the offset after the closing brace,
+	// then the members' nodes in RFC 8785 order.
 	aux int32
 }
 
@@ -186,10 +186,10 @@ func nodeEstimate(src []byte) int {
 	return min(n, len(src)/8+64)
 }
 
-// orderEstimate bounds Doc.order: two entries per member (a member has a
-// ':'), one header per object, and no more than the nodes allow.
+// orderEstimate bounds Doc.order: an entry per member (a member has a ':'),
+// a two-entry header per object, and no more than the nodes allow.
 func orderEstimate(src []byte, nodes int) int {
-	return min(2*bytes.Count(src, []byte{':'})+bytes.Count(src, []byte{'{'}), 3*nodes)
+	return min(bytes.Count(src, []byte{':'})+2*bytes.Count(src, []byte{'{'}), 3*nodes)
 }
 
 // fail records an error and returns it. Its pointer is that of the
@@ -253,11 +253,9 @@ func (p *parser) value() *Error {
 		if err != nil {
 			return err
 		}
-		n := &p.nodes[idx]
 		if esc {
-			n.aux = 1
+			p.nodes[idx].aux = 1
 		}
-		n.end = int32(p.pos)
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number(p.add(start))
@@ -269,8 +267,7 @@ func (p *parser) value() *Error {
 	for _, lit := range [...]string{"null", "true", "false"} {
 		if len(p.src)-p.pos >= len(lit) && string(p.src[p.pos:p.pos+len(lit)]) == lit {
 			p.pos += len(lit)
-			idx := p.add(start)
-			p.nodes[idx].end = int32(p.pos)
+			p.add(start)
 			return nil
 		}
 	}
@@ -295,9 +292,7 @@ func (p *parser) enter(obj bool) *Error {
 func (p *parser) leave(idx int32) {
 	p.depth--
 	p.path = p.path[:len(p.path)-1]
-	n := &p.nodes[idx]
-	n.end = int32(p.pos)
-	n.size = int32(len(p.nodes)) - idx
+	p.nodes[idx].size = int32(len(p.nodes)) - idx
 }
 
 func (p *parser) array() *Error {
@@ -309,6 +304,7 @@ func (p *parser) array() *Error {
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
 		p.pos++
+		p.nodes[idx].aux = int32(p.pos)
 		p.leave(idx)
 		return nil
 	}
@@ -328,7 +324,7 @@ func (p *parser) array() *Error {
 			p.skipWS()
 		case ']':
 			p.pos++
-			p.nodes[idx].aux = p.path[f].count
+			p.nodes[idx].aux = int32(p.pos)
 			p.leave(idx)
 			return nil
 		default:
@@ -347,7 +343,7 @@ func (p *parser) object() *Error {
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
 		p.nodes[idx].aux = int32(len(p.order))
-		p.order = append(p.order, 0)
+		p.order = append(p.order, 0, int32(p.pos))
 		p.leave(idx)
 		return nil
 	}
@@ -439,9 +435,9 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 		}
 	}
 	p.nodes[obj].aux = int32(len(p.order))
-	p.order = append(p.order, int32(len(keys))<<1|dup)
+	p.order = append(p.order, int32(len(keys))<<1|dup, int32(p.pos))
 	for _, k := range keys {
-		p.order = append(p.order, k.node, k.keyOff)
+		p.order = append(p.order, k.node)
 	}
 	return nil
 }
@@ -688,8 +684,6 @@ func (p *parser) number(idx int32) *Error {
 		// "01", "1.2.3", "1x": the literal runs on past the grammar.
 		return p.badNumber(idx, i)
 	}
-	n := &p.nodes[idx]
-	n.end = int32(i)
 	if i == intEnd { // no fraction, no exponent
 		digits := src[intStart:intEnd]
 		simple := false
@@ -702,7 +696,7 @@ func (p *parser) number(idx int32) *Error {
 			simple = string(digits) <= "9007199254740991"
 		}
 		if simple {
-			n.aux = 1
+			p.nodes[idx].aux = 1
 		}
 	}
 	p.pos = i

@@ -1,6 +1,9 @@
 package canon
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+)
 
 // Doc is a parsed JSON document. It keeps the input bytes; every Value can
 // give back its exact input span (Raw) as well as canonical bytes.
@@ -45,9 +48,43 @@ func (v Value) Raw() []byte {
 	if v.d == nil {
 		return nil
 	}
-	n := v.n()
-	return v.d.src[n.start:n.end]
+	return v.d.src[v.n().start:v.d.end(v.i)]
 }
+
+// end returns the offset after the last byte of node i.
+func (d *Doc) end(i int32) int32 {
+	n := &d.nodes[i]
+	src := d.src
+	switch src[n.start] {
+	case '"':
+		if n.aux == 0 {
+			return n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
+		}
+		e, _ := stringEnd(src, n.start)
+		return e + 1
+	case '[':
+		return n.aux
+	case '{':
+		return d.order[n.aux+1]
+	case 't', 'n':
+		return n.start + 4
+	case 'f':
+		return n.start + 5
+	}
+	j := int(n.start) + 1
+	for j < len(src) && numberByte[src[j]] {
+		j++
+	}
+	return int32(j)
+}
+
+// numberByte marks the bytes a number literal can hold.
+var numberByte = func() (t [256]bool) {
+	for _, c := range []byte("0123456789.eE+-") {
+		t[c] = true
+	}
+	return t
+}()
 
 // Offset returns the byte offset of the value in the input.
 func (v Value) Offset() int64 {
@@ -71,7 +108,7 @@ func (v Value) Str() (string, bool) {
 		return "", false
 	}
 	n := v.n()
-	raw := v.d.src[n.start+1 : n.end-1]
+	raw := v.d.src[n.start+1 : v.d.end(v.i)-1]
 	if n.aux == 0 {
 		return string(raw), true
 	}
@@ -90,7 +127,11 @@ func (v Value) Bool() (val, ok bool) {
 func (v Value) Len() int {
 	switch v.Kind() {
 	case KindArray:
-		return int(v.n().aux)
+		n := 0
+		for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
+			n++
+		}
+		return n
 	case KindObject:
 		return int(v.d.order[v.n().aux] >> 1)
 	}
@@ -102,7 +143,7 @@ func (v Value) Elems() []Value {
 	if v.Kind() != KindArray {
 		return nil
 	}
-	out := make([]Value, 0, v.n().aux)
+	out := make([]Value, 0, v.Len())
 	for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
 		out = append(out, Value{d: v.d, i: c})
 	}
@@ -138,14 +179,13 @@ func (v Value) Get(name string) (Value, bool) {
 	if v.Kind() != KindObject {
 		return Value{}, false
 	}
-	ms := v.d.members(v.i)
 	found := int32(-1)
-	for j := 0; j < len(ms); j += 2 {
-		if string(keyAt(v.d.src, ms[j+1])) == name {
+	for _, c := range v.d.members(v.i) {
+		if string(keyAt(v.d.src, nameOf(v.d.src, v.d.nodes[c].start))) == name {
 			if found >= 0 {
 				return Value{}, false
 			}
-			found = ms[j]
+			found = c
 			if !v.HasDuplicates() {
 				break
 			}
@@ -157,11 +197,34 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// members returns the object's members in RFC 8785 order, as (node, name
-// offset) pairs.
+// members returns the nodes of the object's members in RFC 8785 order.
 func (d *Doc) members(obj int32) []int32 {
 	h := d.nodes[obj].aux
-	return d.order[h+1 : h+1+2*(d.order[h]>>1)]
+	return d.order[h+2 : h+2+d.order[h]>>1]
+}
+
+// nameOf returns the offset of the opening quote of the name of the member
+// whose value starts at v: the string before the ':' before v. A quote in
+// a name is escaped, so it follows an odd run of backslashes.
+func nameOf(src []byte, v int32) int32 {
+	i := v - 1
+	for src[i] != ':' { // whitespace
+		i--
+	}
+	for i--; src[i] != '"'; i-- { // whitespace
+	}
+	for j := i - 1; ; j-- {
+		if src[j] != '"' {
+			continue
+		}
+		k := j - 1
+		for src[k] == '\\' {
+			k--
+		}
+		if (j-1-k)%2 == 0 {
+			return j
+		}
+	}
 }
 
 // children yields the children of a complete container in document order,
@@ -183,7 +246,7 @@ func (d *Doc) children(i int32) func(yield func(c, keyOff int32) bool) {
 			if !yield(c, keyOff) {
 				return
 			}
-			at = d.nodes[c].end
+			at = d.end(c)
 		}
 	}
 }
