@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 )
 
@@ -23,7 +24,7 @@ func (d *Doc) check(i int32, p Policy) *Error {
 		}
 		switch d.src[n.start] {
 		case '{':
-			if d.order[n.aux]&1 != 0 {
+			if _, flags, _ := d.object(k); flags&permDup != 0 {
 				// The repeated name can sit after values that come later
 				// in the scan; keep looking until the scan passes it.
 				first = keepFirst(first, d.duplicate(k))
@@ -74,6 +75,7 @@ type encoder struct {
 	n      int64     // bytes flushed to w
 	werr   error
 	strBuf []byte
+	kids   []int32 // members of the objects being written, innermost last
 }
 
 func (e *encoder) flush() {
@@ -116,7 +118,18 @@ func (e *encoder) encode(i int32) {
 		e.buf = append(e.buf, ']')
 	case '{':
 		e.buf = append(e.buf, '{')
-		for j, c := range d.members(i) {
+		count, flags, at := d.object(i)
+		base := len(e.kids)
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+			e.kids = append(e.kids, c)
+		}
+		for j := range count {
+			c := e.kids[base+j]
+			if flags&permInOrder == 0 {
+				o, w := binary.Uvarint(d.perm[at:])
+				at += w
+				c = e.kids[base+int(o)]
+			}
 			if j > 0 {
 				e.buf = append(e.buf, ',')
 			}
@@ -133,6 +146,7 @@ func (e *encoder) encode(i int32) {
 			e.encode(c)
 			e.flush()
 		}
+		e.kids = e.kids[:base]
 		e.buf = append(e.buf, '}')
 	case 't', 'f', 'n':
 		e.buf = append(e.buf, src[n.start:d.end(i)]...)

@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -88,10 +89,8 @@ type node struct {
 	size  int32 // nodes in this subtree, this one included
 	// aux depends on the kind: strings 1 when the value has a backslash
 	// escape; numbers 1 when the literal is already its canonical integer
-	// text; arrays the offset after the closing bracket; objects the index
-	// in Doc.order of their header: member count<<1 (| 1 if a name repeats,
-	// only with AllowDuplicateKeys), the offset after the closing brace,
-	// then the members' nodes in RFC 8785 order.
+	// text; arrays the offset after the closing bracket; objects the offset
+	// in Doc.perm of their member order (see sortMembers).
 	aux int32
 }
 
@@ -128,7 +127,7 @@ type parser struct {
 	pos   int
 	nodes []node
 	keys  []byte // unescaped member names, for the sort only
-	order []int32
+	perm  []byte
 	// members holds the members of the open objects, innermost last; each
 	// object sorts its own run when it closes.
 	members []memberKey
@@ -158,7 +157,7 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	}
 	p := &parser{src: src, opts: o}
 	p.nodes = make([]node, 0, nodeEstimate(src))
-	p.order = make([]int32, 0, orderEstimate(src, cap(p.nodes)))
+	p.perm = make([]byte, 0, permEstimate(src, cap(p.nodes)))
 	p.skipWS()
 	if p.pos >= len(src) {
 		return nil, p.fail(CodeSyntax, false, p.pos, "empty input")
@@ -170,7 +169,7 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	if p.pos < len(src) {
 		return nil, p.fail(CodeTrailingData, false, p.pos, "data after the top-level value: "+quoteBounded(src[p.pos:]))
 	}
-	return &Doc{src: src, nodes: p.nodes, order: p.order}, nil
+	return &Doc{src: src, nodes: p.nodes, perm: p.perm}, nil
 }
 
 // nodeEstimate returns how many nodes to allocate up front so that growth
@@ -186,10 +185,10 @@ func nodeEstimate(src []byte) int {
 	return min(n, len(src)/8+64)
 }
 
-// orderEstimate bounds Doc.order: an entry per member (a member has a ':'),
-// a two-entry header per object, and no more than the nodes allow.
-func orderEstimate(src []byte, nodes int) int {
-	return min(bytes.Count(src, []byte{':'})+2*bytes.Count(src, []byte{'{'}), 3*nodes)
+// permEstimate is what Doc.perm takes when objects have fewer than 128
+// members: a byte per member (a member has a ':') and per object.
+func permEstimate(src []byte, nodes int) int {
+	return min(bytes.Count(src, []byte{':'})+bytes.Count(src, []byte{'{'}), 2*nodes)
 }
 
 // fail records an error and returns it. Its pointer is that of the
@@ -342,8 +341,8 @@ func (p *parser) object() *Error {
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
-		p.nodes[idx].aux = int32(len(p.order))
-		p.order = append(p.order, 0, int32(p.pos))
+		p.nodes[idx].aux = int32(len(p.perm))
+		p.perm = append(p.perm, permInOrder)
 		p.leave(idx)
 		return nil
 	}
@@ -374,7 +373,7 @@ func (p *parser) object() *Error {
 		p.pos++
 		p.skipWS()
 		p.path[f].keyOff = int32(keyOff)
-		p.members = append(p.members, p.memberKey(int32(len(p.nodes)), ks, ke, esc, int32(keyOff)))
+		p.members = append(p.members, p.memberKey(p.path[f].count, ks, ke, esc, int32(keyOff)))
 		if err := p.value(); err != nil {
 			return err
 		}
@@ -401,9 +400,14 @@ func (p *parser) object() *Error {
 }
 
 // sortMembers records the object's members in RFC 8785 order (UTF-16 code
-// units of the unescaped names) in p.order and rejects repeated names, which
+// units of the unescaped names) in p.perm and rejects repeated names, which
 // the sort makes adjacent. Sorting is O(m log m) per object, so a hostile
 // wide object stays cheap, and the encoder reuses the order.
+//
+// The order is a permutation of the members' positions in the document, as
+// uvarints after a uvarint header: count<<2 | permInOrder (already sorted:
+// no positions follow) | permDup (a name repeats; AllowDuplicateKeys only).
+// Real objects have few members, so a member costs one byte.
 func (p *parser) sortMembers(obj int32, f int) *Error {
 	base := p.path[f].keyNext
 	keys := p.members[base:]
@@ -415,8 +419,10 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 			break
 		}
 	}
-	var dup int32
-	if !sorted { // canonical input is strictly increasing, so has no repeats
+	hdr := uint64(len(keys)) << 2
+	if sorted {
+		hdr |= permInOrder
+	} else { // canonical input is strictly increasing, so has no repeats
 		slices.SortStableFunc(keys, p.compareKeys)
 		for i := 1; i < len(keys); i++ {
 			if p.compareKeys(keys[i-1], keys[i]) == 0 {
@@ -429,33 +435,41 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 						Detail: "duplicate member name " + quoteBounded(name)}
 					return p.err
 				}
-				dup = 1
+				hdr |= permDup
 				break
 			}
 		}
 	}
-	p.nodes[obj].aux = int32(len(p.order))
-	p.order = append(p.order, int32(len(keys))<<1|dup, int32(p.pos))
-	for _, k := range keys {
-		p.order = append(p.order, k.node)
+	p.nodes[obj].aux = int32(len(p.perm))
+	p.perm = binary.AppendUvarint(p.perm, hdr)
+	if !sorted {
+		for _, k := range keys {
+			p.perm = binary.AppendUvarint(p.perm, uint64(k.ord))
+		}
 	}
 	return nil
 }
+
+// Flags of an object's permutation header (see sortMembers).
+const (
+	permDup     = 1
+	permInOrder = 2
+)
 
 // memberKey is a member name as the sort sees it: its first 8 bytes as a
 // big-endian integer (zero padded), which decides most comparisons without
 // touching the name, and no pointers, so sorting needs no write barriers.
 type memberKey struct {
 	pre    uint64
-	node   int32
+	ord    int32 // position among the object's members
 	n      int32 // length of the name in bytes
 	ks, ke int32 // the unescaped name: a span of the source, or of parser.keys
 	keyOff int32 // the name's opening quote in the source
 	inBuf  bool
 }
 
-func (p *parser) memberKey(node, ks, ke int32, inBuf bool, keyOff int32) memberKey {
-	m := memberKey{node: node, n: ke - ks, ks: ks, ke: ke, keyOff: keyOff, inBuf: inBuf}
+func (p *parser) memberKey(ord, ks, ke int32, inBuf bool, keyOff int32) memberKey {
+	m := memberKey{ord: ord, n: ke - ks, ks: ks, ke: ke, keyOff: keyOff, inBuf: inBuf}
 	k := p.key(m)
 	var pre uint64
 	for i := range 8 {

@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 )
 
@@ -10,7 +11,7 @@ import (
 type Doc struct {
 	src   []byte
 	nodes []node
-	order []int32 // per object: a header, then its members in RFC 8785 order; see node.aux
+	perm  []byte // per object: its members' RFC 8785 order; see sortMembers
 }
 
 // Parse parses data strictly (see the package doc) into a Doc without
@@ -65,7 +66,17 @@ func (d *Doc) end(i int32) int32 {
 	case '[':
 		return n.aux
 	case '{':
-		return d.order[n.aux+1]
+		// After the last member's value (or the brace), only whitespace.
+		at := n.start + 1
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+			if c+d.nodes[c].size == end {
+				at = d.end(c)
+			}
+		}
+		for src[at] != '}' {
+			at++
+		}
+		return at + 1
 	case 't', 'n':
 		return n.start + 4
 	case 'f':
@@ -133,7 +144,8 @@ func (v Value) Len() int {
 		}
 		return n
 	case KindObject:
-		return int(v.d.order[v.n().aux] >> 1)
+		count, _, _ := v.d.object(v.i)
+		return count
 	}
 	return 0
 }
@@ -170,7 +182,13 @@ func (v Value) Members() []Member {
 
 // HasDuplicates reports whether this object repeats a member name (possible
 // only with ParseOptions.AllowDuplicateKeys).
-func (v Value) HasDuplicates() bool { return v.Kind() == KindObject && v.d.order[v.n().aux]&1 != 0 }
+func (v Value) HasDuplicates() bool {
+	if v.Kind() != KindObject {
+		return false
+	}
+	_, flags, _ := v.d.object(v.i)
+	return flags&permDup != 0
+}
 
 // Get returns the member with the given name. It reports false when the
 // name is absent, v is not an object, or the name occurs more than once
@@ -180,8 +198,8 @@ func (v Value) Get(name string) (Value, bool) {
 		return Value{}, false
 	}
 	found := int32(-1)
-	for _, c := range v.d.members(v.i) {
-		if string(keyAt(v.d.src, nameOf(v.d.src, v.d.nodes[c].start))) == name {
+	for c, keyOff := range v.d.children(v.i) {
+		if string(keyAt(v.d.src, keyOff)) == name {
 			if found >= 0 {
 				return Value{}, false
 			}
@@ -197,10 +215,12 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// members returns the nodes of the object's members in RFC 8785 order.
-func (d *Doc) members(obj int32) []int32 {
-	h := d.nodes[obj].aux
-	return d.order[h+2 : h+2+d.order[h]>>1]
+// object returns the member count and permutation flags of object obj, and
+// the offset in d.perm where its permutation starts.
+func (d *Doc) object(obj int32) (count int, flags uint64, at int) {
+	at = int(d.nodes[obj].aux)
+	h, n := binary.Uvarint(d.perm[at:])
+	return int(h >> 2), h & 3, at + n
 }
 
 // nameOf returns the offset of the opening quote of the name of the member
