@@ -471,14 +471,13 @@ type memberKey struct {
 func (p *parser) memberKey(ord, ks, ke int32, inBuf bool, keyOff int32) memberKey {
 	m := memberKey{ord: ord, n: ke - ks, ks: ks, ke: ke, keyOff: keyOff, inBuf: inBuf}
 	k := p.key(m)
-	var pre uint64
-	for i := range 8 {
-		pre <<= 8
-		if i < len(k) {
-			pre |= uint64(k[i])
-		}
+	if len(k) >= 8 {
+		m.pre = binary.BigEndian.Uint64(k)
+		return m
 	}
-	m.pre = pre
+	for i, c := range k {
+		m.pre |= uint64(c) << (56 - 8*i)
+	}
 	return m
 }
 
