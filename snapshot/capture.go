@@ -72,7 +72,8 @@ type CaptureOptions struct {
 	// Clock makes every timer Capture waits on: the probe and request
 	// timeouts and the shutdown grace (nil: the real clock). Tests pass
 	// one they fire themselves, so a timeout happens when the test says
-	// and never because a loaded machine was slow.
+	// and never because a loaded machine was slow. (os/exec's WaitDelay,
+	// the backstop for a grandchild holding stderr open, stays real.)
 	Clock Clock
 }
 
