@@ -76,6 +76,15 @@ func captureErr(o snapshot.CaptureOptions, argv ...string) (*snapshot.Snapshot, 
 	if o.CaptureID == "" {
 		o.CaptureID = "cap-test"
 	}
+	if o.Clock == nil {
+		// No request times out unless a test says so: a page that is only
+		// slow (a loaded machine) must not change what a test observes.
+		// The context above still ends a capture that is stuck.
+		if o.RequestTimeout == 0 {
+			o.RequestTimeout = time.Hour
+		}
+		o.Clock = newTestClock(o.RequestTimeout)
+	}
 	return snapshot.Capture(ctx, argv, o)
 }
 
@@ -270,17 +279,15 @@ func TestCaptureSDKServer(t *testing.T) {
 //
 // Nothing here waits on the wall clock: the server answers page 3 only
 // after it has written the notification (sdkserver's -add-tool-after-list),
-// and the request timeout is a test clock that never fires, so a slow
-// machine makes the test slower, never different. (It used to take the
-// real 30 s request timeout: once, under load, a page took longer and the
-// capture stopped with "timeout" at page 375.)
+// and the request timeout is a test clock that never fires (captureErr), so
+// a slow machine makes the test slower, never different. (It used to run on
+// the real 30 s request timeout: once, under load, a page took longer and
+// the capture stopped with "timeout" at page 375.)
 func TestCaptureListChangedMidCollection(t *testing.T) {
 	bin := mcptest.Build(t, "sdkserver")
 	for _, proto := range []string{snapshot.ProtocolModern, snapshot.ProtocolLegacy} {
 		t.Run(proto, func(t *testing.T) {
-			o := snapshot.CaptureOptions{Protocol: proto, RequestTimeout: time.Hour}
-			o.Clock = newTestClock(o.RequestTimeout)
-			s := capture(t, o, bin, "-tools", "2500", "-page-size", "5", "-add-tool-after-list", "2")
+			s := capture(t, snapshot.CaptureOptions{Protocol: proto}, bin, "-tools", "2500", "-page-size", "5", "-add-tool-after-list", "2")
 			m := s.Manifest
 			if !m.Collection.ListChangedDuring || m.Complete || !slices.Contains(m.IncompleteReasons, snapshot.ReasonListChangedDuring) {
 				t.Fatalf("list_changed during %v, complete %v, reasons %q", m.Collection.ListChangedDuring, m.Complete, m.IncompleteReasons)
