@@ -133,8 +133,7 @@ func (e *encoder) encode(i int32) {
 			if j > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			keyOff := nameOf(src, d.nodes[c].start)
-			end, esc := stringEnd(src, keyOff)
+			keyOff, end, esc := nameOf(src, d.nodes[c].start)
 			if !esc {
 				// An unescaped name is its own canonical form.
 				e.buf = append(e.buf, src[keyOff:end+1]...)

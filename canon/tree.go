@@ -223,26 +223,30 @@ func (d *Doc) object(obj int32) (count int, flags uint64, at int) {
 	return int(h >> 2), h & 3, at + n
 }
 
-// nameOf returns the offset of the opening quote of the name of the member
-// whose value starts at v: the string before the ':' before v. A quote in
-// a name is escaped, so it follows an odd run of backslashes.
-func nameOf(src []byte, v int32) int32 {
+// nameOf returns the offsets of the opening and closing quotes of the name
+// of the member whose value starts at v (the string before the ':' before
+// v), and whether the name has escapes. A quote inside a name is escaped, so
+// it follows an odd run of backslashes.
+func nameOf(src []byte, v int32) (open, close int32, esc bool) {
 	i := v - 1
 	for src[i] != ':' { // whitespace
 		i--
 	}
 	for i--; src[i] != '"'; i-- { // whitespace
 	}
+	close = i
 	for j := i - 1; ; j-- {
-		if src[j] != '"' {
-			continue
-		}
-		k := j - 1
-		for src[k] == '\\' {
-			k--
-		}
-		if (j-1-k)%2 == 0 {
-			return j
+		switch src[j] {
+		case '\\':
+			esc = true
+		case '"':
+			k := j - 1
+			for src[k] == '\\' {
+				k--
+			}
+			if (j-1-k)%2 == 0 {
+				return j, close, esc
+			}
 		}
 	}
 }
