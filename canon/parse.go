@@ -157,7 +157,11 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	}
 	p := &parser{src: src, opts: o}
 	p.nodes = make([]node, 0, nodeEstimate(src))
-	p.perm = make([]byte, 0, permEstimate(src, cap(p.nodes)))
+	// A byte per object and per member (while objects have fewer than 128
+	// members), and every object and every member is a node: at most two
+	// bytes a node. Capacity that is never written costs no memory in a
+	// fresh process, and counting members first would cost two passes.
+	p.perm = make([]byte, 0, 2*cap(p.nodes))
 	p.skipWS()
 	if p.pos >= len(src) {
 		return nil, p.fail(CodeSyntax, false, p.pos, "empty input")
@@ -183,12 +187,6 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 func nodeEstimate(src []byte) int {
 	n := 1 + bytes.Count(src, []byte{','}) + bytes.Count(src, []byte{'{'}) + bytes.Count(src, []byte{'['})
 	return min(n, len(src)/8+64)
-}
-
-// permEstimate is what Doc.perm takes when objects have fewer than 128
-// members: a byte per member (a member has a ':') and per object.
-func permEstimate(src []byte, nodes int) int {
-	return min(bytes.Count(src, []byte{':'})+bytes.Count(src, []byte{'{'}), 2*nodes)
 }
 
 // fail records an error and returns it. Its pointer is that of the
@@ -423,7 +421,17 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 	if sorted {
 		hdr |= permInOrder
 	} else { // canonical input is strictly increasing, so has no repeats
-		slices.SortStableFunc(keys, p.compareKeys)
+		if len(keys) <= 12 {
+			// Insertion sort: stable, and for the few members of real
+			// objects cheaper than a generic sort.
+			for i := 1; i < len(keys); i++ {
+				for j := i; j > 0 && p.compareKeys(keys[j-1], keys[j]) > 0; j-- {
+					keys[j-1], keys[j] = keys[j], keys[j-1]
+				}
+			}
+		} else {
+			slices.SortStableFunc(keys, p.compareKeys)
+		}
 		for i := 1; i < len(keys); i++ {
 			if p.compareKeys(keys[i-1], keys[i]) == 0 {
 				if !p.opts.AllowDuplicateKeys {
