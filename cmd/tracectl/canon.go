@@ -87,7 +87,8 @@ func runCanon(s streams, o *canonOptions) error {
 }
 
 // canonMemoryLimit is the soft heap limit while canonicalizing: well above
-// what the largest accepted input needs (about 2.5 times its size).
+// what the largest accepted input needs (about twice its size, and twice
+// more for the growing buffer of a document read from a pipe).
 const canonMemoryLimit = 8 * canon.DefaultMaxBytes
 
 // readCanonInput reads the document: a regular file in one read of exactly
