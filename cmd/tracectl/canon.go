@@ -91,11 +91,15 @@ func runCanon(s streams, o *canonOptions) error {
 // more for the growing buffer of a document read from a pipe).
 const canonMemoryLimit = 8 * canon.DefaultMaxBytes
 
-// readCanonInput reads the document: a regular file in one read of exactly
-// its size (no doubling buffer, no copy), anything else (a pipe, standard
-// input) through a bounded ReadAll.
+// readCanonInput reads the document: a regular file (standard input too,
+// when it is one) in one read of exactly its size (no doubling buffer, no
+// copy), anything else (a pipe) through a bounded ReadAll.
 func readCanonInput(stdin io.Reader, input string) ([]byte, string, error) {
 	if input == "-" {
+		if f, ok := stdin.(*os.File); ok {
+			data, err := readCanonFile(f, "standard input")
+			return data, "standard input", err
+		}
 		data, err := io.ReadAll(io.LimitReader(stdin, maxCanonInput))
 		if err != nil {
 			return nil, "", fmt.Errorf("read standard input: %w", err)
@@ -107,31 +111,38 @@ func readCanonInput(stdin io.Reader, input string) ([]byte, string, error) {
 		return nil, "", err
 	}
 	defer f.Close()
+	data, err := readCanonFile(f, input)
+	return data, input, err
+}
+
+func readCanonFile(f *os.File, name string) ([]byte, error) {
 	fi, err := f.Stat()
-	if err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", input, err)
-	}
-	if !fi.Mode().IsRegular() || fi.Size() >= maxCanonInput {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() >= maxCanonInput {
 		data, err := io.ReadAll(io.LimitReader(f, maxCanonInput))
 		if err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", input, err)
+			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
-		return data, input, nil
+		return data, nil
 	}
-	// One byte more than the size, to notice a file that grew meanwhile.
-	data := make([]byte, fi.Size()+1)
+	// From where the file is read (standard input may not be at its
+	// start), and one byte more, to notice a file that grew meanwhile.
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || pos > fi.Size() {
+		pos = 0
+	}
+	data := make([]byte, fi.Size()-pos+1)
 	n, err := io.ReadFull(f, data)
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return data[:n], input, nil
+		return data[:n], nil
 	case err != nil:
-		return nil, "", fmt.Errorf("read %s: %w", input, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	rest, err := io.ReadAll(io.LimitReader(f, maxCanonInput-int64(n)))
 	if err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", input, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	return append(data, rest...), input, nil
+	return append(data, rest...), nil
 }
 
 func canonHint(c canon.Code) string {
