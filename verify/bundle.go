@@ -93,6 +93,7 @@ type bundleCheck struct {
 	conflicts   int64 // identity and history findings
 	payloadBad  int64 // payload findings other than pass
 	commitOK    bool  // the commitment could be recomputed over every line
+	limited     bool  // reading stopped at a configured limit
 	malformedAt int64 // first malformed line, or -1
 }
 
@@ -102,9 +103,10 @@ func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundl
 }
 
 func (b *bundleCheck) run(ctx context.Context) error {
-	f, err := b.fsys.Open(transcript.TranscriptFile)
+	f, err := openRegular(b.fsys, transcript.TranscriptFile)
 	if err != nil {
 		switch {
+		case b.refused(transcript.TranscriptFile, CheckTranscript, transcript.TranscriptFile, err):
 		case b.rec != nil && b.rec.ToolTranscript != nil:
 			b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
 				"the record commits to a transcript ("+b.rec.ToolTranscript.Hash+") that cannot be read: "+err.Error())
@@ -122,7 +124,10 @@ func (b *bundleCheck) run(ctx context.Context) error {
 
 	c := transcript.NewCommitter()
 	b.commitOK = true
-	br := bufio.NewReaderSize(f, transcript.MaxLineBytes+1)
+	lim := b.v.o.Limits
+	lr := &io.LimitedReader{R: f, N: lim.MaxTranscriptBytes + 1}
+	br := bufio.NewReaderSize(lr, transcript.MaxLineBytes+1)
+	var consumed int64
 	for idx := int64(0); ; idx++ {
 		if idx&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -130,6 +135,14 @@ func (b *bundleCheck) run(ctx context.Context) error {
 			}
 		}
 		line, err := br.ReadSlice('\n')
+		if consumed += int64(len(line)); consumed > lim.MaxTranscriptBytes {
+			b.overLimit(fmt.Sprintf("more than %d bytes (Limits.MaxTranscriptBytes)", lim.MaxTranscriptBytes))
+			break
+		}
+		if idx == lim.MaxTranscriptLines && len(line) > 0 {
+			b.overLimit(fmt.Sprintf("more than %d lines (Limits.MaxTranscriptLines)", lim.MaxTranscriptLines))
+			break
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			b.malformed(idx, transcript.CodeTooLong, fmt.Sprintf("no LF within %d bytes: the rest of the transcript cannot be read line by line", transcript.MaxLineBytes))
 			b.commitOK = false
@@ -159,11 +172,36 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	if b.v.o.Progress != nil {
 		b.v.o.Progress(b.r.Counts.Lines)
 	}
-	if c.Count() == 0 {
+	if c.Count() == 0 && !b.limited {
 		b.malformed(0, transcript.CodeHeaderMissing, "empty transcript: the header line is required")
 	}
 	b.finish(c)
 	return nil
+}
+
+// overLimit stops reading a transcript beyond a configured limit: the rest
+// is not checked and the commitment cannot be recomputed, which is
+// unsupported evidence (this verifier's limits), not a contradiction.
+func (b *bundleCheck) overLimit(detail string) {
+	b.commitOK = false
+	b.interpret = false
+	b.limited = true
+	b.r.add(CodeLimitExceeded, CheckTranscript, StatusUnsupported, transcript.TranscriptFile,
+		detail+": the rest was not read, so the commitment was not recomputed; raise the limit to verify it")
+}
+
+// refused reports a bundle file that openRegular refused (a symbolic
+// link, a FIFO, a device, ...) and says whether err was such a refusal.
+func (b *bundleCheck) refused(path string, check Check, subject string, err error) bool {
+	if !errors.Is(err, ErrNotRegular) {
+		return false
+	}
+	if subject != path {
+		subject += " (" + path + ")"
+	}
+	b.r.add(CodeFileRefused, check, StatusFail, subject,
+		"not read: "+err.Error()+"; a producer writes only regular files, and a link, FIFO or device is never followed")
+	return true
 }
 
 // malformed reports a line that is not a valid transcript line.

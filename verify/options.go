@@ -48,11 +48,41 @@ type Options struct {
 	// DefaultFutureSkew.
 	FutureSkew time.Duration
 
+	// Limits bound what is read; zero members take their defaults.
+	Limits Limits
+
 	// Progress, when set, is called with the number of transcript lines
 	// read so far, every ProgressEvery lines and once at the end. It must
 	// be cheap; the CLI uses it to show progress on a terminal.
 	Progress func(lines int64)
 }
+
+// Limits bound the input a verification reads, so no bundle makes it run
+// without end. Beyond a limit the rest is not read and the report says so
+// (limit_exceeded, unsupported): the verdict is at best incomplete, never
+// verified on evidence not read.
+type Limits struct {
+	// MaxTranscriptBytes bounds transcript.jsonl; zero means
+	// DefaultMaxTranscriptBytes.
+	MaxTranscriptBytes int64
+	// MaxTranscriptLines bounds its lines; zero means
+	// DefaultMaxTranscriptLines.
+	MaxTranscriptLines int64
+}
+
+// Default limits. A line is at most transcript.MaxLineBytes (64 KiB) and a
+// million-call session is about 3 million lines of a few hundred bytes, so
+// the defaults admit sessions two orders of magnitude larger than any
+// measured, while a transcript that never ends (a device, a file still
+// being written) stops within minutes rather than never. The record,
+// manifests, pages and proofs have their own fixed limits
+// (sign.MaxRecordBytes, snapshot.MaxManifestBytes,
+// snapshot.CeilingMaxPageBytes, transcript.MaxProofBytes); payloads are
+// read up to their committed length plus one byte.
+const (
+	DefaultMaxTranscriptBytes = 64 << 30
+	DefaultMaxTranscriptLines = 256 << 20
+)
 
 // ProgressEvery is how many transcript lines pass between Progress calls.
 const ProgressEvery = 4096
@@ -77,6 +107,9 @@ func (o Options) validate() (Options, error) {
 			errs = append(errs, fmt.Errorf("trusted key: %w", err))
 		}
 	}
+	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 {
+		errs = append(errs, errors.New("limits must not be negative"))
+	}
 	if o.MaxAge < 0 || o.FutureSkew < 0 {
 		errs = append(errs, errors.New("MaxAge and FutureSkew must not be negative"))
 	}
@@ -91,6 +124,12 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.FutureSkew == 0 {
 		o.FutureSkew = DefaultFutureSkew
+	}
+	if o.Limits.MaxTranscriptBytes == 0 {
+		o.Limits.MaxTranscriptBytes = DefaultMaxTranscriptBytes
+	}
+	if o.Limits.MaxTranscriptLines == 0 {
+		o.Limits.MaxTranscriptLines = DefaultMaxTranscriptLines
 	}
 	return o, nil
 }

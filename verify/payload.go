@@ -56,9 +56,12 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
 		return nil, false
 	}
-	f, err := b.fsys.Open(path)
+	f, err := openRegular(b.fsys, path)
 	if err != nil {
 		b.payloadBad++
+		if b.refused(path, check, subject, err) {
+			return nil, false
+		}
 		detail := "the committed bytes are missing from the bundle (" + path + ")"
 		if !errors.Is(err, fs.ErrNotExist) {
 			detail = "the committed bytes cannot be read: " + err.Error()

@@ -65,6 +65,8 @@ const (
 	CodeProducerObservation  Code = "producer_observation_only" // responses and server identity are the producer's observations, not server-authenticated
 	CodeServerProofMissing   Code = "server_proof_missing"      // a claim of server authentication without its proof
 	CodeInclusionProofFailed Code = "inclusion_proof_failed"
+	CodeFileRefused          Code = "file_refused"   // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
+	CodeLimitExceeded        Code = "limit_exceeded" // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
 
 	CodeFormatUnsupported Code = "format_unsupported"    // unsupported: the transcript or a manifest names a format, policy or algorithm this verifier does not implement
 	CodeTranscriptBound   Code = "transcript_bound"      // pass finding: the recomputed commitment equals tool_transcript.hash
@@ -86,6 +88,7 @@ func AllCodes() []Code {
 		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
 		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
 
+		CodeFileRefused, CodeLimitExceeded,
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,

@@ -54,7 +54,9 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 		if p == "" {
 			return nil, fmt.Errorf("malformed digest %q", d)
 		}
-		return readFile(b.fsys, p, snapshot.CeilingMaxPageBytes)
+		data, err := readFile(b.fsys, p, snapshot.CeilingMaxPageBytes)
+		b.refused(p, CheckSnapshot, subject, err)
+		return data, err
 	}
 	for _, p := range snapshot.VerifyPages(m, load) {
 		bad = true
@@ -99,6 +101,8 @@ func (b *bundleCheck) manifest(e *transcript.SnapshotEvent, subject string) *sna
 	path := transcript.BlobPath(e.ManifestDigest)
 	data, err := readFile(b.fsys, path, snapshot.MaxManifestBytes)
 	switch {
+	case b.refused(path, CheckSnapshot, subject, err):
+		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, "the manifest "+e.ManifestDigest+" is missing from the bundle")
 		return nil

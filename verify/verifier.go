@@ -45,7 +45,9 @@ func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
 }
 
 // Bundle verifies a bundle: fsys holds record.json, transcript.jsonl and
-// blobs/ (os.DirFS of a bundle directory). The transcript is streamed: memory
+// blobs/ (DirFS of a bundle directory: os.DirFS follows symbolic links
+// and blocks on FIFOs). Only regular files are read, whatever fsys is; a
+// bundle file that is not one is the finding file_refused. The transcript is streamed: memory
 // depends on the number of distinct attempt and snapshot identities, never
 // on payload sizes or the number of lines held at once.
 //
@@ -74,7 +76,7 @@ var ErrTooLarge = errors.New("file exceeds its size limit")
 
 // readPrefix reads at most max bytes of a file.
 func readPrefix(fsys fs.FS, name string, max int64) ([]byte, error) {
-	f, err := fsys.Open(name)
+	f, err := openRegular(fsys, name)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func readPrefix(fsys fs.FS, name string, max int64) ([]byte, error) {
 
 // readFile reads a whole file of at most max bytes.
 func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
-	f, err := fsys.Open(name)
+	f, err := openRegular(fsys, name)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ type verifyOptions struct {
 	allowEmbeddedKey bool
 	format           string
 	proof            string
+	maxTranscriptB   int64
+	maxTranscriptL   int64
 	input            string
 	now              func() time.Time // the clock, an input like everything else
 }
@@ -71,6 +73,8 @@ unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
 	f.BoolVar(&o.allowEmbeddedKey, "allow-embedded-key", false, "without --trusted-key, check the signature with cnf.jwk (internal consistency only)")
 	f.StringVar(&o.format, "format", "text", "report format: text or json ("+verify.MediaType+")")
 	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
+	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
+	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
 	return cmd
 }
 
@@ -99,6 +103,10 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	default:
 		vo.MaxAge = d
 	}
+	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 {
+		return vo, usageErr(errors.New("--max-transcript-bytes and --max-transcript-lines must be positive"), "")
+	}
+	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL}
 	vo.AllowEmbeddedKey = o.allowEmbeddedKey
 	if o.trustedKey != "" {
 		var pub crypto.PublicKey
@@ -172,7 +180,7 @@ func verifyInput(ctx context.Context, v *verify.Verifier, o *verifyOptions) (*ve
 	recordPath := o.input
 	if fi.IsDir() {
 		if o.proof == "" {
-			rep, err := v.Bundle(ctx, os.DirFS(o.input))
+			rep, err := v.Bundle(ctx, verify.DirFS(o.input))
 			if rep == nil {
 				return nil, usageErr(fmt.Errorf("bundle %s: %w", o.input, err), "a bundle directory holds record.json, transcript.jsonl and blobs/")
 			}
@@ -180,18 +188,34 @@ func verifyInput(ctx context.Context, v *verify.Verifier, o *verifyOptions) (*ve
 		}
 		recordPath = filepath.Join(o.input, transcript.RecordFile)
 	}
-	record, err := readLimited(recordPath, sign.MaxRecordBytes+1)
+	record, err := readRegular(recordPath, sign.MaxRecordBytes+1)
 	if err != nil {
 		return nil, usageErr(err, "")
 	}
 	if o.proof == "" {
 		return v.Record(ctx, record)
 	}
-	proof, err := readLimited(o.proof, transcript.MaxProofBytes+1)
+	proof, err := readRegular(o.proof, transcript.MaxProofBytes+1)
 	if err != nil {
 		return nil, usageErr(err, "--proof takes a file written by tracectl prove")
 	}
 	return v.Proof(ctx, record, proof)
+}
+
+// readRegular is readLimited for evidence: the file must be a regular
+// file, opened without following a link in its last component and without
+// blocking on a FIFO (verify.DirFS), so a hostile path cannot hang verify.
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := verify.DirFS(filepath.Dir(path)).Open(filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // readLimited reads at most max bytes of a file: one byte past a parser's
