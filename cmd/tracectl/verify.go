@@ -239,7 +239,7 @@ func writeReport(w io.Writer, rep *verify.Report, format string) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(append(b, '\n'))
+		_, err = w.Write(append(jsonSafe(b), '\n'))
 		return err
 	}
 	_, err := io.WriteString(w, textReport(rep))
