@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tracectl/tracectl/sign"
@@ -47,6 +48,13 @@ type Options struct {
 	// FutureSkew is how far iat may lie after At; zero means
 	// DefaultFutureSkew.
 	FutureSkew time.Duration
+
+	// AcceptProfiles is the set of eat_profile values accepted (TRACE's
+	// verifier-compatibility rule); nil means sign.Profile alone. A record
+	// whose profile is outside it is profile_unsupported; so is one inside
+	// it whose shape this verifier does not implement (it implements
+	// sign.Profile only). An empty non-nil set is refused.
+	AcceptProfiles []string
 
 	// Limits bound what is read; zero members take their defaults.
 	Limits Limits
@@ -107,6 +115,14 @@ func (o Options) validate() (Options, error) {
 			errs = append(errs, fmt.Errorf("trusted key: %w", err))
 		}
 	}
+	if o.AcceptProfiles != nil && len(o.AcceptProfiles) == 0 {
+		errs = append(errs, errors.New("the accepted profile set is empty: a verifier accepts at least one profile"))
+	}
+	for _, p := range o.AcceptProfiles {
+		if p == "" {
+			errs = append(errs, errors.New("an accepted profile is the empty string"))
+		}
+	}
 	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 {
 		errs = append(errs, errors.New("limits must not be negative"))
 	}
@@ -124,6 +140,11 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.FutureSkew == 0 {
 		o.FutureSkew = DefaultFutureSkew
+	}
+	if o.AcceptProfiles == nil {
+		o.AcceptProfiles = []string{sign.Profile}
+	} else {
+		o.AcceptProfiles = slices.Compact(slices.Sorted(slices.Values(o.AcceptProfiles)))
 	}
 	if o.Limits.MaxTranscriptBytes == 0 {
 		o.Limits.MaxTranscriptBytes = DefaultMaxTranscriptBytes

@@ -3,6 +3,8 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
@@ -14,6 +16,15 @@ import (
 // signature, trust, freshness. It returns the parsed record, or nil when the
 // record cannot be read as a v0.2 record; the later checks then do not run.
 func (v *Verifier) checkRecord(r *Report, data []byte) *sign.Record {
+	r.AcceptedProfiles = slices.Clone(v.o.AcceptProfiles)
+	if p, ok := sign.PeekProfile(data); ok {
+		r.Profile = p
+		if !slices.Contains(v.o.AcceptProfiles, p) {
+			r.add(CodeProfileUnsupported, CheckRecord, StatusFail, "/eat_profile",
+				fmt.Sprintf("eat_profile %s is not in the accepted set [%s]", boundedQuote(p), strings.Join(v.o.AcceptProfiles, ", ")))
+			return nil
+		}
+	}
 	rec, err := sign.ParseRecord(data)
 	if err != nil {
 		recordFindings(r, err)
@@ -70,6 +81,8 @@ func recordFindings(r *Report, err error) {
 		}
 	case errors.Is(err, sign.ErrProfileUnsupported):
 		r.add(CodeProfileUnsupported, CheckRecord, StatusFail, "/eat_profile", err.Error())
+	case errors.Is(err, sign.ErrOriginPlatform):
+		r.add(CodeOriginPlatform, CheckRecord, StatusFail, "/runtime/platform", err.Error())
 	case errors.Is(err, sign.ErrCanonicalization):
 		subject := ""
 		if errors.As(err, &ce) {

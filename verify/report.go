@@ -34,6 +34,7 @@ const (
 	CodeProfileUnsupported     Code = "profile_unsupported"     // eat_profile is not TRACE v0.2
 	CodeSchemaInvalid          Code = "schema_invalid"          // a record member has the wrong shape
 	CodeCanonicalizationFailed Code = "canonicalization_failed" // the record cannot be canonicalized under the v0.2 boundary
+	CodeOriginPlatform         Code = "origin_platform_invalid" // a non-self origin with a runtime.platform other than software-only (spec 3.1.1 MUST)
 	CodeSignatureMissing       Code = "signature_missing"
 	CodeSignatureMalformed     Code = "signature_malformed" // not canonical unpadded base64url, or wrong length
 	CodeSignatureInvalid       Code = "signature_invalid"
@@ -83,7 +84,7 @@ const (
 // lists them. A test keeps the two in step.
 func AllCodes() []Code {
 	return []Code{
-		CodeProfileUnsupported, CodeSchemaInvalid, CodeCanonicalizationFailed,
+		CodeProfileUnsupported, CodeSchemaInvalid, CodeCanonicalizationFailed, CodeOriginPlatform,
 		CodeSignatureMissing, CodeSignatureMalformed, CodeSignatureInvalid, CodeSignatureValid,
 		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
 		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
@@ -175,11 +176,16 @@ type Report struct {
 	Kind          string    `json:"kind"` // bundle | record | proof
 	Verdict       Verdict   `json:"verdict"`
 	ReferenceTime time.Time `json:"reference_time"`
-	TrustBasis    string    `json:"trust_basis"`                 // trusted_key | embedded_key_only | none
-	Signer        string    `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
-	Root          string    `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
-	Counts        Counts    `json:"counts"`
-	Findings      []Finding `json:"findings"`
+	TrustBasis    string    `json:"trust_basis"` // trusted_key | embedded_key_only | none
+	// Profile is the record's eat_profile when it has a string one, and
+	// AcceptedProfiles the set this verification accepted (TRACE's
+	// verifier-compatibility rule: both are reported).
+	Profile          string    `json:"profile,omitempty"`
+	AcceptedProfiles []string  `json:"accepted_profiles"`
+	Signer           string    `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
+	Root             string    `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
+	Counts           Counts    `json:"counts"`
+	Findings         []Finding `json:"findings"`
 	// Omitted counts findings left out of Findings per code once a code
 	// reached MaxFindingsPerCode; the verdict accounts for all of them.
 	Omitted map[Code]int64 `json:"omitted,omitempty"`

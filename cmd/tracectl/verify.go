@@ -26,6 +26,7 @@ type verifyOptions struct {
 	allowEmbeddedKey bool
 	format           string
 	proof            string
+	acceptProfiles   []string
 	maxTranscriptB   int64
 	maxTranscriptL   int64
 	input            string
@@ -73,6 +74,7 @@ unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
 	f.BoolVar(&o.allowEmbeddedKey, "allow-embedded-key", false, "without --trusted-key, check the signature with cnf.jwk (internal consistency only)")
 	f.StringVar(&o.format, "format", "text", "report format: text or json ("+verify.MediaType+")")
 	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
+	f.StringArrayVar(&o.acceptProfiles, "accept-profile", nil, "an eat_profile to accept (repeatable; default "+sign.Profile+" alone; this verifier implements that shape only)")
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
 	return cmd
@@ -105,6 +107,9 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	}
 	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 {
 		return vo, usageErr(errors.New("--max-transcript-bytes and --max-transcript-lines must be positive"), "")
+	}
+	if o.acceptProfiles != nil {
+		vo.AcceptProfiles = o.acceptProfiles
 	}
 	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL}
 	vo.AllowEmbeddedKey = o.allowEmbeddedKey
