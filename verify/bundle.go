@@ -33,7 +33,9 @@ const (
 type attemptState struct {
 	seq      int64
 	state    uint8
-	resolved bool // a resolution was recorded
+	resolved bool     // a resolution was recorded
+	hasID    bool     // the attempt line records a JSON-RPC id
+	idFP     [16]byte // 128 bits of SHA-256 of the id's exact text, for the response id check
 }
 
 // snapState is what the verifier keeps per snapshot event.
@@ -42,10 +44,11 @@ type snapState struct {
 	atMs     int64
 	digest   string
 	complete bool
-	reasons  string // incomplete reasons, for details
-	usable   bool   // the manifest was read and matched: its facts can be compared
-	reported bool   // snapshot_incomplete already reported for it
-	staleAt  int64  // seq of the list_changed last reported as stale for it
+	reasons  string              // incomplete reasons, for details
+	usable   bool                // the manifest was read and matched: its facts can be compared
+	tools    map[string]struct{} // declared tool names, when usable and complete
+	reported bool                // snapshot_incomplete already reported for it
+	staleAt  int64               // seq of the list_changed last reported as stale for it
 }
 
 // pendingRef is an attempt that named a snapshot not yet seen.
@@ -370,11 +373,14 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 	if b.header != nil && a.ExecutionScope != b.header.ExecutionScope {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("names execution scope %q, the header %q", a.ExecutionScope, b.header.ExecutionScope))
 	}
-	if prev, dup := b.attempts[a.AttemptID]; dup {
+	prev, dup := b.attempts[a.AttemptID]
+	if dup {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("attempt id reused: first at seq %d, again at seq %d", prev.seq, a.Seq))
 		// The first attempt keeps the identity; the later one is not tracked.
 	} else {
-		b.attempts[a.AttemptID] = attemptState{seq: a.Seq}
+		st := attemptState{seq: a.Seq}
+		st.idFP, st.hasID = idFingerprint(a.RPCID)
+		b.attempts[a.AttemptID] = st
 	}
 	if a.RetryOf != "" {
 		prev, ok := b.attempts[a.RetryOf]
@@ -398,7 +404,13 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 			"binds server "+a.ServerDigest+", the header's server is "+b.serverDigest)
 	}
 	if body, ok := b.payload(a.Request, subject+" request", true); ok {
-		b.attemptClaims(a, body, subject)
+		// A response must answer the request's id as the bytes give it;
+		// a line whose id claim differs is already evidence_mismatch.
+		if f := b.attemptClaims(a, body, subject); f != nil && !dup {
+			st := b.attempts[a.AttemptID]
+			st.idFP, st.hasID = idFingerprint(f.RPCID)
+			b.attempts[a.AttemptID] = st
+		}
 	}
 	b.bindSnapshot(a)
 }
@@ -434,6 +446,7 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	defer func() { b.attempts[o.AttemptID] = a }()
 	if o.Response != nil {
 		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
+			b.responseID(a, o, body, subject)
 			b.observationClaims(o, body, subject)
 		}
 	}

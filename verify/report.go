@@ -57,6 +57,8 @@ const (
 	CodeEvidenceMismatch     Code = "evidence_mismatch"         // bytes present but their digest or length differ, or a line's claim about them does
 	CodeSnapshotMismatch     Code = "snapshot_mismatch"         // retained snapshot bytes differ from the signed commitment
 	CodeSnapshotIncomplete   Code = "snapshot_incomplete"       // the snapshot an attempt used is an incomplete collection
+	CodeToolNotDeclared      Code = "tool_not_declared"         // an attempt calls a tool its complete, current bound snapshot does not declare
+	CodeResponseIDMismatch   Code = "response_id_mismatch"      // a response's JSON-RPC id is not its attempt's request id
 	CodeSnapshotWrong        Code = "snapshot_wrong"            // an attempt is bound to a snapshot captured after its dispatch, or a reuse without its original capture and policy
 	CodeValueUnsupported     Code = "value_unsupported"         // a value the canonicalization contract cannot represent
 	CodeDuplicateKey         Code = "duplicate_key"             // an ambiguous object in committed evidence
@@ -93,8 +95,8 @@ func AllCodes() []Code {
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,
-		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified,
-		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodePayloadsVerified,
+		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified, CodeToolNotDeclared,
+		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
 	}

@@ -34,6 +34,13 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	st.complete = m.Complete
 	if !m.Complete {
 		st.reasons = fmt.Sprint(m.IncompleteReasons)
+	} else {
+		st.tools = make(map[string]struct{}, len(m.Tools))
+		for _, t := range m.Tools {
+			if t.Name != nil {
+				st.tools[*t.Name] = struct{}{}
+			}
+		}
 	}
 	bad := false
 	mismatch := func(detail string) {
@@ -201,6 +208,12 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	changed := b.lastChanged > s.seq
 	if changed && !ref.ListChangedSince {
 		b.malformed(a.Seq, "list_changed_since", fmt.Sprintf("tools/list_changed was recorded at seq %d, after snapshot %s and before this attempt, but the binding does not say so", b.lastChanged, ref.SnapshotID))
+	}
+	if s.tools != nil && !changed && !ref.ListChangedSince && a.ToolInvalid == "" {
+		if _, ok := s.tools[a.Tool]; !ok {
+			b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusFail, subject,
+				fmt.Sprintf("calls tool %s, which the complete snapshot %s it is bound to does not declare (%d tools): the call was not selected from the declarations in evidence", quote(a.Tool), ref.SnapshotID, len(s.tools)))
+		}
 	}
 	if (changed || ref.ListChangedSince) && s.staleAt != b.lastChanged {
 		s.staleAt = b.lastChanged

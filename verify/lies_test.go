@@ -1,0 +1,124 @@
+package verify_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
+	"github.com/tracectl/tracectl/verify/verifytest"
+)
+
+// TestResignedLies: histories a key holder can sign whose every digest
+// matches, and which still contradict their own bytes: failed, with the
+// lie's own code and nothing else failing.
+func TestResignedLies(t *testing.T) {
+	respondWith := func(b *verifytest.Builder, attempt, idText string) {
+		resp := fmt.Sprintf(`{"id":%s,"jsonrpc":"2.0","result":{"content":[{"text":"done","type":"text"}]}}`, idText)
+		p := b.Blob([]byte(resp))
+		b.Add(&transcript.Observation{AttemptID: attempt, Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+	}
+	cases := []struct {
+		name  string
+		build func(t *testing.T) *verifytest.Builder
+		want  verify.Code // "" for an honest control
+	}{
+		{"control: responses answer their own ids", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 3, 3)
+			b.Attempt("a1", ref)
+			b.Attempt("a2", ref)
+			respondWith(b, "a1", `"a1"`)
+			respondWith(b, "a2", `"a2"`)
+			b.Seal()
+			return b
+		}, ""},
+		{"a1's observation commits to a2's response", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 3, 3)
+			b.Attempt("a1", ref)
+			b.Attempt("a2", ref)
+			respondWith(b, "a1", `"a2"`)
+			respondWith(b, "a2", `"a2"`)
+			b.Seal()
+			return b
+		}, verify.CodeResponseIDMismatch},
+		{"same id, another JSON type", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 3, 3)
+			b.Attempt("7", ref)
+			respondWith(b, "7", `7`)
+			b.Seal()
+			return b
+		}, verify.CodeResponseIDMismatch},
+		{"response without an id", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 3, 3)
+			b.Attempt("a1", ref)
+			respondWith(b, "a1", `null`)
+			b.Seal()
+			return b
+		}, verify.CodeResponseIDMismatch},
+		{"late response for another request", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 3, 3)
+			b.Attempt("a1", ref)
+			b.Observe("a1", transcript.ObsTimeout)
+			resp := `{"id":"a9","jsonrpc":"2.0","result":{"content":[]}}`
+			p := b.Blob([]byte(resp))
+			b.Add(&transcript.Observation{AttemptID: "a1", Kind: transcript.ObsLateResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+			b.Seal()
+			return b
+		}, verify.CodeResponseIDMismatch},
+		{"control: declared tool", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 2, 3) // tool_0, tool_1
+			b.Attempt("a1", ref)
+			b.Respond("a1", transcript.ObsResponse)
+			b.Seal()
+			return b
+		}, ""},
+		{"tool missing from the complete bound snapshot", func(t *testing.T) *verifytest.Builder {
+			b := verifytest.New(t)
+			ref := b.Snapshot("snap-1", 1, 3) // tool_0 only; the attempt calls tool_1
+			b.Attempt("a1", ref)
+			b.Respond("a1", transcript.ObsResponse)
+			b.Seal()
+			return b
+		}, verify.CodeToolNotDeclared},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, codes := verdictCodes(t, tc.build(t).FS(), trusted(t))
+			if tc.want == "" {
+				if rep.Verdict != verify.Verified {
+					t.Fatalf("honest control: verdict %s\n%s", rep.Verdict, dump(rep))
+				}
+				return
+			}
+			if rep.Verdict != verify.Failed || !slices.Equal(codes, []verify.Code{tc.want}) {
+				t.Fatalf("verdict %s codes %v, want failed [%s]\n%s", rep.Verdict, codes, tc.want, dump(rep))
+			}
+			if tc.want == verify.CodeResponseIDMismatch && rep.Has(verify.CodePayloadsVerified) {
+				t.Errorf("payloads_verified alongside a lie\n%s", dump(rep))
+			}
+		})
+	}
+}
+
+// TestToolNotDeclaredNotJudged: a call outside a snapshot that is
+// incomplete or followed by list_changed is not tool_not_declared: that
+// set is not known to be the whole catalog at dispatch.
+func TestToolNotDeclaredNotJudged(t *testing.T) {
+	b := verifytest.New(t)
+	ref := b.Snapshot("snap-1", 1, 3)
+	b.Add(&transcript.Notification{Direction: "server_to_client", Method: "notifications/tools/list_changed", Payload: b.Blob([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))})
+	b.Attempt("a1", ref, func(a *transcript.Attempt) { a.Snapshot.ListChangedSince = true })
+	b.Respond("a1", transcript.ObsResponse)
+	b.Seal()
+	rep, codes := verdictCodes(t, b.FS(), trusted(t))
+	if slices.Contains(codes, verify.CodeToolNotDeclared) || rep.Verdict == verify.Failed {
+		t.Fatalf("verdict %s codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+}
