@@ -93,6 +93,10 @@ type bundleCheck struct {
 	buf  []byte
 	body []byte // reused for the payloads whose claims are re-derived
 
+	withheld          int64  // payloads not retained (digest-only retention)
+	overLimitPayloads int64  // payloads not retained: over the frame limit
+	withheldFirst     string // the subject of the first one
+
 	conflicts   int64 // identity and history findings
 	payloadBad  int64 // payload findings other than pass
 	commitOK    bool  // the commitment could be recomputed over every line
@@ -548,6 +552,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		b.finishPartial()
 		return
 	}
+	b.withheldFindings()
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()
 	}

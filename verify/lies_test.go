@@ -3,6 +3,7 @@ package verify_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tracectl/tracectl/transcript"
@@ -120,5 +121,31 @@ func TestToolNotDeclaredNotJudged(t *testing.T) {
 	rep, codes := verdictCodes(t, b.FS(), trusted(t))
 	if slices.Contains(codes, verify.CodeToolNotDeclared) || rep.Verdict == verify.Failed {
 		t.Fatalf("verdict %s codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+}
+
+// TestWithheldPayloadsSummarized: digest-only retention of many payloads
+// is one finding with the count, not one per payload; the verdict is
+// incomplete, never verified on bytes nobody kept.
+func TestWithheldPayloadsSummarized(t *testing.T) {
+	for _, n := range []int{1, 500} {
+		b := verifytest.New(t)
+		ref := b.Snapshot("snap-1", 3, 3)
+		for i := 0; i < n; i++ {
+			b.Attempt(fmt.Sprintf("a%d", i), ref, func(a *transcript.Attempt) {
+				a.Request.Retained = false
+				delete(b.Files, transcript.BlobPath(a.Request.Digest))
+			})
+			b.Observe(fmt.Sprintf("a%d", i), transcript.ObsTimeout)
+		}
+		b.Seal()
+		rep, codes := verdictCodes(t, b.FS(), trusted(t))
+		got := rep.Find(verify.CodeEvidenceUnavailable)
+		if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) || len(got) != 1 {
+			t.Fatalf("n=%d: verdict %s, codes %v, %d evidence_unavailable findings, want incomplete and one", n, rep.Verdict, codes, len(got))
+		}
+		if want := fmt.Sprintf("%d payloads not retained (digest-only retention, first: attempt a0 request)", n); !strings.HasPrefix(got[0].Detail, want) {
+			t.Errorf("detail %q, want prefix %q", got[0].Detail, want)
+		}
 	}
 }

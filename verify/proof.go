@@ -80,10 +80,6 @@ func (b *bundleCheck) finishPartial() {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))
 	}
-	if b.undisclosed > 0 {
-		r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "",
-			fmt.Sprintf("%d payload and manifest commitments are disclosed by digest only: a proof carries no payload or snapshot bytes", b.undisclosed))
-	}
 	first := len(r.Findings)
 	b.outcomes()
 	for i := first; i < len(r.Findings); i++ {
@@ -117,8 +113,14 @@ func (b *bundleCheck) finishPartial() {
 	if len(ids) > 0 {
 		scope += " (attempts " + strings.Join(ids, ", ") + ")"
 	}
+	if b.undisclosed > 0 {
+		// What a proof is for: it shows lines are in the signed transcript
+		// without disclosing the rest, payloads included. Withholding them
+		// is its scope, stated here, not missing evidence.
+		unchecked = fmt.Sprintf("%s (%d payload and manifest commitments, disclosed by digest only)", unchecked, b.undisclosed)
+	}
 	r.add(CodeProofScopeLimited, CheckProof, StatusInfo, "",
-		scope+": "+unchecked+" were not checked")
+		scope+": "+unchecked+" were not checked; a verified proof shows only that the disclosed lines are in the transcript the trusted record signs")
 }
 
 // ErrAttemptNotFound is returned by ProveAttempt for an attempt id the
