@@ -36,6 +36,12 @@ type Options struct {
 	// reads the clock (the CLI passes the current time unless --at is set).
 	At time.Time
 
+	// AtIssued takes the record's own iat as the reference time: an auditor
+	// checking an archived bundle asks "was it sound when it was issued?".
+	// Freshness then judges nothing (record_fresh says so) and the report's
+	// reference time is the iat. It cannot be combined with At.
+	AtIssued bool
+
 	// MaxAge is the largest accepted age of the record's iat at At; zero
 	// means DefaultMaxAge.
 	MaxAge time.Duration
@@ -102,8 +108,11 @@ var ErrOptions = errors.New("invalid verify options")
 // filled in.
 func (o Options) validate() (Options, error) {
 	var errs []error
-	if o.At.IsZero() {
-		errs = append(errs, errors.New("a reference time (At) is required"))
+	switch {
+	case o.AtIssued && !o.At.IsZero():
+		errs = append(errs, errors.New("At and AtIssued exclude each other"))
+	case o.At.IsZero() && !o.AtIssued:
+		errs = append(errs, errors.New("a reference time (At, or AtIssued) is required"))
 	}
 	switch {
 	case o.TrustedKey != nil && o.AllowEmbeddedKey:

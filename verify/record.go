@@ -108,6 +108,12 @@ func pointer(p string) string {
 func (v *Verifier) checkFreshness(r *Report, iat int64) {
 	issued := time.Unix(iat, 0).UTC()
 	at := v.o.At
+	if v.o.AtIssued {
+		r.ReferenceTime = issued
+		r.add(CodeRecordFresh, CheckFreshness, StatusPass, "/iat",
+			fmt.Sprintf("verified as of its own issue time %s (AtIssued, --at issued): its age today was not judged", issued.Format(time.RFC3339)))
+		return
+	}
 	switch {
 	case issued.After(at.Add(v.o.FutureSkew)):
 		r.add(CodeRecordInFuture, CheckFreshness, StatusFail, "/iat",
@@ -117,9 +123,16 @@ func (v *Verifier) checkFreshness(r *Report, iat int64) {
 			fmt.Sprintf("issued %s; the maximum age was disabled, so the record's age was not judged", issued.Format(time.RFC3339)))
 	case at.Sub(issued) > v.o.MaxAge:
 		r.add(CodeRecordStale, CheckFreshness, StatusFail, "/iat",
-			fmt.Sprintf("issued %s, %s before the reference time %s (maximum age %s)", issued.Format(time.RFC3339), at.Sub(issued).Round(time.Second), at.UTC().Format(time.RFC3339), v.o.MaxAge))
+			fmt.Sprintf("issued %s, %s before the reference time %s (maximum age %s); this says the record is old, not that it was tampered with: to check an archived record as of when it was issued use --at issued (Options.AtIssued), or allow its age with --max-age (for example %s; 0 for no limit)",
+				issued.Format(time.RFC3339), at.Sub(issued).Round(time.Second), at.UTC().Format(time.RFC3339), v.o.MaxAge, suggestAge(at.Sub(issued))))
 	default:
 		r.add(CodeRecordFresh, CheckFreshness, StatusPass, "/iat",
 			fmt.Sprintf("issued %s, within %s of the reference time", issued.Format(time.RFC3339), v.o.MaxAge))
 	}
+}
+
+// suggestAge is a --max-age value, in whole days, that admits age.
+func suggestAge(age time.Duration) string {
+	days := int64(age/(24*time.Hour)) + 1
+	return fmt.Sprintf("%dd", days)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/sign"
@@ -131,4 +132,57 @@ func TestAcceptProfiles(t *testing.T) {
 			t.Fatalf("New: %v, want ErrOptions", err)
 		}
 	})
+}
+
+// TestFreshnessForAuditors: a record checked a month later is stale (the
+// detail says it is old, not tampered, and how to check it: --at issued or
+// --max-age); AtIssued verifies it as of its own iat; At and AtIssued
+// together are refused.
+func TestFreshnessForAuditors(t *testing.T) {
+	fsys := verifytest.Standard(t).FS()
+	late := trusted(t)
+	late.At = verifytest.At.Add(30 * 24 * time.Hour)
+	rep, codes := verdictCodes(t, fsys, late)
+	if rep.Verdict != verify.Failed || !slices.Equal(codes, []verify.Code{verify.CodeRecordStale}) {
+		t.Fatalf("verdict %s codes %v", rep.Verdict, codes)
+	}
+	d := rep.Find(verify.CodeRecordStale)[0].Detail
+	for _, want := range []string{"not that it was tampered with", "--at issued", "--max-age (for example 31d"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("stale detail %q lacks %q", d, want)
+		}
+	}
+	issued := verify.Options{TrustedKey: verifytest.Key(t, 1).Public(), AtIssued: true}
+	v, err := verify.New(issued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err = v.Bundle(context.Background(), fsys)
+	checkErr(t, rep, err)
+	codes = problems(rep)
+	if rep.Verdict != verify.Verified || len(codes) != 0 || !rep.ReferenceTime.Equal(verifytest.Issued) {
+		t.Fatalf("AtIssued: verdict %s codes %v reference %s, want verified at %s", rep.Verdict, codes, rep.ReferenceTime, verifytest.Issued)
+	}
+	both := issued
+	both.At = verifytest.At
+	if _, err := verify.New(both); !errors.Is(err, verify.ErrOptions) {
+		t.Errorf("At with AtIssued: %v, want ErrOptions", err)
+	}
+}
+
+// TestOversizedRecord: a record.json over sign.MaxRecordBytes is not a
+// record to judge: no report, ErrTooLarge (the CLI's exit 2); at the limit
+// it is parsed (and refused as a record by its shape).
+func TestOversizedRecord(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		wantErr bool
+	}{{sign.MaxRecordBytes, false}, {sign.MaxRecordBytes + 1, true}} {
+		fsys := verifytest.Standard(t).FS()
+		fsys["record.json"].Data = []byte(`{"x":"` + strings.Repeat("a", tc.size-8) + `"}`)
+		rep, err := verifier(t, trusted(t)).Bundle(context.Background(), fsys)
+		if got := errors.Is(err, verify.ErrTooLarge) && rep == nil; got != tc.wantErr {
+			t.Errorf("size %d: report %v, error %v; want ErrTooLarge %v", len(fsys["record.json"].Data), rep != nil, err, tc.wantErr)
+		}
+	}
 }

@@ -69,8 +69,8 @@ unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trustedKey, "trusted-key", "", "the signer's public key you trust (PKIX PEM or JWK)")
-	f.StringVar(&o.at, "at", "", "reference time for freshness, RFC 3339 or Unix seconds (default: now)")
-	f.StringVar(&o.maxAge, "max-age", "24h", "maximum age of the record at the reference time; 0 disables the limit")
+	f.StringVar(&o.at, "at", "", "reference time for freshness: RFC 3339, Unix seconds, or issued (the record's own iat) (default: now)")
+	f.StringVar(&o.maxAge, "max-age", "24h", "maximum age of the record at the reference time: days (7d), seconds, a duration (24h); 0 disables the limit")
 	f.BoolVar(&o.allowEmbeddedKey, "allow-embedded-key", false, "without --trusted-key, check the signature with cnf.jwk (internal consistency only)")
 	f.StringVar(&o.format, "format", "text", "report format: text or json ("+verify.MediaType+")")
 	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
@@ -86,24 +86,28 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	if o.format != "text" && o.format != "json" {
 		return vo, usageErr(fmt.Errorf("unknown format %q", o.format), "use --format text or --format json")
 	}
-	at, err := parseAt(o.at, o.now)
-	if err != nil {
-		return vo, usageErr(err, "give --at as RFC 3339 (2026-07-01T12:00:00Z) or Unix seconds")
+	if o.at == "issued" {
+		vo.AtIssued = true
+	} else {
+		at, err := parseAt(o.at, o.now)
+		if err != nil {
+			return vo, usageErr(err, "give --at as RFC 3339 (2026-07-01T12:00:00Z), Unix seconds, or issued (the record's own iat)")
+		}
+		vo.At = at
 	}
-	vo.At = at
-	d, err := time.ParseDuration(o.maxAge)
-	if o.maxAge == "0" {
-		d, err = 0, nil
-	}
+	d, err := parseMaxAge(o.maxAge)
 	switch {
 	case err != nil:
-		return vo, usageErr(fmt.Errorf("--max-age: %w", err), "give a duration such as 24h or 90m, or 0 to disable the limit")
+		return vo, usageErr(fmt.Errorf("--max-age: %w", err), "give days (7d), seconds (86400), a duration (24h, 90m), or 0 for no limit")
 	case d < 0:
 		return vo, usageErr(errors.New("--max-age must not be negative"), "")
 	case d == 0:
 		vo.AllowAnyAge = true
 	default:
 		vo.MaxAge = d
+	}
+	if vo.AtIssued && o.maxAge != "24h" {
+		return vo, usageErr(errors.New("--at issued judges no age: --max-age does not apply"), "")
 	}
 	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 {
 		return vo, usageErr(errors.New("--max-transcript-bytes and --max-transcript-lines must be positive"), "")
@@ -122,6 +126,26 @@ func (o *verifyOptions) options() (verify.Options, error) {
 		vo.TrustedKey = pub
 	}
 	return vo, nil
+}
+
+// parseMaxAge reads --max-age: whole days ("7d"), bare seconds ("86400"),
+// a Go duration ("24h", "90m"), or "0" (no limit).
+func parseMaxAge(s string) (time.Duration, error) {
+	const maxDays = 1 << 20 // about 2,870 years: far beyond any record, far below overflow
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > maxDays {
+			return 0, fmt.Errorf("%q: want whole days such as 7d", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 || n > maxDays*86400 {
+			return 0, fmt.Errorf("%q: seconds out of range", s)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(s)
 }
 
 func parseAt(s string, now func() time.Time) (time.Time, error) {
@@ -164,13 +188,20 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 	if err := writeReport(s.out, rep, o.format); err != nil {
 		return err
 	}
+	hint := ""
+	if rep.Has(verify.CodeRecordStale) {
+		hint = "record_stale means old, not tampered: verify an archived record with --at issued, or allow its age with --max-age (days, e.g. 30d)"
+	}
+	if rep.Has(verify.CodeLimitExceeded) {
+		hint = "the transcript is beyond --max-transcript-bytes or --max-transcript-lines: raise them to read it all"
+	}
 	switch rep.Verdict {
 	case verify.Verified:
 		return nil
 	case verify.Incomplete:
-		return &exitError{code: exitIncomplete, err: verr}
+		return &exitError{code: exitIncomplete, err: verr, hint: hint}
 	default:
-		return &exitError{code: exitFailed, err: verr}
+		return &exitError{code: exitFailed, err: verr, hint: hint}
 	}
 }
 
@@ -196,6 +227,11 @@ func verifyInput(ctx context.Context, v *verify.Verifier, o *verifyOptions) (*ve
 	record, err := readRegular(recordPath, sign.MaxRecordBytes+1)
 	if err != nil {
 		return nil, usageErr(err, "")
+	}
+	if len(record) > sign.MaxRecordBytes {
+		// Not a record of any shape: unreadable input (exit 2), as for a
+		// bundle's record.json.
+		return nil, usageErr(fmt.Errorf("%s: %w: more than %d bytes", recordPath, verify.ErrTooLarge, sign.MaxRecordBytes), "a Trust Record is a few hundred bytes; this is not one")
 	}
 	if o.proof == "" {
 		return v.Record(ctx, record)

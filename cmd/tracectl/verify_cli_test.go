@@ -150,6 +150,16 @@ func TestVerifyFlags(t *testing.T) {
 		{args: []string{"--allow-embedded-key", "--at", "2026-07-02T03:04:05+02:00", "--max-age", "90m", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: time.Date(2026, 7, 2, 1, 4, 5, 0, time.UTC), MaxAge: 90 * time.Minute}},
 		{args: []string{"--allow-embedded-key", "--max-age", "0", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, AllowAnyAge: true}},
 		{args: []string{"--allow-embedded-key", "--max-age", "0s", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, AllowAnyAge: true}},
+		{args: []string{"--allow-embedded-key", "--max-age", "7d", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 7 * 24 * time.Hour}},
+		{args: []string{"--allow-embedded-key", "--max-age", "3600", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: time.Hour}},
+		{args: []string{"--allow-embedded-key", "--max-age", "0d", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, AllowAnyAge: true}},
+		{args: []string{"--allow-embedded-key", "--at", "issued", "b"}, want: verify.Options{AllowEmbeddedKey: true, AtIssued: true, MaxAge: 24 * time.Hour}},
+		{args: []string{"--allow-embedded-key", "--at", "issued", "--max-age", "7d", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-age", "7x", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-age", "-1d", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-age", "1.5d", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--accept-profile", "urn:x", "--accept-profile", "urn:y", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 24 * time.Hour, AcceptProfiles: []string{"urn:x", "urn:y"}}},
+		{args: []string{"--allow-embedded-key", "--max-transcript-bytes", "0", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--max-age", "-1s", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--at", "noon", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--format", "xml", "b"}, wantErr: true},
@@ -178,7 +188,8 @@ func TestVerifyFlags(t *testing.T) {
 			}
 			wantKey := slices.Contains(tt.args, "--trusted-key")
 			if (got.TrustedKey != nil) != wantKey || !got.At.Equal(tt.want.At) || got.MaxAge != tt.want.MaxAge ||
-				got.AllowAnyAge != tt.want.AllowAnyAge || got.AllowEmbeddedKey != tt.want.AllowEmbeddedKey || got.FutureSkew != tt.want.FutureSkew {
+				got.AllowAnyAge != tt.want.AllowAnyAge || got.AllowEmbeddedKey != tt.want.AllowEmbeddedKey || got.FutureSkew != tt.want.FutureSkew ||
+				got.AtIssued != tt.want.AtIssued || !slices.Equal(got.AcceptProfiles, tt.want.AcceptProfiles) {
 				t.Errorf("options %+v, want %+v (trusted key %v)", got, tt.want, wantKey)
 			}
 		})
