@@ -47,8 +47,11 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 		bad = true
 		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, detail)
 	}
-	if e.Complete != m.Complete || e.IncompleteReason != m.IncompleteReason() {
-		mismatch(fmt.Sprintf("the transcript says complete=%v (%q), the manifest complete=%v (%q)", e.Complete, e.IncompleteReason, m.Complete, m.IncompleteReason()))
+	// The line's incomplete_reason is every reason joined (what the proxy
+	// writes, snapshot.ReasonText) or, as earlier producers wrote it, the
+	// first one; both are the manifest's facts.
+	if reason := e.IncompleteReason; e.Complete != m.Complete || (reason != snapshot.ReasonText(m) && reason != m.IncompleteReason()) {
+		mismatch(fmt.Sprintf("the transcript says complete=%v (%q), the manifest complete=%v (%q)", e.Complete, e.IncompleteReason, m.Complete, snapshot.ReasonText(m)))
 	}
 	if e.Tools != int64(len(m.Tools)) || e.Pages != int64(len(m.Pages)) {
 		mismatch(fmt.Sprintf("the transcript says %d tools on %d pages, the manifest %d on %d", e.Tools, e.Pages, len(m.Tools), len(m.Pages)))

@@ -155,7 +155,7 @@ func (b *Builder) AddSnapshot(id string, s *snapshot.Snapshot) transcript.Snapsh
 	}
 	b.Blob(s.Bytes)
 	m := s.Manifest
-	b.Add(&transcript.SnapshotEvent{SnapshotID: id, ManifestDigest: s.Digest, Complete: m.Complete, IncompleteReason: m.IncompleteReason(),
+	b.Add(&transcript.SnapshotEvent{SnapshotID: id, ManifestDigest: s.Digest, Complete: m.Complete, IncompleteReason: snapshot.ReasonText(m),
 		Tools: int64(len(m.Tools)), Pages: int64(len(m.Pages)), Reuse: m.Cache.Provenance == snapshot.ProvenanceReused})
 	return transcript.SnapshotRef{SnapshotID: id, ManifestDigest: s.Digest, Complete: m.Complete}
 }
