@@ -2,14 +2,12 @@ package verify
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"io/fs"
-	"slices"
 	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
@@ -26,17 +24,6 @@ const (
 	stUnknown                   // timeout, cancel_sent or a resolution: unknown
 	stLateResponse              // a late response after timeout or cancel_sent
 )
-
-// attemptState is what the verifier keeps per attempt id: 16 bytes (plus
-// the id and the map's own overhead), so memory grows with the number of
-// attempt identities only, never with payloads or lines.
-type attemptState struct {
-	seq      int64
-	state    uint8
-	resolved bool     // a resolution was recorded
-	hasID    bool     // the attempt line records a JSON-RPC id
-	idFP     [16]byte // 128 bits of SHA-256 of the id's exact text, for the response id check
-}
 
 // snapState is what the verifier keeps per snapshot event.
 type snapState struct {
@@ -77,7 +64,7 @@ type bundleCheck struct {
 	seal         *transcript.Seal
 	lastChanged  int64 // seq of the last tools/list_changed notification, or -1
 
-	attempts  map[string]attemptState
+	attempts  *attemptTable
 	retriedBy map[string]string // attempt id -> the first later attempt naming it in retry_of
 	snapshots map[string]*snapState
 	pending   []pendingRef
@@ -106,7 +93,7 @@ type bundleCheck struct {
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
 	return &bundleCheck{v: v, r: r, fsys: fsys, rec: rec, lastSeq: -1, lastChanged: -1, malformedAt: -1,
-		attempts: map[string]attemptState{}, retriedBy: map[string]string{}, snapshots: map[string]*snapState{}}
+		attempts: newAttemptTable(), retriedBy: map[string]string{}, snapshots: map[string]*snapState{}}
 }
 
 func (b *bundleCheck) run(ctx context.Context) error {
@@ -377,17 +364,13 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 	if b.header != nil && a.ExecutionScope != b.header.ExecutionScope {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("names execution scope %q, the header %q", a.ExecutionScope, b.header.ExecutionScope))
 	}
-	prev, dup := b.attempts[a.AttemptID]
+	prev, dup := b.attempts.get(a.AttemptID)
 	if dup {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("attempt id reused: first at seq %d, again at seq %d", prev.seq, a.Seq))
 		// The first attempt keeps the identity; the later one is not tracked.
-	} else {
-		st := attemptState{seq: a.Seq}
-		st.idFP, st.hasID = idFingerprint(a.RPCID)
-		b.attempts[a.AttemptID] = st
 	}
 	if a.RetryOf != "" {
-		prev, ok := b.attempts[a.RetryOf]
+		prev, ok := b.attempts.get(a.RetryOf)
 		switch {
 		case !ok && b.partial:
 			// The earlier attempt may simply not be disclosed.
@@ -407,13 +390,18 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, subject,
 			"binds server "+a.ServerDigest+", the header's server is "+b.serverDigest)
 	}
+	// A response must answer the request's id as the bytes give it (a
+	// line whose id claim differs is already evidence_mismatch), or as the
+	// line claims it when the bytes are unavailable.
+	rpc := a.RPCID
 	if body, ok := b.payload(a.Request, subject+" request", true); ok {
-		// A response must answer the request's id as the bytes give it;
-		// a line whose id claim differs is already evidence_mismatch.
-		if f := b.attemptClaims(a, body, subject); f != nil && !dup {
-			st := b.attempts[a.AttemptID]
-			st.idFP, st.hasID = idFingerprint(f.RPCID)
-			b.attempts[a.AttemptID] = st
+		if f := b.attemptClaims(a, body, subject); f != nil {
+			rpc = f.RPCID
+		}
+	}
+	if !dup {
+		if err := b.attempts.add(a.AttemptID, a.Seq, rpc); err != nil {
+			b.overLimit(err.Error())
 		}
 	}
 	b.bindSnapshot(a)
@@ -439,7 +427,7 @@ func outcomeName(st uint8) string {
 // or cancellation are history conflicts.
 func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	subject := "attempt " + o.AttemptID
-	a, ok := b.attempts[o.AttemptID]
+	a, ok := b.attempts.get(o.AttemptID)
 	if !ok && b.partial {
 		return
 	}
@@ -447,10 +435,10 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("observation %s at seq %d names no earlier attempt", o.Kind, o.Seq))
 		return
 	}
-	defer func() { b.attempts[o.AttemptID] = a }()
+	defer func() { b.attempts.put(o.AttemptID, a) }()
 	if o.Response != nil {
 		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
-			b.responseID(a, o, body, subject)
+			b.responseID(o, body, subject)
 			b.observationClaims(o, body, subject)
 		}
 	}
@@ -494,7 +482,7 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 
 func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 	subject := "attempt " + res.AttemptID
-	a, ok := b.attempts[res.AttemptID]
+	a, ok := b.attempts.get(res.AttemptID)
 	switch {
 	case !ok && b.partial:
 	case !ok:
@@ -504,7 +492,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 	default:
 		a.resolved = true
 		a.state = stUnknown
-		b.attempts[res.AttemptID] = a
+		b.attempts.put(res.AttemptID, a)
 	}
 }
 
@@ -513,7 +501,7 @@ func (b *bundleCheck) onNotification(n *transcript.Notification) {
 		b.lastChanged = n.Seq
 	}
 	if n.AttemptID != "" && !b.partial {
-		if _, ok := b.attempts[n.AttemptID]; !ok {
+		if _, ok := b.attempts.get(n.AttemptID); !ok {
 			b.conflict(CodeHistoryConflict, "attempt "+n.AttemptID, fmt.Sprintf("notification %s at seq %d names no earlier attempt", n.Method, n.Seq))
 		}
 	}
@@ -632,19 +620,25 @@ func (b *bundleCheck) outcomes() {
 		a  attemptState
 	}
 	var unknown []unk
-	for id, a := range b.attempts {
+	// In transcript order; only the first MaxFindingsPerCode are listed,
+	// so only they keep their ids.
+	var omitted int64
+	b.attempts.each(func(id string, a attemptState) {
 		switch a.state {
 		case stResponse, stLateResponse:
 			b.r.Counts.Responses++
+			return
 		case stTransport:
 			b.r.Counts.TransportFailures++
-			unknown = append(unknown, unk{id, a})
 		default:
 			b.r.Counts.Unknown++
-			unknown = append(unknown, unk{id, a})
 		}
-	}
-	slices.SortFunc(unknown, func(x, y unk) int { return cmp.Compare(x.a.seq, y.a.seq) })
+		if len(unknown) < MaxFindingsPerCode {
+			unknown = append(unknown, unk{id, a})
+		} else {
+			omitted++
+		}
+	})
 	for _, u := range unknown {
 		detail := "the attempt was dispatched and no response was recorded: it may or may not have executed"
 		switch {
@@ -656,17 +650,19 @@ func (b *bundleCheck) outcomes() {
 			detail = "no observation or resolution was recorded: it may or may not have executed"
 		}
 		if by, ok := b.retriedBy[u.id]; ok {
-			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(b.attempts[by].state))
+			byState, _ := b.attempts.get(by)
+			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(byState.state))
 		}
 		b.r.add(CodeOutcomeUnknown, CheckOutcome, StatusInfo, "attempt "+u.id, detail)
 	}
+	b.r.omit(CodeOutcomeUnknown, StatusInfo, omitted)
 }
 
 func (b *bundleCheck) checkSeal() {
 	s, cnt := b.seal, b.r.Counts
 	// Counts are final only after outcomes(); recompute here the same way.
 	var resp, tf, unk int64
-	for _, a := range b.attempts {
+	b.attempts.each(func(_ string, a attemptState) {
 		switch a.state {
 		case stResponse, stLateResponse:
 			resp++
@@ -675,7 +671,7 @@ func (b *bundleCheck) checkSeal() {
 		default:
 			unk++
 		}
-	}
+	})
 	subject := "line " + strconv.FormatInt(s.Seq, 10)
 	if s.Attempts != cnt.Attempts {
 		b.r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, subject,

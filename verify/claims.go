@@ -2,7 +2,6 @@ package verify
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -200,35 +199,15 @@ func (b *bundleCheck) notificationClaims(n *transcript.Notification, body []byte
 	b.mismatchClaims(subject, "the notification line", d)
 }
 
-// idFingerprint is 128 bits of SHA-256 over a JSON-RPC id's exact text:
-// enough to compare a response's id with its attempt's without keeping the
-// text per attempt (a collision needs about 2^64 work). An id recorded by
-// digest (longer than transcript.MaxRPCIDTextBytes) carries that SHA-256.
-func idFingerprint(id transcript.JSONRPCID) (fp [16]byte, ok bool) {
-	switch {
-	case !id.Present:
-		return fp, false
-	case id.Digest != "":
-		h, err := hex.DecodeString(strings.TrimPrefix(id.Digest, "sha256:"))
-		if err != nil || len(h) != sha256.Size {
-			return fp, false
-		}
-		copy(fp[:], h)
-		return fp, true
-	}
-	h := sha256.Sum256([]byte(id.Text))
-	copy(fp[:], h[:])
-	return fp, true
-}
-
 // responseID checks that a response's JSON-RPC id is its attempt's id,
 // exact text against exact text (the proxy matches responses to requests
 // that way): a signed line binding one attempt to another request's
 // response is response_id_mismatch. Bytes that are not JSON are left to
 // the claims check; bytes longer than a producer reads (body nil) are not
 // derived.
-func (b *bundleCheck) responseID(a attemptState, o *transcript.Observation, body []byte, subject string) {
-	if body == nil || !a.hasID {
+func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, subject string) {
+	kind, want := b.attempts.rpc(o.AttemptID)
+	if body == nil || kind == rpcNone {
 		return
 	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
@@ -236,13 +215,13 @@ func (b *bundleCheck) responseID(a attemptState, o *transcript.Observation, body
 		return
 	}
 	root := doc.Root()
-	var got string
+	var got []byte
 	n := 0
 	if root.Kind() == canon.KindObject {
 		for _, m := range root.Members() {
 			if m.Name == "id" {
 				n++
-				got = string(m.Value.Raw())
+				got = m.Value.Raw()
 			}
 		}
 	}
@@ -253,14 +232,13 @@ func (b *bundleCheck) responseID(a attemptState, o *transcript.Observation, body
 	case n > 1:
 		what = "the response bytes carry the id member more than once"
 	default:
-		fp, _ := idFingerprint(transcript.JSONRPCID{Present: true, Text: got})
-		if len(got) > transcript.MaxRPCIDTextBytes {
-			fp, _ = idFingerprint(transcript.JSONRPCID{Present: true, Digest: canon.SHA256([]byte(got))})
-		}
-		if fp == a.idFP {
+		if kind == rpcText && string(got) == string(want) {
 			return
 		}
-		what = "the response bytes answer id " + quote(got) + ", not the attempt's request id"
+		if sum := sha256.Sum256(got); kind == rpcDigest && len(got) > transcript.MaxRPCIDTextBytes && string(sum[:]) == string(want) {
+			return
+		}
+		what = "the response bytes answer id " + quote(string(got)) + ", not the attempt's request id"
 	}
 	b.payloadBad++
 	b.r.add(CodeResponseIDMismatch, CheckPayload, StatusFail, subject,

@@ -1,12 +1,10 @@
 package verify
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/tracectl/tracectl/transcript"
@@ -71,11 +69,8 @@ func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, er
 // show, and the limits of what they can show.
 func (b *bundleCheck) finishPartial() {
 	r := b.r
-	ids := make([]string, 0, len(b.attempts))
-	for id := range b.attempts {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(x, y string) int { return cmp.Compare(b.attempts[x].seq, b.attempts[y].seq) })
+	ids := make([]string, 0, b.attempts.len())
+	b.attempts.each(func(id string, _ attemptState) { ids = append(ids, id) }) // in line order
 	if b.conflicts == 0 && len(ids) > 0 && b.interpret {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))

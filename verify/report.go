@@ -264,6 +264,21 @@ func (r *Report) add(code Code, check Check, st Status, subject, detail string) 
 	r.Findings = append(r.Findings, Finding{Code: code, Check: check, Status: st, Subject: bound(subject), Detail: bound(detail)})
 }
 
+// omit counts n findings of code that are not listed (the caller knows
+// they are past MaxFindingsPerCode), as add would.
+func (r *Report) omit(code Code, st Status, n int64) {
+	if n <= 0 {
+		return
+	}
+	if severity(st) > severity(r.worst) {
+		r.worst = st
+	}
+	if r.Omitted == nil {
+		r.Omitted = map[Code]int64{}
+	}
+	r.Omitted[code] += n
+}
+
 // finish decides the verdict from every finding recorded.
 func (r *Report) finish() {
 	switch {
