@@ -91,6 +91,17 @@ func ParseRecord(data []byte) (*Record, error) {
 	return rec, nil
 }
 
+// envelopeKind names a known envelope around a Trust Record (a cMCP
+// RuntimeClaim: cmcp_version and the record under "trace"), or "".
+func envelopeKind(root canon.Value) string {
+	_, cmcp := root.Get("cmcp_version")
+	tr, hasTrace := root.Get("trace")
+	if cmcp || (hasTrace && tr.Kind() == canon.KindObject) {
+		return "a cMCP RuntimeClaim envelope (its Trust Record is under \"trace\")"
+	}
+	return ""
+}
+
 // PeekProfile returns the eat_profile of data when data is a bounded JSON
 // object whose eat_profile is a string; nothing else is checked. A
 // verifier uses it to apply its accepted profile set before judging the
@@ -119,6 +130,9 @@ func checkRecord(data []byte) ([]byte, error) {
 		p, ok := root.Get("eat_profile")
 		if s, isStr := p.Str(); !ok || !isStr || s != Profile {
 			what := "absent"
+			if env := envelopeKind(root); !ok && env != "" {
+				return nil, fmt.Errorf("%w: %s, not a Trust Record: envelope not supported (verify the TRACE record it wraps on its own)", ErrProfileUnsupported, env)
+			}
 			switch {
 			case isStr:
 				what = strconv.Quote(string(bounded([]byte(s))))

@@ -177,3 +177,17 @@ func TestShapeTableInSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvelopeNotARecord: a cMCP RuntimeClaim is refused as an envelope,
+// not as a record whose eat_profile is absent; the profile is quoted once.
+func TestEnvelopeNotARecord(t *testing.T) {
+	env := []byte(`{"cmcp_version":"0.1","signature":"AAAA","trace":{"eat_profile":"` + Profile + `"}}`)
+	_, err := ParseRecord(env)
+	if !errors.Is(err, ErrProfileUnsupported) || !strings.Contains(err.Error(), "envelope not supported") || strings.Contains(err.Error(), "absent") {
+		t.Errorf("envelope: %v", err)
+	}
+	_, err = ParseRecord(mutate(t, unsignedRecord(t), "/eat_profile", `"tag:agentrust-io.com,2025:trace-v0.1"`))
+	if !errors.Is(err, ErrProfileUnsupported) || !strings.Contains(err.Error(), `eat_profile "tag:agentrust-io.com,2025:trace-v0.1"`) || strings.Contains(err.Error(), `\"`) {
+		t.Errorf("v0.1: %v (want the profile quoted once)", err)
+	}
+}
