@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/snapshot"
@@ -88,6 +89,9 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	}
 	if !bad {
 		detail := fmt.Sprintf("manifest and %d pages match their commitments; %d tool declarations re-derived", len(m.Pages), len(m.Tools))
+		if !m.Complete {
+			detail += "; an incomplete collection (" + strings.Join(m.IncompleteReasons, ", ") + ")"
+		}
 		if m.Cache.Original != nil {
 			o := m.Cache.Original
 			detail += fmt.Sprintf("; reused from capture %s (%s) under freshness policy %q", o.CaptureID, o.ManifestDigest, o.FreshnessPolicy.Name)
