@@ -67,6 +67,9 @@ type bundleCheck struct {
 	attempts  *attemptTable
 	retriedBy map[string]string // attempt id -> the first later attempt naming it in retry_of
 	snapshots map[string]*snapState
+	// undeclared: attempts calling a tool their complete bound snapshot
+	// does not declare, judged by their outcome (undeclaredOutcome).
+	undeclared map[string]string
 	pending   []pendingRef
 
 	// partial: only some lines are disclosed (an inclusion proof). Lines
@@ -437,6 +440,7 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	}
 	defer func() { b.attempts.put(o.AttemptID, a) }()
 	if o.Response != nil {
+		b.undeclaredOutcome(o)
 		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
 			b.responseID(o, body, subject)
 			b.observationClaims(o, body, subject)
@@ -574,6 +578,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		return
 	}
 
+	b.undeclaredInfo()
 	if b.conflicts == 0 && r.Counts.Attempts > 0 {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("%d attempt ids unique, every retry link points backward, no outcome replaced", r.Counts.Attempts))

@@ -108,6 +108,32 @@ func TestResignedLies(t *testing.T) {
 	}
 }
 
+// TestUndeclaredToolRefused: an agent calling a tool name the server
+// never declared (a hallucinated name), refused with a JSON-RPC error, is
+// consistent evidence: verified, with tool_not_declared as info only. A
+// call with no response recorded is the same (unknown, not a lie).
+func TestUndeclaredToolRefused(t *testing.T) {
+	for _, refused := range []bool{true, false} {
+		b := verifytest.New(t)
+		ref := b.Snapshot("snap-1", 1, 3) // tool_0 only; the attempt calls tool_1
+		b.Attempt("a1", ref)
+		if refused {
+			resp := `{"error":{"code":-32602,"message":"unknown tool"},"id":"a1","jsonrpc":"2.0"}`
+			p := b.Blob([]byte(resp))
+			code := int64(-32602)
+			b.Add(&transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: transcript.ResultTypeError, ErrorCode: &code, Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+		}
+		b.Seal()
+		rep, codes := verdictCodes(t, b.FS(), trusted(t))
+		if rep.Verdict == verify.Failed || len(codes) != 0 {
+			t.Fatalf("refused %v: verdict %s codes %v\n%s", refused, rep.Verdict, codes, dump(rep))
+		}
+		if f := rep.Find(verify.CodeToolNotDeclared); len(f) != 1 || f[0].Status != verify.StatusInfo {
+			t.Errorf("refused %v: want one info tool_not_declared\n%s", refused, dump(rep))
+		}
+	}
+}
+
 // TestToolNotDeclaredNotJudged: a call outside a snapshot that is
 // incomplete or followed by list_changed is not tool_not_declared: that
 // set is not known to be the whole catalog at dispatch.

@@ -218,8 +218,14 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	}
 	if s.tools != nil && !changed && !ref.ListChangedSince && a.ToolInvalid == "" {
 		if _, ok := s.tools[a.Tool]; !ok {
-			b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusFail, subject,
-				fmt.Sprintf("calls tool %s, which the complete snapshot %s it is bound to does not declare (%d tools): the call was not selected from the declarations in evidence", quote(a.Tool), ref.SnapshotID, len(s.tools)))
+			// Judged when the outcome is known (undeclaredOutcome): a result
+			// means the server ran a tool the committed declarations do not
+			// hold; an error (an agent's hallucinated tool name, refused)
+			// contradicts nothing.
+			if b.undeclared == nil {
+				b.undeclared = map[string]string{}
+			}
+			b.undeclared[a.AttemptID] = fmt.Sprintf("calls tool %s, which the complete snapshot %s it is bound to does not declare (%d tools)", quote(a.Tool), ref.SnapshotID, len(s.tools))
 		}
 	}
 	if (changed || ref.ListChangedSince) && s.staleAt != b.lastChanged {
@@ -227,4 +233,34 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
 			fmt.Sprintf("a tools/list_changed notification came after the capture and before attempt %s: the declarations may have changed", a.AttemptID))
 	}
+}
+
+// undeclaredOutcome judges a call to an undeclared tool by its response:
+// a result is tool_not_declared (fail): the server ran a tool whose
+// declaration the snapshot, complete by the collection's facts, does not
+// commit to, so the declarations in evidence are not the set the call was
+// made under.
+func (b *bundleCheck) undeclaredOutcome(o *transcript.Observation) {
+	what, ok := b.undeclared[o.AttemptID]
+	if !ok || o.ResultType == transcript.ResultTypeError {
+		return
+	}
+	delete(b.undeclared, o.AttemptID)
+	b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusFail, "attempt "+o.AttemptID,
+		what+", and the server answered it with a result ("+o.Kind+" at seq "+fmt.Sprint(o.Seq)+"): a tool ran that the declarations in evidence do not hold")
+}
+
+// undeclaredInfo reports, at the end, calls to undeclared tools that got
+// no result (refused with an error, or no response): consistent evidence
+// of a call outside the catalog, a limit of what it shows.
+func (b *bundleCheck) undeclaredInfo() {
+	if len(b.undeclared) == 0 {
+		return
+	}
+	b.attempts.each(func(id string, _ attemptState) {
+		if what, ok := b.undeclared[id]; ok {
+			b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusInfo, "attempt "+id,
+				what+"; no result was recorded for it (the server refused it, or did not answer): the call was outside the declared catalog")
+		}
+	})
 }
