@@ -70,7 +70,7 @@ type bundleCheck struct {
 	// undeclared: attempts calling a tool their complete bound snapshot
 	// does not declare, judged by their outcome (undeclaredOutcome).
 	undeclared map[string]string
-	pending   []pendingRef
+	pending    []pendingRef
 
 	// partial: only some lines are disclosed (an inclusion proof). Lines
 	// may be missing between them, no blob is available, and an absent
