@@ -56,9 +56,21 @@ Trust needs a key: --trusted-key names the signer's public key (PEM or JWK).
 --allow-embedded-key checks the signature with the record's own key instead,
 which proves internal consistency only (the verdict is at best incomplete).
 
+Freshness: a record older than --max-age (default 24h; 7d, 86400 and 0 for
+no limit are accepted) is record_stale, which means old, not tampered. To
+check an archived record as of when it was issued, pass --at issued.
+
+Only regular files inside the bundle are read: a symbolic link, FIFO or
+device is refused (file_refused), and the transcript is read up to
+--max-transcript-bytes and --max-transcript-lines (limit_exceeded beyond).
+Evidence text is escaped in the text report and \u-escaped in JSON, so a
+signed string cannot forge report lines.
+
 Exit status: 0 verified, 1 failed, 3 incomplete (evidence unavailable or
-unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
+unsupported, or trust on the embedded key), 2 usage or unreadable input (a
+missing record, one that is not a regular file or over 64 KiB).`,
 		Example: "  tracectl verify --trusted-key key.pub run.trace\n" +
+			"  tracectl verify --trusted-key key.pub --at issued archive/run.trace\n" +
 			"  tracectl verify --trusted-key key.pub --at 2026-07-01T12:00:00Z --format json run.trace\n" +
 			"  tracectl verify --trusted-key key.pub --proof a7.proof run.trace/record.json",
 		Args: cobra.ExactArgs(1),
