@@ -311,3 +311,41 @@ func TestJSONSafe(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEscapes: whatever evidence text is, escapeTerminal's output is safe
+// text, and jsonSafe over encoding/json's output parses back to the same
+// value encoding/json's own output holds, with no raw character
+// escapeTerminal would escape.
+func FuzzEscapes(f *testing.F) {
+	for _, s := range hostileStrings {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if out := escapeTerminal(s); !isSafeText(out) {
+			t.Fatalf("escapeTerminal(%q) = %q is not safe", s, out)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safe := jsonSafe(b)
+		var back string
+		if err := json.Unmarshal(safe, &back); err != nil {
+			t.Fatalf("%q: %v", safe, err)
+		}
+		var orig string
+		if err := json.Unmarshal(b, &orig); err != nil {
+			t.Fatal(err)
+		}
+		if back != orig {
+			t.Fatalf("jsonSafe changed the value: %q, want %q", back, orig)
+		}
+		for i := 0; i < len(safe); {
+			r, n := utf8.DecodeRune(safe[i:])
+			if !printable(r) {
+				t.Fatalf("raw %U in %q", r, safe)
+			}
+			i += n
+		}
+	})
+}
