@@ -87,11 +87,12 @@ type bundleCheck struct {
 	overLimitPayloads int64  // payloads not retained: over the frame limit
 	withheldFirst     string // the subject of the first one
 
-	conflicts   int64 // identity and history findings
-	payloadBad  int64 // payload findings other than pass
-	commitOK    bool  // the commitment could be recomputed over every line
-	limited     bool  // reading stopped at a configured limit
-	malformedAt int64 // first malformed line, or -1
+	conflicts   int64           // identity and history findings
+	payloadBad  int64           // payload findings other than pass
+	commitOK    bool            // the commitment could be recomputed over every line
+	limited     bool            // reading stopped at a configured limit
+	scanned     map[string]bool // bundle paths scanTree already refused
+	malformedAt int64           // first malformed line, or -1
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -192,6 +193,9 @@ func (b *bundleCheck) overLimit(detail string) {
 func (b *bundleCheck) refused(path string, check Check, subject string, err error) bool {
 	if !errors.Is(err, ErrNotRegular) {
 		return false
+	}
+	if b.scanned[path] {
+		return true // scanTree reported it
 	}
 	if subject != path {
 		subject += " (" + path + ")"

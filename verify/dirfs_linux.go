@@ -11,7 +11,8 @@ import (
 // openNoFollow opens dir/name one component at a time with openat and
 // O_NOFOLLOW, so no link below dir is followed even if one appears between
 // checks, and the last component with O_NONBLOCK, so a FIFO cannot block
-// the open; an fstat then refuses anything but a regular file.
+// the open; an fstat then refuses anything but a regular file or a
+// directory.
 func openNoFollow(dir, name string) (*os.File, error) {
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -41,7 +42,9 @@ func openNoFollow(dir, name string) (*os.File, error) {
 		syscall.Close(fd)
 		return nil, err
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+	// Directories open too (for the link scan); every read of a file goes
+	// through openRegular, which refuses them.
+	if m := st.Mode & syscall.S_IFMT; m != syscall.S_IFREG && m != syscall.S_IFDIR {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, typeName(modeOf(st.Mode)))
 	}

@@ -35,7 +35,7 @@ func lstatComponents(dir, name string) error {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%w (%s is a symbolic link)", ErrNotRegular, strings.Join(parts[:i+1], "/"))
 		}
-		if i == len(parts)-1 && !fi.Mode().IsRegular() {
+		if i == len(parts)-1 && !fi.Mode().IsRegular() && !fi.IsDir() {
 			return fmt.Errorf("%w (%s)", ErrNotRegular, typeName(fi.Mode()))
 		}
 	}

@@ -257,3 +257,36 @@ func TestTranscriptLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestLinksAnywhere: a symbolic link or FIFO the checks would never read
+// (an extra file, one inside blobs/) is still a finding: file_refused at
+// its path, never followed.
+func TestLinksAnywhere(t *testing.T) {
+	fsys := verifytest.Standard(t).FS()
+	for _, tc := range []struct{ name, path string }{
+		{"top-level link", "notes.txt"},
+		{"link among blobs", transcript.BlobDir + "/extra"},
+		{"FIFO in a new directory", "quarantine/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeBundle(t, fsys)
+			p := filepath.Join(dir, filepath.FromSlash(tc.path))
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(tc.name, "FIFO") {
+				mkfifo(t, p)
+			} else {
+				symlink(t, "/etc/passwd", p)
+			}
+			rep, err := bundleWithin(t, dir, trusted(t))
+			if rep == nil {
+				t.Fatal(err)
+			}
+			f := rep.Find(verify.CodeFileRefused)
+			if rep.Verdict != verify.Failed || len(f) != 1 || f[0].Subject != tc.path {
+				t.Fatalf("verdict %s, file_refused %+v\n%s", rep.Verdict, f, dump(rep))
+			}
+		})
+	}
+}

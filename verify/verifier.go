@@ -66,6 +66,9 @@ func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 	r := newReport(KindBundle, v.o.At)
 	rec := v.checkRecord(r, data)
 	b := newBundleCheck(v, r, fsys, rec)
+	if err := b.scanTree(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.run(ctx); err != nil {
 		return nil, err
 	}
