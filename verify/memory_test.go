@@ -62,8 +62,8 @@ func perAttempt(tb testing.TB, fsys fstest.MapFS, n int) float64 {
 // 64 bytes of live heap per attempt beyond the fixed cost (issue 13; 200,000
 // attempts here, BenchmarkAttemptState for a million).
 func TestAttemptStateMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 200,000-attempt transcript")
+	if testing.Short() || raceEnabled {
+		t.Skip("builds a 200,000-attempt transcript (and the race detector's shadow heap is not the verifier's)")
 	}
 	const n = 200_000
 	if per := perAttempt(t, attemptsBundle(t, n), n); per > 64 {
