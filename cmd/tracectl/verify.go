@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -310,6 +311,9 @@ func textReport(rep *verify.Report) string {
 		fmt.Fprintf(&b, " (signer %s)", escapeTerminal(rep.Signer))
 	}
 	fmt.Fprintf(&b, "\nreference time: %s\n", rep.ReferenceTime.Format(time.RFC3339))
+	if rep.Profile != "" || len(rep.AcceptedProfiles) > 0 {
+		fmt.Fprintf(&b, "profile: %s (accepted: %s)\n", escapeTerminal(cmp.Or(rep.Profile, "none")), escapeTerminal(strings.Join(rep.AcceptedProfiles, ", ")))
+	}
 	if rep.Root != "" {
 		fmt.Fprintf(&b, "transcript root: %s\n", rep.Root)
 	}
