@@ -290,3 +290,62 @@ func TestLinksAnywhere(t *testing.T) {
 		})
 	}
 }
+
+// TestSparsePayload: a payload committed as 8 GiB and backed by a sparse
+// file (which would take minutes to hash) is limit_exceeded without being
+// read, within the deadline; a payload exactly at the limit is read, one
+// byte over is not.
+func TestSparsePayload(t *testing.T) {
+	const huge = 8 << 30
+	data := []byte("sparse")
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	b := verifytest.New(t)
+	ref := b.Snapshot("snap-1", 2, 2)
+	b.Attempt("a1", ref, func(a *transcript.Attempt) {
+		a.Request = transcript.Payload{Digest: digest, Length: huge, Retained: true}
+	})
+	b.Observe("a1", transcript.ObsTimeout)
+	b.Seal()
+	dir := writeBundle(t, b.FS())
+	p := filepath.Join(dir, filepath.FromSlash(transcript.BlobPath(digest)))
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, huge); err != nil {
+		t.Skipf("sparse file: %v", err)
+	}
+	rep, err := bundleWithin(t, dir, trusted(t))
+	if rep == nil {
+		t.Fatal(err)
+	}
+	f := rep.Find(verify.CodeLimitExceeded)
+	if rep.Verdict != verify.Incomplete || len(f) != 1 || f[0].Check != verify.CheckPayload {
+		t.Fatalf("verdict %s, limit_exceeded %+v\n%s", rep.Verdict, f, dump(rep))
+	}
+	// The limit and the limit + 1: the largest payload of the standard
+	// bundle is read at a limit equal to its length, refused one below.
+	sb := verifytest.Standard(t)
+	var largest int64
+	for _, l := range sb.Lines {
+		switch e, _ := transcript.DecodeLine(l); e := e.(type) {
+		case *transcript.Attempt:
+			largest = max(largest, e.Request.Length)
+		case *transcript.Observation:
+			if e.Response != nil {
+				largest = max(largest, e.Response.Length)
+			}
+		}
+	}
+	std := sb.FS()
+	for _, tc := range []struct {
+		max  int64
+		want verify.Verdict
+	}{{largest, verify.Verified}, {largest - 1, verify.Incomplete}} {
+		o := trusted(t)
+		o.Limits.MaxPayloadBytes = tc.max
+		rep, _ := verdictCodes(t, std, o)
+		if rep.Verdict != tc.want || rep.Has(verify.CodeLimitExceeded) != (tc.want != verify.Verified) {
+			t.Errorf("MaxPayloadBytes %d (largest payload %d): verdict %s\n%s", tc.max, largest, rep.Verdict, dump(rep))
+		}
+	}
+}

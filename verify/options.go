@@ -80,8 +80,14 @@ type Limits struct {
 	// DefaultMaxTranscriptBytes.
 	MaxTranscriptBytes int64
 	// MaxTranscriptLines bounds its lines; zero means
-	// DefaultMaxTranscriptLines.
+	// DefaultMaxTranscriptLines. At most 2^32-1 (the attempt table's line
+	// indexes are 32-bit).
 	MaxTranscriptLines int64
+	// MaxPayloadBytes bounds the committed length of a payload the
+	// verifier reads and hashes; a longer one is limit_exceeded, not read
+	// (a sparse file can claim terabytes). Zero means
+	// DefaultMaxPayloadBytes.
+	MaxPayloadBytes int64
 }
 
 // Default limits. A line is at most transcript.MaxLineBytes (64 KiB) and a
@@ -96,6 +102,9 @@ type Limits struct {
 const (
 	DefaultMaxTranscriptBytes = 64 << 30
 	DefaultMaxTranscriptLines = 256 << 20
+	// DefaultMaxPayloadBytes: 64 times wrap's default frame limit (16 MiB);
+	// a producer retains no frame longer than its limit.
+	DefaultMaxPayloadBytes = 1 << 30
 )
 
 // ProgressEvery is how many transcript lines pass between Progress calls.
@@ -132,8 +141,11 @@ func (o Options) validate() (Options, error) {
 			errs = append(errs, errors.New("an accepted profile is the empty string"))
 		}
 	}
-	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 {
+	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 || o.Limits.MaxPayloadBytes < 0 {
 		errs = append(errs, errors.New("limits must not be negative"))
+	}
+	if o.Limits.MaxTranscriptLines > 1<<32-1 {
+		errs = append(errs, errors.New("Limits.MaxTranscriptLines is at most 2^32-1"))
 	}
 	if o.MaxAge < 0 || o.FutureSkew < 0 {
 		errs = append(errs, errors.New("MaxAge and FutureSkew must not be negative"))
@@ -160,6 +172,9 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.Limits.MaxTranscriptLines == 0 {
 		o.Limits.MaxTranscriptLines = DefaultMaxTranscriptLines
+	}
+	if o.Limits.MaxPayloadBytes == 0 {
+		o.Limits.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	return o, nil
 }

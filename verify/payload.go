@@ -61,6 +61,12 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
 		return nil, false
 	}
+	if max := b.v.o.Limits.MaxPayloadBytes; length > max {
+		b.payloadBad++
+		b.r.add(CodeLimitExceeded, check, StatusUnsupported, subject,
+			fmt.Sprintf("commits to %d bytes, more than Limits.MaxPayloadBytes (%d; --max-payload-bytes): not read", length, max))
+		return nil, false
+	}
 	f, err := openRegular(b.fsys, path)
 	if err != nil {
 		b.payloadBad++

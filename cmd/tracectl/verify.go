@@ -30,6 +30,7 @@ type verifyOptions struct {
 	acceptProfiles   []string
 	maxTranscriptB   int64
 	maxTranscriptL   int64
+	maxPayload       int64
 	input            string
 	now              func() time.Time // the clock, an input like everything else
 }
@@ -89,6 +90,7 @@ missing record, one that is not a regular file or over 64 KiB).`,
 	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
 	f.StringArrayVar(&o.acceptProfiles, "accept-profile", nil, "an eat_profile to accept (repeatable; default "+sign.Profile+" alone; this verifier implements that shape only)")
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
+	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
 	return cmd
 }
@@ -206,7 +208,7 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 		hint = "record_stale means old, not tampered: verify an archived record with --at issued, or allow its age with --max-age (days, e.g. 30d)"
 	}
 	if rep.Has(verify.CodeLimitExceeded) {
-		hint = "the transcript is beyond --max-transcript-bytes or --max-transcript-lines: raise them to read it all"
+		hint = "some evidence is beyond --max-transcript-bytes, --max-transcript-lines or --max-payload-bytes: raise them to read it all"
 	}
 	switch rep.Verdict {
 	case verify.Verified:
