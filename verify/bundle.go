@@ -70,7 +70,10 @@ type bundleCheck struct {
 	// undeclared: attempts calling a tool their complete bound snapshot
 	// does not declare, judged by their outcome (undeclaredOutcome).
 	undeclared map[string]string
-	pending    []pendingRef
+	// unbound: attempts that bind no snapshot, per reason (unboundFindings).
+	unbound      map[string]unboundCount
+	unboundOrder []string
+	pending      []pendingRef
 
 	// partial: only some lines are disclosed (an inclusion proof). Lines
 	// may be missing between them, no blob is available, and an absent
@@ -544,6 +547,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 				"bound to snapshot "+p.snapshot+", which the signed transcript does not record")
 		}
 	}
+	b.unboundFindings()
 	if b.partial {
 		b.finishPartial()
 		return

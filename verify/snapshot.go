@@ -185,8 +185,19 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	ref := a.Snapshot
 	subject := "attempt " + a.AttemptID
 	if ref.NoneReason != "" {
-		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject,
-			"no declaration snapshot is bound ("+ref.NoneReason+"): the declarations the call was selected from are not in evidence")
+		// One summary finding per reason at the end (unboundFindings):
+		// a session that never listed its tools is one fact, not one per call.
+		u := b.unbound[ref.NoneReason]
+		if u.count == 0 {
+			if b.unbound == nil {
+				b.unbound = map[string]unboundCount{}
+				b.unboundOrder = nil
+			}
+			b.unboundOrder = append(b.unboundOrder, ref.NoneReason)
+			u.first = a.AttemptID
+		}
+		u.count++
+		b.unbound[ref.NoneReason] = u
 		return
 	}
 	s, ok := b.snapshots[ref.SnapshotID]
@@ -263,4 +274,25 @@ func (b *bundleCheck) undeclaredInfo() {
 				what+"; no result was recorded for it (the server refused it, or did not answer): the call was outside the declared catalog")
 		}
 	})
+}
+
+// unboundCount counts the attempts that bind no snapshot for one reason.
+type unboundCount struct {
+	count int64
+	first string
+}
+
+// unboundFindings reports the attempts that bind no declaration snapshot,
+// one finding per reason with the count and the first attempt.
+func (b *bundleCheck) unboundFindings() {
+	for _, reason := range b.unboundOrder {
+		u := b.unbound[reason]
+		subject := "attempt " + u.first
+		detail := "no declaration snapshot is bound (" + reason + "): the declarations the call was selected from are not in evidence"
+		if u.count > 1 {
+			subject = fmt.Sprintf("%d attempts", u.count)
+			detail = fmt.Sprintf("%d attempts bind no declaration snapshot (%s; first: attempt %s): the declarations those calls were selected from are not in evidence", u.count, reason, u.first)
+		}
+		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, detail)
+	}
 }
