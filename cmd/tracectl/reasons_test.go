@@ -22,6 +22,7 @@ import (
 // changed by features that each make the collection incomplete in one way.
 type listSession struct {
 	midStream, listChanged, duplicate, unnamed, firstPageOnly, pageError, repeatCursor, restart bool
+	unexpectedCursor, pageLimit, invalidPage                                                    bool
 }
 
 var listFeatures = []struct {
@@ -36,6 +37,9 @@ var listFeatures = []struct {
 	{"jsonrpc_error", func(s *listSession) { s.pageError = true }},
 	{"repeated_cursor", func(s *listSession) { s.repeatCursor = true }},
 	{"restarted", func(s *listSession) { s.restart = true }},
+	{"unexpected_cursor", func(s *listSession) { s.unexpectedCursor = true }},
+	{"page_limit", func(s *listSession) { s.pageLimit = true }},
+	{"invalid_page", func(s *listSession) { s.invalidPage = true }},
 }
 
 func tool(name string) string {
@@ -62,7 +66,11 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(entropy) }, snapshot.Limits{})
+	var lim snapshot.Limits
+	if ls.pageLimit {
+		lim.MaxPages = 1
+	}
+	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(entropy) }, lim)
 	id := 0
 	page := func(cursor, next string, tools ...string) {
 		id++
@@ -102,6 +110,15 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 			tools = append(tools, `{"inputSchema":{"type":"object"}}`)
 		}
 		switch {
+		case ls.invalidPage:
+			id++
+			req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"cursor":"c1"}}`+"\n", id)
+			resp := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"tools":"not an array"}}`+"\n", id)
+			if err := sink.ListPage([]byte(req), []byte(resp), false); err != nil {
+				t.Fatal(err)
+			}
+		case ls.unexpectedCursor:
+			page("c9", "", tools...)
 		case ls.pageError:
 			id++
 			req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"cursor":"c1"}}`+"\n", id)
@@ -146,8 +163,21 @@ func (ls listSession) expected() []string {
 		r = append(r, snapshot.ReasonListChangedDuring)
 	}
 	switch {
+	case ls.pageLimit:
+		// One page allowed, a next one offered: collection stops at the
+		// first page, so what follows (a list_changed, page 2) belongs to
+		// no collection or a new one, joined mid-stream.
+		r = []string{snapshot.StopPageLimit}
+		if ls.midStream {
+			r = append(r, snapshot.ReasonJoinedMidStream)
+		}
+		return r
 	case ls.firstPageOnly:
 		r = append(r, snapshot.StopNextPageNotObserved)
+	case ls.invalidPage:
+		r = append(r, snapshot.StopInvalidPage)
+	case ls.unexpectedCursor:
+		r = append(r, snapshot.StopUnexpectedCursor)
 	case ls.pageError:
 		r = append(r, snapshot.StopJSONRPCError)
 	default:
