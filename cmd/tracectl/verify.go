@@ -124,13 +124,13 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	if vo.AtIssued && o.maxAge != "24h" {
 		return vo, usageErr(errors.New("--at issued judges no age: --max-age does not apply"), "")
 	}
-	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 {
-		return vo, usageErr(errors.New("--max-transcript-bytes and --max-transcript-lines must be positive"), "")
+	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 || o.maxPayload <= 0 || o.maxTranscriptL > 1<<32-1 {
+		return vo, usageErr(errors.New("--max-transcript-bytes, --max-transcript-lines (at most 4294967295) and --max-payload-bytes must be positive"), "")
 	}
 	if o.acceptProfiles != nil {
 		vo.AcceptProfiles = o.acceptProfiles
 	}
-	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL}
+	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL, MaxPayloadBytes: o.maxPayload}
 	vo.AllowEmbeddedKey = o.allowEmbeddedKey
 	if o.trustedKey != "" {
 		var pub crypto.PublicKey

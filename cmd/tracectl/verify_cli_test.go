@@ -161,6 +161,9 @@ func TestVerifyFlags(t *testing.T) {
 		{args: []string{"--allow-embedded-key", "--max-age", "1.5d", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--accept-profile", "urn:x", "--accept-profile", "urn:y", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 24 * time.Hour, AcceptProfiles: []string{"urn:x", "urn:y"}}},
 		{args: []string{"--allow-embedded-key", "--max-transcript-bytes", "0", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-transcript-bytes", "100", "--max-transcript-lines", "7", "--max-payload-bytes", "9", "b"},
+			want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 24 * time.Hour, Limits: verify.Limits{MaxTranscriptBytes: 100, MaxTranscriptLines: 7, MaxPayloadBytes: 9}}},
+		{args: []string{"--allow-embedded-key", "--max-transcript-lines", "4294967296", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--max-age", "-1s", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--at", "noon", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--format", "xml", "b"}, wantErr: true},
@@ -190,7 +193,8 @@ func TestVerifyFlags(t *testing.T) {
 			wantKey := slices.Contains(tt.args, "--trusted-key")
 			if (got.TrustedKey != nil) != wantKey || !got.At.Equal(tt.want.At) || got.MaxAge != tt.want.MaxAge ||
 				got.AllowAnyAge != tt.want.AllowAnyAge || got.AllowEmbeddedKey != tt.want.AllowEmbeddedKey || got.FutureSkew != tt.want.FutureSkew ||
-				got.AtIssued != tt.want.AtIssued || !slices.Equal(got.AcceptProfiles, tt.want.AcceptProfiles) {
+				got.AtIssued != tt.want.AtIssued || !slices.Equal(got.AcceptProfiles, tt.want.AcceptProfiles) ||
+				(tt.want.Limits != verify.Limits{} && got.Limits != tt.want.Limits) {
 				t.Errorf("options %+v, want %+v (trusted key %v)", got, tt.want, wantKey)
 			}
 		})
