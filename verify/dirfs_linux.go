@@ -5,37 +5,34 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 )
 
-// openNoFollow opens dir/name one component at a time with openat and
-// O_NOFOLLOW, so no link below dir is followed even if one appears between
-// checks, and the last component with O_NONBLOCK, so a FIFO cannot block
-// the open; an fstat then refuses anything but a regular file or a
-// directory.
-func openNoFollow(dir, name string) (*os.File, error) {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open bundle directory: %w", err)
+// openNoFollow opens d.dir/name without following any link below d.dir:
+// each directory on the way is opened with openat(O_NOFOLLOW|O_DIRECTORY)
+// from its parent (kept open in d.dirs, so a directory swapped for a link
+// later is still the one first opened), and the last component with
+// O_NOFOLLOW|O_NONBLOCK, so a FIFO cannot block the open; an fstat then
+// refuses anything but a regular file or a directory.
+func (d *bundleDir) openNoFollow(name string) (*os.File, error) {
+	parent, base := "", name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		parent, base = name[:i], name[i+1:]
 	}
-	parts := strings.Split(name, "/")
-	for i, part := range parts {
-		last := i == len(parts)-1
-		flags := syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
-		if last {
-			flags |= syscall.O_NONBLOCK | syscall.O_NOCTTY
-		} else {
-			flags |= syscall.O_DIRECTORY
+	pfd, owned, err := d.dirs.get(d.dir, parent)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := openat(pfd, base, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY)
+	if owned {
+		syscall.Close(pfd)
+	}
+	if err != nil {
+		if err == syscall.ELOOP {
+			return nil, fmt.Errorf("%w (%s is a symbolic link)", ErrNotRegular, name)
 		}
-		next, err := openat(fd, part, flags)
-		syscall.Close(fd)
-		if err != nil {
-			if err == syscall.ELOOP || (!last && err == syscall.ENOTDIR) {
-				return nil, fmt.Errorf("%w (%s is a symbolic link or not a directory)", ErrNotRegular, strings.Join(parts[:i+1], "/"))
-			}
-			return nil, err
-		}
-		fd = next
+		return nil, err
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
@@ -49,6 +46,76 @@ func openNoFollow(dir, name string) (*os.File, error) {
 		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, typeName(modeOf(st.Mode)))
 	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// maxDirFDs bounds the directories kept open per DirFS: a bundle has a
+// handful (the root, blobs/, blobs/sha256/, quarantine/).
+const maxDirFDs = 32
+
+// dirFDs caches the directories of a bundle opened without following
+// links, by bundle-relative path ("" is the root).
+type dirFDs struct {
+	mu  sync.Mutex
+	fds map[string]int
+}
+
+// get returns the fd of directory rel below root, opened component by
+// component with O_NOFOLLOW; owned means the caller must close it (the
+// cache was full).
+func (c *dirFDs) get(root, rel string) (fd int, owned bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.getLocked(root, rel)
+}
+
+func (c *dirFDs) getLocked(root, rel string) (int, bool, error) {
+	if fd, ok := c.fds[rel]; ok {
+		return fd, false, nil
+	}
+	var fd int
+	var err error
+	if rel == "" {
+		fd, err = syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, false, fmt.Errorf("open bundle directory: %w", err)
+		}
+	} else {
+		parent, base := "", rel
+		if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+			parent, base = rel[:i], rel[i+1:]
+		}
+		pfd, owned, err := c.getLocked(root, parent)
+		if err != nil {
+			return -1, false, err
+		}
+		fd, err = openat(pfd, base, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY|syscall.O_CLOEXEC)
+		if owned {
+			syscall.Close(pfd)
+		}
+		if err == syscall.ELOOP || err == syscall.ENOTDIR {
+			return -1, false, fmt.Errorf("%w (%s is a symbolic link or not a directory)", ErrNotRegular, rel)
+		}
+		if err != nil {
+			return -1, false, err
+		}
+	}
+	if len(c.fds) >= maxDirFDs {
+		return fd, true, nil
+	}
+	if c.fds == nil {
+		c.fds = map[string]int{}
+	}
+	c.fds[rel] = fd
+	return fd, false, nil
+}
+
+func (c *dirFDs) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, fd := range c.fds {
+		syscall.Close(fd)
+	}
+	c.fds = nil
 }
 
 func openat(dirfd int, name string, flags int) (int, error) {

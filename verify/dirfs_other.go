@@ -13,12 +13,17 @@ import (
 // openNoFollow checks every component with Lstat before opening. Unlike
 // the Linux implementation it cannot close the window between the check
 // and the open.
-func openNoFollow(dir, name string) (*os.File, error) {
-	if err := lstatComponents(dir, name); err != nil {
+func (d *bundleDir) openNoFollow(name string) (*os.File, error) {
+	if err := lstatComponents(d.dir, name); err != nil {
 		return nil, err
 	}
-	return os.Open(dir + string(os.PathSeparator) + name)
+	return os.Open(d.dir + string(os.PathSeparator) + name)
 }
+
+// dirFDs keeps nothing open on these systems.
+type dirFDs struct{}
+
+func (*dirFDs) close() {}
 
 // lstatComponents refuses a path any of whose components below dir is a
 // symbolic link, and a last component that is not a regular file, without
