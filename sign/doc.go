@@ -17,7 +17,13 @@
 //   - ParseRecord is bounded (MaxRecordBytes) and strict: duplicate names,
 //     numbers outside the v0.2 integer boundary, unknown members outside
 //     cnf.jwk and private JWK members are refused, and every shape problem
-//     is reported with its JSON Pointer (*ShapeError).
+//     is reported with its JSON Pointer (*ShapeError). It accepts every
+//     member the published v0.2 JSON Schema allows (the origin object,
+//     appraisal.policy_ref/timestamp/provenance_depth_verified, the
+//     provenance_depth enums) and the newer text's references and
+//     reproducibility blocks, and applies the schema's origin rule
+//     (ErrOriginPlatform). ShapeTable is the shape as rows; spec/signing.md
+//     prints it and a test keeps the two equal.
 //   - VerifySignature checks the bytes as received (canonicalized without
 //     their signature member), never a re-encoded struct; CheckTrust compares
 //     RFC 7638 thumbprints with a key the caller trusts.

@@ -18,6 +18,10 @@ var (
 	ErrCanonicalization = errors.New("record canonicalization failed")
 	// ErrSchemaInvalid: the record does not have the v0.2 shape.
 	ErrSchemaInvalid = errors.New("record schema invalid")
+	// ErrOriginPlatform: origin.kind is third-party-control-plane or
+	// log-import and runtime.platform is not software-only (the schema's
+	// allOf rule, spec 3.1.1: a MUST).
+	ErrOriginPlatform = errors.New("record origin requires a software-only platform")
 	// ErrSignatureMissing: the record has no signature member.
 	ErrSignatureMissing = errors.New("signature missing")
 	// ErrSignatureMalformed: the signature is not canonical unpadded

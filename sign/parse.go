@@ -91,6 +91,33 @@ func ParseRecord(data []byte) (*Record, error) {
 	return rec, nil
 }
 
+// envelopeKind names a known envelope around a Trust Record (a cMCP
+// RuntimeClaim: cmcp_version and the record under "trace"), or "".
+func envelopeKind(root canon.Value) string {
+	_, cmcp := root.Get("cmcp_version")
+	tr, hasTrace := root.Get("trace")
+	if cmcp || (hasTrace && tr.Kind() == canon.KindObject) {
+		return "a cMCP RuntimeClaim envelope (its Trust Record is under \"trace\")"
+	}
+	return ""
+}
+
+// PeekProfile returns the eat_profile of data when data is a bounded JSON
+// object whose eat_profile is a string; nothing else is checked. A
+// verifier uses it to apply its accepted profile set before judging the
+// shape of a profile it may not implement.
+func PeekProfile(data []byte) (string, bool) {
+	doc, err := parseRecordDoc(data)
+	if err != nil {
+		return "", false
+	}
+	p, ok := doc.Root().Get("eat_profile")
+	if !ok {
+		return "", false
+	}
+	return p.Str()
+}
+
 // checkRecord is ParseRecord without the decoding: it returns the
 // record's canonical bytes.
 func checkRecord(data []byte) ([]byte, error) {
@@ -103,10 +130,16 @@ func checkRecord(data []byte) ([]byte, error) {
 		p, ok := root.Get("eat_profile")
 		if s, isStr := p.Str(); !ok || !isStr || s != Profile {
 			what := "absent"
-			if ok {
-				what = strconv.Quote(string(bounded(p.Raw())))
+			if env := envelopeKind(root); !ok && env != "" {
+				return nil, fmt.Errorf("%w: %s, not a Trust Record: envelope not supported (verify the TRACE record it wraps on its own)", ErrProfileUnsupported, env)
 			}
-			return nil, fmt.Errorf("%w: eat_profile %s (want %q)", ErrProfileUnsupported, what, Profile)
+			switch {
+			case isStr:
+				what = strconv.Quote(string(bounded([]byte(s))))
+			case ok:
+				what = "not a string: " + string(bounded(p.Raw()))
+			}
+			return nil, fmt.Errorf("%w: eat_profile %s (this parser implements %s)", ErrProfileUnsupported, what, Profile)
 		}
 	}
 	c, err := root.Canonical(canon.PolicyV02)
@@ -118,7 +151,32 @@ func checkRecord(data []byte) ([]byte, error) {
 	if err := v.err(); err != nil {
 		return nil, err
 	}
+	if err := originRule(root); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// originRule applies the schema's allOf (spec 3.1.1, a MUST): a record
+// whose claims come from a third-party control plane or a log import
+// cannot claim a hardware-attested runtime. The shape is already valid.
+func originRule(root canon.Value) error {
+	o, ok := root.Get("origin")
+	if !ok {
+		return nil
+	}
+	kv, _ := o.Get("kind")
+	kind, _ := kv.Str()
+	if kind == OriginSelf {
+		return nil
+	}
+	rt, _ := root.Get("runtime")
+	pv, _ := rt.Get("platform")
+	platform, _ := pv.Str()
+	if platform == PlatformSoftwareOnly {
+		return nil
+	}
+	return fmt.Errorf("%w: origin.kind %s with runtime.platform %s (want %s)", ErrOriginPlatform, kind, platform, PlatformSoftwareOnly)
 }
 
 // parseRecordDoc applies the size bound and canon's strict parser.
@@ -169,11 +227,40 @@ func (v *validator) err() error {
 	return &ShapeError{Problems: v.problems}
 }
 
+// shape is the rule for one value of the record: an object (closed, its
+// members), an array (its items), or a leaf checked by check. desc is the
+// rule as the schema table in spec/signing.md states it; a test keeps the
+// two in step (ShapeTable).
+type shape struct {
+	desc    string
+	check   func(v *validator, val canon.Value)
+	members []member // a closed object
+	items   *shape   // an array of items of this shape
+}
+
 // member describes one member of a closed object.
 type member struct {
 	name     string
 	required bool
-	check    func(v *validator, val canon.Value)
+	shape    shape
+}
+
+// value checks val against s.
+func (v *validator) value(val canon.Value, s shape) {
+	switch {
+	case s.members != nil:
+		v.object(val, s.members)
+	case s.items != nil:
+		if val.Kind() != canon.KindArray {
+			v.add(val.Pointer(), "want an array, found "+kindName(val))
+			return
+		}
+		for _, it := range val.Elems() {
+			v.value(it, *s.items)
+		}
+	default:
+		s.check(v, val)
+	}
 }
 
 // object checks a closed object: required members present, each member
@@ -191,7 +278,7 @@ func (v *validator) object(val canon.Value, members []member) {
 			}
 			continue
 		}
-		m.check(v, got)
+		v.value(got, m.shape)
 	}
 	for _, m := range val.Members() {
 		if !knows(members, m.Name) {
@@ -225,14 +312,21 @@ func (v *validator) str(val canon.Value) (string, bool) {
 	return s, ok
 }
 
-func anyString(v *validator, val canon.Value) { v.str(val) }
+var anyString = shape{desc: "string", check: func(v *validator, val canon.Value) { v.str(val) }}
 
-func obj(members []member) func(*validator, canon.Value) {
-	return func(v *validator, val canon.Value) { v.object(val, members) }
-}
+// nonEmpty is the schema's string with minLength 1.
+var nonEmpty = shape{desc: "string, non-empty", check: func(v *validator, val canon.Value) {
+	if s, ok := v.str(val); ok && s == "" {
+		v.add(val.Pointer(), "want a non-empty string")
+	}
+}}
 
-func enum(values ...string) func(*validator, canon.Value) {
-	return func(v *validator, val canon.Value) {
+func obj(members ...member) shape { return shape{desc: "object", members: members} }
+
+func arrayOf(item shape) shape { return shape{desc: "array", items: &item} }
+
+func enum(values ...string) shape {
+	return shape{desc: "one of " + strings.Join(values, ", "), check: func(v *validator, val canon.Value) {
 		s, ok := v.str(val)
 		if !ok {
 			return
@@ -243,14 +337,15 @@ func enum(values ...string) func(*validator, canon.Value) {
 			}
 		}
 		v.add(val.Pointer(), fmt.Sprintf("%s is not one of %s", strconv.Quote(s), strings.Join(values, ", ")))
-	}
+	}}
 }
 
 // integer checks an integer within [lo, hi]. The record has already been
 // canonicalized under PolicyV02, so every number is an integer within
 // ±(2^53-1) and its canonical text is plain decimal.
-func integer(lo, hi int64) func(*validator, canon.Value) {
-	return func(v *validator, val canon.Value) {
+func integer(lo, hi int64) shape {
+	desc := fmt.Sprintf("integer %d … %d", lo, hi)
+	return shape{desc: desc, check: func(v *validator, val canon.Value) {
 		if val.Kind() != canon.KindNumber {
 			v.add(val.Pointer(), "want an integer, found "+kindName(val))
 			return
@@ -264,11 +359,13 @@ func integer(lo, hi int64) func(*validator, canon.Value) {
 		if n < lo || n > hi {
 			v.add(val.Pointer(), fmt.Sprintf("%d is outside %d..%d", n, lo, hi))
 		}
-	}
+	}}
 }
 
 // digest checks "sha256:<64 lowercase hex>" or "sha384:<96 lowercase hex>".
-func digest(v *validator, val canon.Value) {
+var digest = shape{desc: "digest", check: checkDigest}
+
+func checkDigest(v *validator, val canon.Value) {
 	s, ok := v.str(val)
 	if ok && !isDigest(s) {
 		v.add(val.Pointer(), "want sha256:<64 lowercase hex> or sha384:<96 lowercase hex>")
@@ -299,7 +396,9 @@ func isDigest(s string) bool {
 	return true
 }
 
-func uri(v *validator, val canon.Value) {
+var uri = shape{desc: "URI", check: checkURI}
+
+func checkURI(v *validator, val canon.Value) {
 	s, ok := v.str(val)
 	if ok && !isURI(s) {
 		v.add(val.Pointer(), "want an absolute URI (RFC 3986: scheme \":\" then URI characters only)")
@@ -338,7 +437,9 @@ func isHex(c byte) bool   { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' 
 
 // subject checks "spiffe://<host>/<path>" or "did:<method>:<id>": the
 // forms TRACE v0.2 names, without whitespace or control characters.
-func subject(v *validator, val canon.Value) {
+var subject = shape{desc: "`spiffe://<host>/<path>` or `did:<method>:<id>`", check: checkSubject}
+
+func checkSubject(v *validator, val canon.Value) {
 	s, ok := v.str(val)
 	if ok && !isSubject(s) {
 		v.add(val.Pointer(), "want spiffe://<host>/<path> or did:<method>:<id>")
@@ -371,7 +472,9 @@ func isSubject(s string) bool {
 }
 
 // nonce checks non-empty canonical unpadded base64url.
-func nonce(v *validator, val canon.Value) {
+var nonce = shape{desc: "base64url, non-empty, canonical", check: checkNonce}
+
+func checkNonce(v *validator, val canon.Value) {
 	s, ok := v.str(val)
 	if !ok {
 		return
@@ -460,68 +563,157 @@ func (v *validator) jwk(val canon.Value) {
 	}
 }
 
-// The v0.2 record shape (trace-v0.2.md; spec/signing.md). Free-text
-// members are any string; members named as digests, URIs, enums, the
-// subject and the nonce have their patterns.
-var (
-	modelShape = []member{
-		{"provider", true, anyString},
-		{"model_id", true, anyString},
-		{"version", false, anyString},
-		{"weights_digest", false, digest},
-		{"aibom_uri", false, uri},
-	}
-	runtimeShape = []member{
-		{"platform", true, enum(platforms...)},
-		{"measurement", true, digest},
-		{"rim_uri", false, uri},
-		{"nonce", false, nonce},
-		{"firmware_version", false, anyString},
-	}
-	policyShape = []member{
-		{"bundle_hash", true, digest},
-		{"enforcement_mode", true, enum(EnforcementEnforce, EnforcementAdvisory, EnforcementSilent, EnforcementDeclared)},
-		{"version", false, anyString},
-		{"policy_uri", false, uri},
-	}
-	buildProvenanceShape = []member{
-		{"slsa_level", true, integer(0, 3)},
-		{"digest", true, digest},
-		{"builder", false, anyString},
-		{"provenance_uri", false, uri},
-		{"provenance_depth", false, integer(0, canon.MaxSafeInteger)},
-	}
-	appraisalShape = []member{
-		{"status", true, enum(AppraisalAffirming, AppraisalWarning, AppraisalContraindicated, AppraisalNone)},
-		{"verifier", true, uri},
-	}
-	cnfShape = []member{
-		{"jwk", true, func(v *validator, val canon.Value) { v.jwk(val) }},
-	}
-	toolTranscriptShape = []member{
-		{"hash", true, digest},
-		{"call_count", false, integer(0, canon.MaxSafeInteger)},
-		{"transcript_uri", false, uri},
-	}
-	delegationShape = []member{
-		{"parent_record_hash", true, digest},
-		{"credential_id", true, anyString},
-	}
-	recordShape = []member{
-		{"eat_profile", true, enum(Profile)},
-		{"iat", true, integer(MinIAT, canon.MaxSafeInteger)},
-		{"subject", true, subject},
-		{"model", true, obj(modelShape)},
-		{"runtime", true, obj(runtimeShape)},
-		{"policy", true, obj(policyShape)},
-		{"data_class", true, anyString},
-		{"build_provenance", true, obj(buildProvenanceShape)},
-		{"appraisal", true, obj(appraisalShape)},
-		{"cnf", true, obj(cnfShape)},
-		{"tool_transcript", false, obj(toolTranscriptShape)},
-		{"delegation", false, obj(delegationShape)},
-		{"origin", false, anyString},
-		{"transparency", false, uri},
-		{"signature", false, anyString},
-	}
+// Origin kinds (TRACE v0.2 schema and spec section 3.1.1).
+const (
+	OriginSelf                   = "self"
+	OriginThirdPartyControlPlane = "third-party-control-plane"
+	OriginLogImport              = "log-import"
 )
+
+// Provenance depths (build_provenance.provenance_depth,
+// appraisal.provenance_depth_verified).
+const (
+	DepthSurface    = "surface"
+	DepthBuilder    = "builder"
+	DepthTransitive = "transitive"
+)
+
+// Registered references[].rel values (newer TRACE v0.2 spec text).
+var referenceRels = []string{"authorized-intent", "approval-outcome", "behavior-trace", "condition-appraisal", "observed-effect"}
+
+// The v0.2 record shape: the published JSON Schema (schema/trace-claim.json)
+// member by member, plus the newer spec text's references and
+// reproducibility blocks (reference/trace-v0.2.md; spec/signing.md, whose
+// schema table ShapeTable generates). Free-text members are any string;
+// members named as digests, URIs, enums, the subject and the nonce have
+// their patterns.
+var (
+	depth     = enum(DepthSurface, DepthBuilder, DepthTransitive)
+	jwkShape  = shape{desc: "public JWK (see `cnf.jwk` below)", check: func(v *validator, val canon.Value) { v.jwk(val) }}
+	sigShape  = shape{desc: "string; its form is judged by `VerifySignature`", check: anyString.check}
+	relShape  = shape{desc: "one of " + strings.Join(referenceRels, ", ") + ", or a URI (an extension relation)", check: checkRel}
+	recordMap = obj(
+		member{"eat_profile", true, enum(Profile)},
+		member{"iat", true, integer(MinIAT, canon.MaxSafeInteger)},
+		member{"subject", true, subject},
+		member{"model", true, obj(
+			member{"provider", true, anyString},
+			member{"model_id", true, anyString},
+			member{"version", false, anyString},
+			member{"weights_digest", false, digest},
+			member{"aibom_uri", false, uri},
+		)},
+		member{"runtime", true, obj(
+			member{"platform", true, enum(platforms...)},
+			member{"measurement", true, digest},
+			member{"rim_uri", false, uri},
+			member{"nonce", false, nonce},
+			member{"firmware_version", false, anyString},
+		)},
+		member{"policy", true, obj(
+			member{"bundle_hash", true, digest},
+			member{"enforcement_mode", true, enum(EnforcementEnforce, EnforcementAdvisory, EnforcementSilent, EnforcementDeclared)},
+			member{"version", false, anyString},
+			member{"policy_uri", false, uri},
+		)},
+		member{"data_class", true, anyString},
+		member{"build_provenance", true, obj(
+			member{"slsa_level", true, integer(0, 3)},
+			member{"digest", true, digest},
+			member{"builder", false, anyString},
+			member{"provenance_uri", false, uri},
+			member{"provenance_depth", false, depth},
+		)},
+		member{"appraisal", true, obj(
+			member{"status", true, enum(AppraisalAffirming, AppraisalWarning, AppraisalContraindicated, AppraisalNone)},
+			member{"verifier", true, uri},
+			member{"policy_ref", false, uri},
+			member{"timestamp", false, integer(-canon.MaxSafeInteger, canon.MaxSafeInteger)},
+			member{"provenance_depth_verified", false, depth},
+		)},
+		member{"cnf", true, obj(
+			member{"jwk", true, jwkShape},
+		)},
+		member{"tool_transcript", false, obj(
+			member{"hash", true, digest},
+			member{"call_count", false, integer(0, canon.MaxSafeInteger)},
+			member{"transcript_uri", false, uri},
+		)},
+		member{"delegation", false, obj(
+			member{"parent_record_hash", true, digest},
+			member{"credential_id", true, nonEmpty},
+		)},
+		member{"origin", false, obj(
+			member{"kind", true, enum(OriginSelf, OriginThirdPartyControlPlane, OriginLogImport)},
+			member{"producer", true, nonEmpty},
+			member{"source_event_id", false, nonEmpty},
+			member{"ingested_at", false, integer(MinIAT, canon.MaxSafeInteger)},
+		)},
+		member{"transparency", false, uri},
+		member{"references", false, arrayOf(obj(
+			member{"rel", true, relShape},
+			member{"id", true, nonEmpty},
+			member{"resolver", true, nonEmpty},
+			member{"retention", false, nonEmpty},
+			member{"digest", false, digest},
+		))},
+		member{"reproducibility", false, obj(
+			member{"function", true, nonEmpty},
+			member{"code_identity", true, nonEmpty},
+			member{"code_resolver", false, nonEmpty},
+			member{"input_closure", true, arrayOf(obj(
+				member{"id", true, nonEmpty},
+				member{"digest", true, digest},
+				member{"resolver", true, nonEmpty},
+			))},
+			member{"transcript_digest", true, digest},
+		)},
+		member{"signature", false, sigShape},
+	)
+	recordShape = recordMap.members
+)
+
+func checkRel(v *validator, val canon.Value) {
+	s, ok := v.str(val)
+	if !ok {
+		return
+	}
+	for _, r := range referenceRels {
+		if s == r {
+			return
+		}
+	}
+	if !isURI(s) {
+		v.add(val.Pointer(), fmt.Sprintf("%s is not a registered relation (%s) or an extension URI", strconv.Quote(s), strings.Join(referenceRels, ", ")))
+	}
+}
+
+// ShapeRow is one row of the record's schema table: a member's JSON
+// Pointer (N stands for any array index), whether it is required where
+// its parent is present, and its rule.
+type ShapeRow struct {
+	Pointer  string
+	Required bool
+	Rule     string
+}
+
+// ShapeTable returns the record shape ParseRecord enforces as rows, in
+// document order: the table spec/signing.md prints and a test compares.
+func ShapeTable() []ShapeRow {
+	var rows []ShapeRow
+	var walk func(prefix string, s shape)
+	walk = func(prefix string, s shape) {
+		switch {
+		case s.members != nil:
+			for _, m := range s.members {
+				p := childPointer(prefix, m.name)
+				rows = append(rows, ShapeRow{Pointer: p, Required: m.required, Rule: m.shape.desc})
+				walk(p, m.shape)
+			}
+		case s.items != nil:
+			walk(prefix+"/N", *s.items)
+		}
+	}
+	walk("", recordMap)
+	return rows
+}

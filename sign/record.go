@@ -56,21 +56,59 @@ const (
 // bytes (members whose empty value the shape refuses, like URIs and
 // digests, are plain strings).
 type Record struct {
-	EATProfile      string          `json:"eat_profile"`
-	IAT             int64           `json:"iat"`
-	Subject         string          `json:"subject"`
-	Model           Model           `json:"model"`
-	Runtime         Runtime         `json:"runtime"`
-	Policy          Policy          `json:"policy"`
-	DataClass       string          `json:"data_class"`
-	BuildProvenance BuildProvenance `json:"build_provenance"`
-	Appraisal       Appraisal       `json:"appraisal"`
-	Cnf             Cnf             `json:"cnf"`
-	ToolTranscript  *ToolTranscript `json:"tool_transcript,omitempty"`
-	Delegation      *Delegation     `json:"delegation,omitempty"`
-	Origin          *string         `json:"origin,omitempty"`
-	Transparency    string          `json:"transparency,omitempty"`
-	Signature       string          `json:"signature,omitempty"`
+	EATProfile      string           `json:"eat_profile"`
+	IAT             int64            `json:"iat"`
+	Subject         string           `json:"subject"`
+	Model           Model            `json:"model"`
+	Runtime         Runtime          `json:"runtime"`
+	Policy          Policy           `json:"policy"`
+	DataClass       string           `json:"data_class"`
+	BuildProvenance BuildProvenance  `json:"build_provenance"`
+	Appraisal       Appraisal        `json:"appraisal"`
+	Cnf             Cnf              `json:"cnf"`
+	ToolTranscript  *ToolTranscript  `json:"tool_transcript,omitempty"`
+	Delegation      *Delegation      `json:"delegation,omitempty"`
+	Origin          *Origin          `json:"origin,omitempty"`
+	Transparency    string           `json:"transparency,omitempty"`
+	References      *[]Reference     `json:"references,omitempty"`
+	Reproducibility *Reproducibility `json:"reproducibility,omitempty"`
+	Signature       string           `json:"signature,omitempty"`
+}
+
+// Origin says who produced the record's claims (TRACE v0.2 spec 3.1.1):
+// the runtime itself, a third-party control plane, or an import of logs.
+// A non-self origin requires runtime.platform software-only
+// (ErrOriginPlatform): nobody attests a runtime from outside it.
+type Origin struct {
+	Kind          string `json:"kind"`
+	Producer      string `json:"producer"`
+	SourceEventID string `json:"source_event_id,omitempty"`
+	IngestedAt    *int64 `json:"ingested_at,omitempty"`
+}
+
+// Reference links the record to other evidence (newer v0.2 spec text).
+type Reference struct {
+	Rel       string `json:"rel"`
+	ID        string `json:"id"`
+	Resolver  string `json:"resolver"`
+	Retention string `json:"retention,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+}
+
+// Reproducibility names what a re-execution needs (newer v0.2 spec text).
+type Reproducibility struct {
+	Function         string       `json:"function"`
+	CodeIdentity     string       `json:"code_identity"`
+	CodeResolver     string       `json:"code_resolver,omitempty"`
+	InputClosure     []InputEntry `json:"input_closure"`
+	TranscriptDigest string       `json:"transcript_digest"`
+}
+
+// InputEntry is one input of a reproducibility closure.
+type InputEntry struct {
+	ID       string `json:"id"`
+	Digest   string `json:"digest"`
+	Resolver string `json:"resolver"`
 }
 
 // Model names the AI model the record is about.
@@ -105,13 +143,16 @@ type BuildProvenance struct {
 	Digest          string  `json:"digest"`
 	Builder         *string `json:"builder,omitempty"`
 	ProvenanceURI   string  `json:"provenance_uri,omitempty"`
-	ProvenanceDepth *int64  `json:"provenance_depth,omitempty"`
+	ProvenanceDepth string  `json:"provenance_depth,omitempty"` // surface | builder | transitive
 }
 
 // Appraisal is a verifier's judgement of the runtime evidence.
 type Appraisal struct {
-	Status   string `json:"status"`
-	Verifier string `json:"verifier"`
+	Status                  string `json:"status"`
+	Verifier                string `json:"verifier"`
+	PolicyRef               string `json:"policy_ref,omitempty"`
+	Timestamp               *int64 `json:"timestamp,omitempty"`
+	ProvenanceDepthVerified string `json:"provenance_depth_verified,omitempty"` // surface | builder | transitive
 }
 
 // Cnf holds the signer's public key (RFC 7800 confirmation).

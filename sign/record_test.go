@@ -218,10 +218,14 @@ func withOptionals(t testing.TB, data []byte) []byte {
 		{"/model/version", `"4.1"`}, {"/model/weights_digest", `"` + d + `"`}, {"/model/aibom_uri", `"https://example.com/aibom.json"`},
 		{"/runtime/rim_uri", `"https://example.com/rim"`}, {"/runtime/nonce", `"AQID"`}, {"/runtime/firmware_version", `""`},
 		{"/policy/version", `"1"`}, {"/policy/policy_uri", `"urn:example:policy"`},
-		{"/build_provenance/builder", `"ci"`}, {"/build_provenance/provenance_uri", `"https://example.com/prov"`}, {"/build_provenance/provenance_depth", `2`},
+		{"/build_provenance/builder", `"ci"`}, {"/build_provenance/provenance_uri", `"https://example.com/prov"`}, {"/build_provenance/provenance_depth", `"builder"`},
+		{"/appraisal/policy_ref", `"https://example.com/policy/7"`}, {"/appraisal/timestamp", `1785000000`}, {"/appraisal/provenance_depth_verified", `"surface"`},
 		{"/tool_transcript/transcript_uri", `"file:///var/run.trace/transcript.jsonl"`},
 		{"/delegation", `{"parent_record_hash":"` + d + `","credential_id":"c-1"}`},
-		{"/origin", `"gateway-7"`}, {"/transparency", `"https://log.example.com/e/1"`},
+		{"/origin", `{"kind":"log-import","producer":"gateway-7","source_event_id":"e-1","ingested_at":1785000100}`},
+		{"/transparency", `"https://log.example.com/e/1"`},
+		{"/references", `[{"rel":"behavior-trace","id":"t-1","resolver":"https://r.example.com/","retention":"P30D","digest":"` + d + `"}]`},
+		{"/reproducibility", `{"function":"f","code_identity":"` + d + `","code_resolver":"oci://x","input_closure":[{"id":"i","digest":"` + d + `","resolver":"r"}],"transcript_digest":"` + d + `"}`},
 	} {
 		data = mutate(t, data, kv[0], kv[1])
 	}
@@ -295,7 +299,7 @@ func TestVerifySignature(t *testing.T) {
 				{"tampered subject", bytes.Replace(data, []byte("unidentified-agent"), []byte("unidentified-agenT"), 1), ErrSignatureInvalid},
 				{"tampered iat", bytes.Replace(data, []byte(`"iat":1785000000`), []byte(`"iat":1785000001`), 1), ErrSignatureInvalid},
 				{"tampered call_count", bytes.Replace(data, []byte(`"call_count":3`), []byte(`"call_count":2`), 1), ErrSignatureInvalid},
-				{"member added", mutate(t, data, "/origin", `"x"`), ErrSignatureInvalid},
+				{"member added", mutate(t, data, "/transparency", `"https://x.example/1"`), ErrSignatureInvalid},
 				{"signature missing", mutate(t, data, "/signature", del), ErrSignatureMissing},
 				{"signature in the standard alphabet", mutate(t, data, "/signature", `"`+strings.NewReplacer("-", "+", "_", "/").Replace(sig)+`"`), expectAlphabet(sig)},
 				{"signature with newline", mutate(t, data, "/signature", `"`+sig[:8]+`\n`+sig[8:]+`"`), ErrSignatureMalformed},

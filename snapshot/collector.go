@@ -189,6 +189,13 @@ func (c *Collector) NextCursor() (raw []byte, ok bool) {
 	return c.nextRaw, true
 }
 
+// OfferedNextPage reports whether collection is unfinished and the last
+// page observed offered a nextCursor: the next page was offered and not
+// (yet) observed.
+func (c *Collector) OfferedNextPage() bool {
+	return !c.Finished() && len(c.pages) > 0 && c.nextRaw != nil
+}
+
 // NotifyListChanged records a notifications/tools/list_changed. During
 // collection it makes the collection incomplete (the pages may mix two
 // catalogs); after collection ended it marks the snapshot as changed before

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tracectl/tracectl/canon"
 )
@@ -60,6 +61,13 @@ const (
 	StopTimeout          = "timeout"           // no response in time
 	StopCancelled        = "cancelled"         // the caller gave up (context cancelled)
 	StopRestarted        = "restarted"         // the client began a new collection (request without cursor) before this one ended
+	// StopNextPageNotObserved: the session ended after a page that offered
+	// a nextCursor, and no next page was observed. Typically a client that
+	// reads only the first page (the TypeScript SDK's plain listTools());
+	// a passive observer of completed exchanges cannot tell that from a
+	// next-page request the server never answered, so the name says only
+	// what was observed.
+	StopNextPageNotObserved = "next_page_not_observed"
 )
 
 // Incomplete reasons that are not stop reasons.
@@ -352,6 +360,30 @@ func (m *Manifest) Digest() (string, error) {
 	return canon.SHA256(b), nil
 }
 
+// MaxReasonTextBytes bounds ReasonText: the transcript line's
+// incomplete_reason is producer text of at most this many bytes
+// (transcript.MaxReportedBytes).
+const MaxReasonTextBytes = 256
+
+// ReasonText is what the proxy writes as a snapshot line's
+// incomplete_reason (producer/proxy RecordingSink): every incomplete reason
+// in the manifest's order joined with ",", "incomplete" if there is none,
+// cut to MaxReasonTextBytes bytes; "" when complete. A verifier compares
+// the line with it.
+func ReasonText(m *Manifest) string {
+	if m.Complete {
+		return ""
+	}
+	s := strings.Join(m.IncompleteReasons, ",")
+	if s == "" {
+		s = "incomplete"
+	}
+	if len(s) > MaxReasonTextBytes {
+		s = s[:MaxReasonTextBytes]
+	}
+	return s
+}
+
 // IncompleteReason returns the first incomplete reason, or "" when complete.
 func (m *Manifest) IncompleteReason() string {
 	if len(m.IncompleteReasons) == 0 {
@@ -394,7 +426,7 @@ func incompleteReasons(c *Collection, pages int, duplicateNames bool) []string {
 
 var (
 	stopReasons = []string{StopRepeatedCursor, StopUnexpectedCursor, StopPageLimit, StopPageBytesLimit,
-		StopTotalBytesLimit, StopJSONRPCError, StopInvalidPage, StopTransportClosed, StopTimeout, StopCancelled, StopRestarted}
+		StopTotalBytesLimit, StopJSONRPCError, StopInvalidPage, StopTransportClosed, StopTimeout, StopCancelled, StopRestarted, StopNextPageNotObserved}
 	invalidReasons = []string{InvalidNotJSON, InvalidNotResponse, InvalidAmbiguous, InvalidIDMismatch,
 		InvalidToolsNotArray, InvalidToolNotObject, InvalidNextCursor, InvalidResultType, InvalidErrorNotReadable}
 	watches    = []string{WatchSession, WatchSubscribed, WatchNotOffered, WatchNotAcked, WatchUnknown}

@@ -444,6 +444,19 @@ func (g *generator) row3() ([]*vec, error) {
 	out = append(out, g.bundleVec("r3-reuse-without-policy", 3, CaseNegative,
 		"The attempt binds a reused snapshot whose manifest names the original capture but not the freshness policy it was reused under. A reuse that does not identify its original capture and policy is the wrong snapshot.",
 		string(verify.Failed), codes(cs(verify.CodeSnapshotWrong)), codes(bound, cs(verify.CodeSnapshotVerified)), b))
+
+	// The call is to a tool the complete snapshot it is bound to does not
+	// declare: it was not selected from the declarations in evidence.
+	b, err = g.pagedBundleB("r3-tool-not-declared", []page{
+		{tools: []string{toolEmail}, next: str("page-2")},
+		{cursor: str("page-2"), tools: []string{toolSearch}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r3-tool-not-declared", 3, CaseNegative,
+		"The attempt calls get_weather and is bound to a complete snapshot (two pages, terminal page reached, no list_changed) that declares only send_email and search_docs. The binding says the call was selected from that set; a tool outside it contradicts it.",
+		string(verify.Failed), codes(cs(verify.CodeToolNotDeclared, verify.CodeSnapshotVerified)), codes(bound), b))
 	return out, nil
 }
 
@@ -734,6 +747,34 @@ func (g *generator) row6() ([]*vec, error) {
 		out = append(out, g.bundleVec(c.id, 6, CaseNegative, c.checks,
 			string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
 	}
+
+	// The response observation is made to commit to the response bytes of
+	// another request (id 4 instead of the attempt's 3): every digest
+	// matches, only the id the bytes answer does not.
+	b, _, err = g.basicBundle("r6-response-for-another-request", nil)
+	if err != nil {
+		return nil, err
+	}
+	if p, err = responseBlob(b); err != nil {
+		return nil, err
+	}
+	other := bytes.Replace(b.files[p], []byte(`"id":3,`), []byte(`"id":4,`), 1)
+	if bytes.Equal(other, b.files[p]) {
+		return nil, fmt.Errorf("r6-response-for-another-request: the response does not answer id 3")
+	}
+	d := canon.SHA256(other)
+	b.files[blob(d)] = other
+	if err := b.editWhere(is(transcript.TypeObservation, "kind", transcript.ObsResponse), func(e event) {
+		e["response"].(map[string]any)["digest"] = d
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.resign(b.attempts(), nil); err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r6-response-for-another-request", 6, CaseNegative,
+		"The response observation of the get_weather attempt (request id 3) is changed to commit to response bytes answering request id 4, retained with their own digest and length; the record is re-signed. Every digest matches, but the bytes answer another request.",
+		string(verify.Failed), codes(cs(verify.CodeResponseIDMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable, verify.CodePayloadsVerified)), b))
 	return out, nil
 }
 

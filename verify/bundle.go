@@ -2,14 +2,12 @@ package verify
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"io/fs"
-	"slices"
 	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
@@ -28,25 +26,17 @@ const (
 	stLateResponse              // a late response after timeout or cancel_sent
 )
 
-// attemptState is what the verifier keeps per attempt id: 16 bytes (plus
-// the id and the map's own overhead), so memory grows with the number of
-// attempt identities only, never with payloads or lines.
-type attemptState struct {
-	seq      int64
-	state    uint8
-	resolved bool // a resolution was recorded
-}
-
 // snapState is what the verifier keeps per snapshot event.
 type snapState struct {
 	seq      int64
 	atMs     int64
 	digest   string
 	complete bool
-	reasons  string // incomplete reasons, for details
-	usable   bool   // the manifest was read and matched: its facts can be compared
-	reported bool   // snapshot_incomplete already reported for it
-	staleAt  int64  // seq of the list_changed last reported as stale for it
+	reasons  string              // incomplete reasons, for details
+	usable   bool                // the manifest was read and matched: its facts can be compared
+	tools    map[string]struct{} // declared tool names, when usable and complete
+	reported bool                // snapshot_incomplete already reported for it
+	staleAt  int64               // seq of the list_changed last reported as stale for it
 }
 
 // pendingRef is an attempt that named a snapshot not yet seen.
@@ -75,10 +65,16 @@ type bundleCheck struct {
 	seal         *transcript.Seal
 	lastChanged  int64 // seq of the last tools/list_changed notification, or -1
 
-	attempts  map[string]attemptState
+	attempts  *attemptTable
 	retriedBy map[string]string // attempt id -> the first later attempt naming it in retry_of
 	snapshots map[string]*snapState
-	pending   []pendingRef
+	// undeclared: attempts calling a tool their complete bound snapshot
+	// does not declare, judged by their outcome (undeclaredOutcome).
+	undeclared map[string]string
+	// unbound: attempts that bind no snapshot, per reason (unboundFindings).
+	unbound      map[string]unboundCount
+	unboundOrder []string
+	pending      []pendingRef
 
 	// partial: only some lines are disclosed (an inclusion proof). Lines
 	// may be missing between them, no blob is available, and an absent
@@ -91,23 +87,30 @@ type bundleCheck struct {
 	buf  []byte
 	body []byte // reused for the payloads whose claims are re-derived
 
-	conflicts   int64 // identity and history findings
-	payloadBad  int64 // payload findings other than pass
-	commitOK    bool  // the commitment could be recomputed over every line
-	malformedAt int64 // first malformed line, or -1
+	withheld          int64  // payloads not retained (digest-only retention)
+	overLimitPayloads int64  // payloads not retained: over the frame limit
+	withheldFirst     string // the subject of the first one
+
+	conflicts   int64           // identity and history findings
+	payloadBad  int64           // payload findings other than pass
+	commitOK    bool            // the commitment could be recomputed over every line
+	limited     bool            // reading stopped at a configured limit
+	scanned     map[string]bool // bundle paths scanTree already refused
+	malformedAt int64           // first malformed line, or -1
 
 	fr frameState // the frame sequence (frames.go)
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
 	return &bundleCheck{v: v, r: r, fsys: fsys, rec: rec, lastSeq: -1, lastChanged: -1, malformedAt: -1,
-		attempts: map[string]attemptState{}, retriedBy: map[string]string{}, snapshots: map[string]*snapState{}}
+		attempts: newAttemptTable(), retriedBy: map[string]string{}, snapshots: map[string]*snapState{}}
 }
 
 func (b *bundleCheck) run(ctx context.Context) error {
-	f, err := b.fsys.Open(transcript.TranscriptFile)
+	f, err := openRegular(b.fsys, transcript.TranscriptFile)
 	if err != nil {
 		switch {
+		case b.refused(transcript.TranscriptFile, CheckTranscript, transcript.TranscriptFile, err):
 		case b.rec != nil && b.rec.ToolTranscript != nil:
 			b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
 				"the record commits to a transcript ("+b.rec.ToolTranscript.Hash+") that cannot be read: "+err.Error())
@@ -125,7 +128,10 @@ func (b *bundleCheck) run(ctx context.Context) error {
 
 	c := transcript.NewCommitter()
 	b.commitOK = true
-	br := bufio.NewReaderSize(f, transcript.MaxLineBytes+1)
+	lim := b.v.o.Limits
+	lr := &io.LimitedReader{R: f, N: lim.MaxTranscriptBytes + 1}
+	br := bufio.NewReaderSize(lr, transcript.MaxLineBytes+1)
+	var consumed int64
 	for idx := int64(0); ; idx++ {
 		if idx&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -133,6 +139,14 @@ func (b *bundleCheck) run(ctx context.Context) error {
 			}
 		}
 		line, err := br.ReadSlice('\n')
+		if consumed += int64(len(line)); consumed > lim.MaxTranscriptBytes {
+			b.overLimit(fmt.Sprintf("more than %d bytes (Limits.MaxTranscriptBytes)", lim.MaxTranscriptBytes))
+			break
+		}
+		if idx == lim.MaxTranscriptLines && len(line) > 0 {
+			b.overLimit(fmt.Sprintf("more than %d lines (Limits.MaxTranscriptLines)", lim.MaxTranscriptLines))
+			break
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			b.malformed(idx, transcript.CodeTooLong, fmt.Sprintf("no LF within %d bytes: the rest of the transcript cannot be read line by line", transcript.MaxLineBytes))
 			b.commitOK = false
@@ -162,11 +176,39 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	if b.v.o.Progress != nil {
 		b.v.o.Progress(b.r.Counts.Lines)
 	}
-	if c.Count() == 0 {
+	if c.Count() == 0 && !b.limited {
 		b.malformed(0, transcript.CodeHeaderMissing, "empty transcript: the header line is required")
 	}
 	b.finish(c)
 	return nil
+}
+
+// overLimit stops reading a transcript beyond a configured limit: the rest
+// is not checked and the commitment cannot be recomputed, which is
+// unsupported evidence (this verifier's limits), not a contradiction.
+func (b *bundleCheck) overLimit(detail string) {
+	b.commitOK = false
+	b.interpret = false
+	b.limited = true
+	b.r.add(CodeLimitExceeded, CheckTranscript, StatusUnsupported, transcript.TranscriptFile,
+		detail+": the rest was not read, so the commitment was not recomputed; raise the limit to verify it")
+}
+
+// refused reports a bundle file that openRegular refused (a symbolic
+// link, a FIFO, a device, ...) and says whether err was such a refusal.
+func (b *bundleCheck) refused(path string, check Check, subject string, err error) bool {
+	if !errors.Is(err, ErrNotRegular) {
+		return false
+	}
+	if b.scanned[path] {
+		return true // scanTree reported it
+	}
+	if subject != path {
+		subject += " (" + path + ")"
+	}
+	b.r.add(CodeFileRefused, check, StatusFail, subject,
+		"not read: "+err.Error()+"; a producer writes only regular files, and a link, FIFO or device is never followed")
+	return true
 }
 
 // malformed reports a line that is not a valid transcript line.
@@ -321,14 +363,13 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 	if b.header != nil && a.ExecutionScope != b.header.ExecutionScope {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("names execution scope %q, the header %q", a.ExecutionScope, b.header.ExecutionScope))
 	}
-	if prev, dup := b.attempts[a.AttemptID]; dup {
+	prev, dup := b.attempts.get(a.AttemptID)
+	if dup {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("attempt id reused: first at seq %d, again at seq %d", prev.seq, a.Seq))
 		// The first attempt keeps the identity; the later one is not tracked.
-	} else {
-		b.attempts[a.AttemptID] = attemptState{seq: a.Seq}
 	}
 	if a.RetryOf != "" {
-		prev, ok := b.attempts[a.RetryOf]
+		prev, ok := b.attempts.get(a.RetryOf)
 		switch {
 		case !ok && b.partial:
 			// The earlier attempt may simply not be disclosed.
@@ -348,8 +389,19 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, subject,
 			"binds server "+a.ServerDigest+", the header's server is "+b.serverDigest)
 	}
+	// A response must answer the request's id as the bytes give it (a
+	// line whose id claim differs is already evidence_mismatch), or as the
+	// line claims it when the bytes are unavailable.
+	rpc := a.RPCID
 	if body, ok := b.payload(a.Request, subject+" request", true); ok {
-		b.attemptClaims(a, body, subject)
+		if f := b.attemptClaims(a, body, subject); f != nil {
+			rpc = f.RPCID
+		}
+	}
+	if !dup {
+		if err := b.attempts.add(a.AttemptID, a.Seq, rpc); err != nil {
+			b.overLimit(err.Error())
+		}
 	}
 	b.bindSnapshot(a)
 }
@@ -374,7 +426,7 @@ func outcomeName(st uint8) string {
 // or cancellation are history conflicts.
 func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	subject := "attempt " + o.AttemptID
-	a, ok := b.attempts[o.AttemptID]
+	a, ok := b.attempts.get(o.AttemptID)
 	if !ok && b.partial {
 		return
 	}
@@ -382,9 +434,11 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("observation %s at seq %d names no earlier attempt", o.Kind, o.Seq))
 		return
 	}
-	defer func() { b.attempts[o.AttemptID] = a }()
+	defer func() { b.attempts.put(o.AttemptID, a) }()
 	if o.Response != nil {
+		b.undeclaredOutcome(o)
 		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
+			b.responseID(o, body, subject)
 			b.observationClaims(o, body, subject)
 		}
 	}
@@ -428,7 +482,7 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 
 func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 	subject := "attempt " + res.AttemptID
-	a, ok := b.attempts[res.AttemptID]
+	a, ok := b.attempts.get(res.AttemptID)
 	switch {
 	case !ok && b.partial:
 	case !ok:
@@ -438,7 +492,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 	default:
 		a.resolved = true
 		a.state = stUnknown
-		b.attempts[res.AttemptID] = a
+		b.attempts.put(res.AttemptID, a)
 	}
 }
 
@@ -448,7 +502,7 @@ func (b *bundleCheck) onNotification(n *transcript.Notification) {
 		b.lastChanged = n.Seq
 	}
 	if n.AttemptID != "" && !b.partial {
-		if _, ok := b.attempts[n.AttemptID]; !ok {
+		if _, ok := b.attempts.get(n.AttemptID); !ok {
 			b.conflict(CodeHistoryConflict, "attempt "+n.AttemptID, fmt.Sprintf("notification %s at seq %d names no earlier attempt", n.Method, n.Seq))
 		}
 	}
@@ -483,10 +537,12 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 				"bound to snapshot "+p.snapshot+", which the signed transcript does not record")
 		}
 	}
+	b.unboundFindings()
 	if b.partial {
 		b.finishPartial()
 		return
 	}
+	b.withheldFindings()
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()
 	}
@@ -520,6 +576,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		return
 	}
 
+	b.undeclaredInfo()
 	if b.conflicts == 0 && r.Counts.Attempts > 0 {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("%d attempt ids unique, every retry link points backward, no outcome replaced", r.Counts.Attempts))
@@ -567,19 +624,25 @@ func (b *bundleCheck) outcomes() {
 		a  attemptState
 	}
 	var unknown []unk
-	for id, a := range b.attempts {
+	// In transcript order; only the first MaxFindingsPerCode are listed,
+	// so only they keep their ids.
+	var omitted int64
+	b.attempts.each(func(id string, a attemptState) {
 		switch a.state {
 		case stResponse, stLateResponse:
 			b.r.Counts.Responses++
+			return
 		case stTransport:
 			b.r.Counts.TransportFailures++
-			unknown = append(unknown, unk{id, a})
 		default:
 			b.r.Counts.Unknown++
-			unknown = append(unknown, unk{id, a})
 		}
-	}
-	slices.SortFunc(unknown, func(x, y unk) int { return cmp.Compare(x.a.seq, y.a.seq) })
+		if len(unknown) < MaxFindingsPerCode {
+			unknown = append(unknown, unk{id, a})
+		} else {
+			omitted++
+		}
+	})
 	for _, u := range unknown {
 		detail := "the attempt was dispatched and no response was recorded: it may or may not have executed"
 		switch {
@@ -591,17 +654,19 @@ func (b *bundleCheck) outcomes() {
 			detail = "no observation or resolution was recorded: it may or may not have executed"
 		}
 		if by, ok := b.retriedBy[u.id]; ok {
-			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(b.attempts[by].state))
+			byState, _ := b.attempts.get(by)
+			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(byState.state))
 		}
 		b.r.add(CodeOutcomeUnknown, CheckOutcome, StatusInfo, "attempt "+u.id, detail)
 	}
+	b.r.omit(CodeOutcomeUnknown, StatusInfo, omitted)
 }
 
 func (b *bundleCheck) checkSeal() {
 	s, cnt := b.seal, b.r.Counts
 	// Counts are final only after outcomes(); recompute here the same way.
 	var resp, tf, unk int64
-	for _, a := range b.attempts {
+	b.attempts.each(func(_ string, a attemptState) {
 		switch a.state {
 		case stResponse, stLateResponse:
 			resp++
@@ -610,7 +675,7 @@ func (b *bundleCheck) checkSeal() {
 		default:
 			unk++
 		}
-	}
+	})
 	subject := "line " + strconv.FormatInt(s.Seq, 10)
 	if s.Attempts != cnt.Attempts {
 		b.r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, subject,

@@ -1,10 +1,13 @@
 package verify
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -71,8 +74,9 @@ func (b *bundleCheck) releaseBody() {
 var errTooLongToDerive = errors.New("longer than the " + strconv.Itoa(transcript.MaxDeriveBytes) + " bytes a producer reads")
 
 // attemptClaims checks an attempt line against its request bytes (body nil:
-// longer than transcript.MaxDeriveBytes).
-func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject string) {
+// longer than transcript.MaxDeriveBytes) and returns the facts the bytes
+// give, or nil.
+func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject string) *transcript.RequestFacts {
 	var f *transcript.RequestFacts
 	err := errTooLongToDerive
 	if body != nil {
@@ -85,7 +89,7 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 			reason = nt.Reason
 		}
 		b.mismatchClaims(subject, "the attempt line", diffs{"request: the bytes are not a tools/call request a producer records (" + quote(reason) + ")"})
-		return
+		return nil
 	}
 	var d diffs
 	d.str("tool", a.Tool, f.Tool)
@@ -99,6 +103,7 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 	corrClaims(&d, "correlation.correlation_id", a.Correlation.CorrelationID, f.Correlation.CorrelationID)
 	corrClaims(&d, "correlation.retry_of", a.Correlation.RetryOf, f.Correlation.RetryOf)
 	b.mismatchClaims(subject, "the attempt line", d)
+	return f
 }
 
 func idClaims(d *diffs, name string, claim, derived transcript.JSONRPCID) {
@@ -195,4 +200,50 @@ func (b *bundleCheck) notificationClaims(n *transcript.Notification, body []byte
 		idClaims(&d, "request_id", *n.RequestID, *f.RequestID)
 	}
 	b.mismatchClaims(subject, "the notification line", d)
+}
+
+// responseID checks that a response's JSON-RPC id is its attempt's id,
+// exact text against exact text (the proxy matches responses to requests
+// that way): a signed line binding one attempt to another request's
+// response is response_id_mismatch. Bytes that are not JSON are left to
+// the claims check; bytes longer than a producer reads (body nil) are not
+// derived.
+func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, subject string) {
+	kind, want := b.attempts.rpc(o.AttemptID)
+	if body == nil || kind == rpcNone {
+		return
+	}
+	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
+	if err != nil {
+		return
+	}
+	root := doc.Root()
+	var got []byte
+	n := 0
+	if root.Kind() == canon.KindObject {
+		for _, m := range root.Members() {
+			if m.Name == "id" {
+				n++
+				got = m.Value.Raw()
+			}
+		}
+	}
+	what := ""
+	switch {
+	case n == 0:
+		what = "the response bytes carry no id"
+	case n > 1:
+		what = "the response bytes carry the id member more than once"
+	default:
+		if kind == rpcText && string(got) == string(want) {
+			return
+		}
+		if sum := sha256.Sum256(got); kind == rpcDigest && len(got) > transcript.MaxRPCIDTextBytes && string(sum[:]) == string(want) {
+			return
+		}
+		what = "the response bytes answer id " + quote(string(got)) + ", not the attempt's request id"
+	}
+	b.payloadBad++
+	b.r.add(CodeResponseIDMismatch, CheckPayload, StatusFail, subject,
+		fmt.Sprintf("the %s observation at seq %d commits to a response for another request: %s", o.Kind, o.Seq, what))
 }

@@ -31,7 +31,7 @@ func claimBundle(t *testing.T, req, resp string, amod func(*transcript.Attempt),
 func claimBundleBytes(t *testing.T, req, reqBytes, resp string, amod func(*transcript.Attempt), omod func(*transcript.Observation)) fstest.MapFS {
 	t.Helper()
 	b := verifytest.New(t)
-	ref := b.Snapshot("snap-1", 2, 2)
+	ref := b.Snapshot("snap-1", 3, 3) // tool_0, tool_1, tool_2
 	f, err := transcript.DeriveRequest([]byte(req))
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +48,8 @@ func claimBundleBytes(t *testing.T, req, reqBytes, resp string, amod func(*trans
 		amod(a)
 	}
 	b.Add(a)
+	// An honest response answers the request's id.
+	resp = strings.Replace(resp, `"id":"r-1"`, `"id":`+f.RPCID.Text, 1)
 	r := transcript.DeriveResponse([]byte(resp))
 	p := b.Blob([]byte(resp))
 	o := &transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: r.ResultType, IsError: r.IsError,
@@ -73,8 +75,8 @@ func TestClaimsAgainstBytes(t *testing.T) {
 	}{
 		{name: "claims as derived", req: claimReq, resp: claimResp},
 		{name: "JSON-RPC error as derived", req: claimReq, resp: claimErr},
-		{name: "no _meta, no arguments, numeric id", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}`, resp: claimResp},
-		{name: "negotiated revision for a request without one", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}`, resp: claimResp,
+		{name: "no _meta, no arguments, numeric id", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"tool_1"}}`, resp: claimResp},
+		{name: "negotiated revision for a request without one", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"tool_1"}}`, resp: claimResp,
 			amod: func(a *transcript.Attempt) {
 				a.Protocol = transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-06-18"}
 			}},
@@ -94,7 +96,7 @@ func TestClaimsAgainstBytes(t *testing.T) {
 			amod: func(a *transcript.Attempt) {
 				a.Protocol = transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoAbsent}
 			}, member: "protocol.state:"},
-		{name: "protocol.state present for a request without one", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}`, resp: claimResp,
+		{name: "protocol.state present for a request without one", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"tool_1"}}`, resp: claimResp,
 			amod: func(a *transcript.Attempt) {
 				a.Protocol = transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: "2026-07-28"}
 			}, member: "protocol.state:"},

@@ -31,6 +31,13 @@
 // completed. Those limits are findings too (producer_observation_only,
 // outcome_unknown).
 //
+// Evidence is hostile input. Bundle reads only regular files (DirFS opens
+// them without following links or blocking on FIFOs; any fs.FS gets the
+// regular-file check), scans the bundle for links and special files,
+// reads the transcript within Limits, and keeps a few dozen bytes per
+// attempt identity; nothing in a bundle can make it block or run without
+// end (spec/verification.md, "Bounded input", "Resources").
+//
 // The package never imports the producer: a verifier needs nothing from the
 // code that wrote the evidence. Package verifytest builds bundles for tests.
 package verify

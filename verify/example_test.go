@@ -11,7 +11,7 @@ import (
 )
 
 // Verify a bundle against the key you trust, at a reference time you
-// choose. A real caller passes os.DirFS(dir) and time.Now().
+// choose. A real caller passes verify.DirFS(dir) and time.Now().
 func ExampleVerifier_Bundle() {
 	t := &testing.T{} // verifytest reports builder faults through a testing.TB
 	bundle := verifytest.Standard(t).FS()

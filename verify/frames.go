@@ -111,7 +111,7 @@ func (b *bundleCheck) onFrame(f *transcript.Frame) {
 		b.fr.refused++
 	}
 	if f.AttemptID != "" && !b.partial {
-		if _, ok := b.attempts[f.AttemptID]; !ok {
+		if _, ok := b.attempts.get(f.AttemptID); !ok {
 			b.conflict(CodeHistoryConflict, "attempt "+f.AttemptID, fmt.Sprintf("frame %s %d at seq %d names no earlier attempt", f.Direction, f.Index, f.Seq))
 		}
 	}

@@ -42,7 +42,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a late response after a timeout is a response",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				ref := b.Snapshot("snap-1", 1, 1)
+				ref := b.Snapshot("snap-1", 2, 2)
 				b.Attempt("a1", ref)
 				b.Observe("a1", transcript.ObsTimeout)
 				b.Respond("a1", transcript.ObsLateResponse)
@@ -61,7 +61,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a transport failure after a cancellation",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Observe("a1", transcript.ObsCancelSent)
 				b.Observe("a1", transcript.ObsTransportFailure)
 				b.Seal()
@@ -74,7 +74,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a response after a transport failure",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Observe("a1", transcript.ObsTransportFailure)
 				b.Respond("a1", transcript.ObsLateResponse)
 				b.Seal()
@@ -86,7 +86,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a late response without a timeout",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Respond("a1", transcript.ObsLateResponse)
 				b.Seal()
 				return b.FS()
@@ -97,7 +97,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "an observation naming no attempt",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Respond("a9", transcript.ObsResponse)
 				b.Seal()
 				return b.FS()
@@ -108,7 +108,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a snapshot id used twice",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				ref := b.Snapshot("snap-1", 1, 1)
+				ref := b.Snapshot("snap-1", 2, 2)
 				b.Snapshot("snap-1", 2, 2)
 				b.Attempt("a1", ref)
 				b.Respond("a1", transcript.ObsResponse)
@@ -121,7 +121,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "an attempt naming another server",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1), func(a *transcript.Attempt) { a.ServerDigest = canon.SHA256([]byte("another server")) })
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2), func(a *transcript.Attempt) { a.ServerDigest = canon.SHA256([]byte("another server")) })
 				b.Respond("a1", transcript.ObsResponse)
 				b.Seal()
 				return b.FS()
@@ -134,7 +134,7 @@ func TestHistoryAndLines(t *testing.T) {
 				b := verifytest.New(t)
 				b.Header()
 				b.Lines[0] = bytes.Replace(b.Lines[0], []byte(`"name":"tracectl-test"`), []byte(`"key_thumbprint":"someone-else","name":"tracectl-test"`), 1)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Respond("a1", transcript.ObsResponse)
 				b.Seal()
 				return b.FS()
@@ -145,7 +145,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "an observation claiming server authentication",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Respond("a1", transcript.ObsResponse)
 				editLast(t, b, `"basis":"producer_observation"`, `"basis":"server_signed"`)
 				b.Seal()
@@ -157,7 +157,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a duplicate member in a line",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Respond("a1", transcript.ObsResponse)
 				editLast(t, b, `"basis":"producer_observation"`, `"basis":"producer_observation","basis":"producer_observation"`)
 				b.Seal()
@@ -169,7 +169,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a number the line policy cannot hold",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Respond("a1", transcript.ObsResponse)
 				editLast(t, b, `"seq":3`, `"seq":3.5`)
 				b.Seal()
@@ -183,7 +183,7 @@ func TestHistoryAndLines(t *testing.T) {
 				b := verifytest.New(t)
 				b.Header()
 				b.Lines[0] = bytes.Replace(b.Lines[0], []byte(transcript.Format), []byte("tracectl.transcript/v9"), 1)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Seal()
 				return b.FS()
 			},
@@ -193,7 +193,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "no seal line",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				return b.FS()
 			},
 			verdict: verify.Failed, codes: []verify.Code{verify.CodeTranscriptMalformed},
@@ -202,7 +202,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a recovery with its quarantined line",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Resolve("a1")
 				torn := []byte(`{"at_ms":17`)
 				d := canon.SHA256(torn)
@@ -217,7 +217,7 @@ func TestHistoryAndLines(t *testing.T) {
 			name: "a recovery whose quarantined line is gone",
 			make: func(t *testing.T) fstest.MapFS {
 				b := verifytest.New(t)
-				b.Attempt("a1", b.Snapshot("snap-1", 1, 1))
+				b.Attempt("a1", b.Snapshot("snap-1", 2, 2))
 				b.Resolve("a1")
 				d := canon.SHA256([]byte("gone"))
 				b.Add(&transcript.Recovery{TornDigest: d, TornLength: 4, TornFile: transcript.QuarantinePath(d), Detail: "a torn last line"})
@@ -286,7 +286,7 @@ func TestHistoryAndLines(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := c.Add([]byte(`{"id":1,"jsonrpc":"2.0","method":"tools/list"}`),
-					[]byte(`{"id":1,"jsonrpc":"2.0","result":{"tools":[{"inputSchema":{"maximum":1e400},"name":"huge"}]}}`)); err != nil {
+					[]byte(`{"id":1,"jsonrpc":"2.0","result":{"tools":[{"inputSchema":{"maximum":1e400},"name":"tool_1"}]}}`)); err != nil {
 					t.Fatal(err)
 				}
 				s, err := c.Snapshot()
@@ -338,11 +338,15 @@ func TestFindingsBounded(t *testing.T) {
 	}
 	b.Seal()
 	rep, _ := verdictCodes(t, b.FS(), trusted(t))
-	if got := len(rep.Find(verify.CodeEvidenceUnavailable)); got != verify.MaxFindingsPerCode {
-		t.Errorf("%d evidence_unavailable findings listed, want %d", got, verify.MaxFindingsPerCode)
+	if got := len(rep.Find(verify.CodeOutcomeUnknown)); got != verify.MaxFindingsPerCode {
+		t.Errorf("%d outcome_unknown findings listed, want %d", got, verify.MaxFindingsPerCode)
 	}
-	if rep.Omitted[verify.CodeEvidenceUnavailable] != 5 || rep.Omitted[verify.CodeOutcomeUnknown] != 5 {
+	if rep.Omitted[verify.CodeOutcomeUnknown] != 5 || len(rep.Omitted) != 1 {
 		t.Errorf("omitted %v", rep.Omitted)
+	}
+	// Attempts that bind no snapshot are one summary finding with the count.
+	if f := rep.Find(verify.CodeEvidenceUnavailable); len(f) != 1 || f[0].Subject != fmt.Sprintf("%d attempts", n) {
+		t.Errorf("unbound attempts: %+v", f)
 	}
 	if rep.Verdict != verify.Incomplete || rep.Counts.Unknown != n {
 		t.Errorf("verdict %s, counts %+v", rep.Verdict, rep.Counts)

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tracectl/tracectl/sign"
@@ -35,6 +36,12 @@ type Options struct {
 	// reads the clock (the CLI passes the current time unless --at is set).
 	At time.Time
 
+	// AtIssued takes the record's own iat as the reference time: an auditor
+	// checking an archived bundle asks "was it sound when it was issued?".
+	// Freshness then judges nothing (record_fresh says so) and the report's
+	// reference time is the iat. It cannot be combined with At.
+	AtIssued bool
+
 	// MaxAge is the largest accepted age of the record's iat at At; zero
 	// means DefaultMaxAge.
 	MaxAge time.Duration
@@ -48,11 +55,57 @@ type Options struct {
 	// DefaultFutureSkew.
 	FutureSkew time.Duration
 
+	// AcceptProfiles is the set of eat_profile values accepted (TRACE's
+	// verifier-compatibility rule); nil means sign.Profile alone. A record
+	// whose profile is outside it is profile_unsupported; so is one inside
+	// it whose shape this verifier does not implement (it implements
+	// sign.Profile only). An empty non-nil set is refused.
+	AcceptProfiles []string
+
+	// Limits bound what is read; zero members take their defaults.
+	Limits Limits
+
 	// Progress, when set, is called with the number of transcript lines
 	// read so far, every ProgressEvery lines and once at the end. It must
 	// be cheap; the CLI uses it to show progress on a terminal.
 	Progress func(lines int64)
 }
+
+// Limits bound the input a verification reads, so no bundle makes it run
+// without end. Beyond a limit the rest is not read and the report says so
+// (limit_exceeded, unsupported): the verdict is at best incomplete, never
+// verified on evidence not read.
+type Limits struct {
+	// MaxTranscriptBytes bounds transcript.jsonl; zero means
+	// DefaultMaxTranscriptBytes.
+	MaxTranscriptBytes int64
+	// MaxTranscriptLines bounds its lines; zero means
+	// DefaultMaxTranscriptLines. At most 2^32-1 (the attempt table's line
+	// indexes are 32-bit).
+	MaxTranscriptLines int64
+	// MaxPayloadBytes bounds the committed length of a payload the
+	// verifier reads and hashes; a longer one is limit_exceeded, not read
+	// (a sparse file can claim terabytes). Zero means
+	// DefaultMaxPayloadBytes.
+	MaxPayloadBytes int64
+}
+
+// Default limits. A line is at most transcript.MaxLineBytes (64 KiB) and a
+// million-call session is about 3 million lines of a few hundred bytes, so
+// the defaults admit sessions two orders of magnitude larger than any
+// measured, while a transcript that never ends (a device, a file still
+// being written) stops within minutes rather than never. The record,
+// manifests, pages and proofs have their own fixed limits
+// (sign.MaxRecordBytes, snapshot.MaxManifestBytes,
+// snapshot.CeilingMaxPageBytes, transcript.MaxProofBytes); payloads are
+// read up to their committed length plus one byte.
+const (
+	DefaultMaxTranscriptBytes = 64 << 30
+	DefaultMaxTranscriptLines = 256 << 20
+	// DefaultMaxPayloadBytes: 64 times wrap's default frame limit (16 MiB);
+	// a producer retains no frame longer than its limit.
+	DefaultMaxPayloadBytes = 1 << 30
+)
 
 // ProgressEvery is how many transcript lines pass between Progress calls.
 const ProgressEvery = 4096
@@ -64,8 +117,11 @@ var ErrOptions = errors.New("invalid verify options")
 // filled in.
 func (o Options) validate() (Options, error) {
 	var errs []error
-	if o.At.IsZero() {
-		errs = append(errs, errors.New("a reference time (At) is required"))
+	switch {
+	case o.AtIssued && !o.At.IsZero():
+		errs = append(errs, errors.New("At and AtIssued exclude each other"))
+	case o.At.IsZero() && !o.AtIssued:
+		errs = append(errs, errors.New("a reference time (At, or AtIssued) is required"))
 	}
 	switch {
 	case o.TrustedKey != nil && o.AllowEmbeddedKey:
@@ -76,6 +132,20 @@ func (o Options) validate() (Options, error) {
 		if _, err := sign.Thumbprint(o.TrustedKey); err != nil {
 			errs = append(errs, fmt.Errorf("trusted key: %w", err))
 		}
+	}
+	if o.AcceptProfiles != nil && len(o.AcceptProfiles) == 0 {
+		errs = append(errs, errors.New("the accepted profile set is empty: a verifier accepts at least one profile"))
+	}
+	for _, p := range o.AcceptProfiles {
+		if p == "" {
+			errs = append(errs, errors.New("an accepted profile is the empty string"))
+		}
+	}
+	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 || o.Limits.MaxPayloadBytes < 0 {
+		errs = append(errs, errors.New("limits must not be negative"))
+	}
+	if o.Limits.MaxTranscriptLines > 1<<32-1 {
+		errs = append(errs, errors.New("Limits.MaxTranscriptLines is at most 2^32-1"))
 	}
 	if o.MaxAge < 0 || o.FutureSkew < 0 {
 		errs = append(errs, errors.New("MaxAge and FutureSkew must not be negative"))
@@ -91,6 +161,20 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.FutureSkew == 0 {
 		o.FutureSkew = DefaultFutureSkew
+	}
+	if o.AcceptProfiles == nil {
+		o.AcceptProfiles = []string{sign.Profile}
+	} else {
+		o.AcceptProfiles = slices.Compact(slices.Sorted(slices.Values(o.AcceptProfiles)))
+	}
+	if o.Limits.MaxTranscriptBytes == 0 {
+		o.Limits.MaxTranscriptBytes = DefaultMaxTranscriptBytes
+	}
+	if o.Limits.MaxTranscriptLines == 0 {
+		o.Limits.MaxTranscriptLines = DefaultMaxTranscriptLines
+	}
+	if o.Limits.MaxPayloadBytes == 0 {
+		o.Limits.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	return o, nil
 }

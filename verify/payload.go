@@ -26,12 +26,17 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 		return nil, false
 	}
 	if !p.Retained {
-		why := "not retained (digest-only retention)"
-		if p.OverLimit {
-			why = "not retained: longer than the frame limit"
-		}
+		// One summary finding at the end (withheldFindings), not one per
+		// payload: digest-only retention of 500 calls is one fact.
 		b.payloadBad++
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, subject, why+"; only its digest "+p.Digest+" is committed")
+		if p.OverLimit {
+			b.overLimitPayloads++
+		} else {
+			b.withheld++
+		}
+		if b.withheldFirst == "" {
+			b.withheldFirst = subject
+		}
 		return nil, false
 	}
 	path := transcript.BlobPath(p.Digest)
@@ -56,9 +61,18 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
 		return nil, false
 	}
-	f, err := b.fsys.Open(path)
+	if max := b.v.o.Limits.MaxPayloadBytes; length > max {
+		b.payloadBad++
+		b.r.add(CodeLimitExceeded, check, StatusUnsupported, subject,
+			fmt.Sprintf("commits to %d bytes, more than Limits.MaxPayloadBytes (%d; --max-payload-bytes): not read", length, max))
+		return nil, false
+	}
+	f, err := openRegular(b.fsys, path)
 	if err != nil {
 		b.payloadBad++
+		if b.refused(path, check, subject, err) {
+			return nil, false
+		}
 		detail := "the committed bytes are missing from the bundle (" + path + ")"
 		if !errors.Is(err, fs.ErrNotExist) {
 			detail = "the committed bytes cannot be read: " + err.Error()
@@ -113,4 +127,17 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		b.r.Counts.Payloads++
 	}
 	return body, true
+}
+
+// withheldFindings reports the payloads whose bytes the producer did not
+// retain, one finding per reason with the count.
+func (b *bundleCheck) withheldFindings() {
+	if b.withheld > 0 {
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "payloads",
+			fmt.Sprintf("%d payloads not retained (digest-only retention, first: %s): only their digests and lengths are committed, so their bytes and the claims about them were not checked", b.withheld, b.withheldFirst))
+	}
+	if b.overLimitPayloads > 0 {
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "payloads",
+			fmt.Sprintf("%d payloads not retained: longer than the frame limit; only their digests and lengths are committed", b.overLimitPayloads))
+	}
 }

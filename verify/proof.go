@@ -1,12 +1,10 @@
 package verify
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/tracectl/tracectl/transcript"
@@ -71,18 +69,11 @@ func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, er
 // show, and the limits of what they can show.
 func (b *bundleCheck) finishPartial() {
 	r := b.r
-	ids := make([]string, 0, len(b.attempts))
-	for id := range b.attempts {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(x, y string) int { return cmp.Compare(b.attempts[x].seq, b.attempts[y].seq) })
+	ids := make([]string, 0, b.attempts.len())
+	b.attempts.each(func(id string, _ attemptState) { ids = append(ids, id) }) // in line order
 	if b.conflicts == 0 && len(ids) > 0 && b.interpret {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))
-	}
-	if b.undisclosed > 0 {
-		r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "",
-			fmt.Sprintf("%d payload and manifest commitments are disclosed by digest only: a proof carries no payload or snapshot bytes", b.undisclosed))
 	}
 	first := len(r.Findings)
 	b.outcomes()
@@ -117,8 +108,14 @@ func (b *bundleCheck) finishPartial() {
 	if len(ids) > 0 {
 		scope += " (attempts " + strings.Join(ids, ", ") + ")"
 	}
+	if b.undisclosed > 0 {
+		// What a proof is for: it shows lines are in the signed transcript
+		// without disclosing the rest, payloads included. Withholding them
+		// is its scope, stated here, not missing evidence.
+		unchecked = fmt.Sprintf("%s (%d payload and manifest commitments, disclosed by digest only)", unchecked, b.undisclosed)
+	}
 	r.add(CodeProofScopeLimited, CheckProof, StatusInfo, "",
-		scope+": "+unchecked+" were not checked")
+		scope+": "+unchecked+" were not checked; a verified proof shows only that the disclosed lines are in the transcript the trusted record signs")
 }
 
 // ErrAttemptNotFound is returned by ProveAttempt for an attempt id the

@@ -47,9 +47,15 @@ func TestProof(t *testing.T) {
 	record := files[transcript.RecordFile]
 
 	t.Run("sound", func(t *testing.T) {
+		// A valid proof is verified: withholding the other lines and the
+		// payload bytes is what a proof is for, and its scope finding says
+		// what it does not show.
 		rep, codes := verifyProof(t, record, proveFS(t, files, "a3"), trusted(t))
-		if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) {
+		if rep.Verdict != verify.Verified || len(codes) != 0 {
 			t.Fatalf("verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+		}
+		if sc := rep.Find(verify.CodeProofScopeLimited); len(sc) != 1 || !strings.Contains(sc[0].Detail, "3 payload and manifest commitments, disclosed by digest only") {
+			t.Errorf("the scope finding does not say what the proof withholds\n%s", dump(rep))
 		}
 		if n := len(rep.Find(verify.CodeInclusionProofOK)); n != 5 {
 			t.Errorf("%d lines proven, want 5 (header, snapshot, attempt, response, seal)\n%s", n, dump(rep))
@@ -112,7 +118,7 @@ func TestProof(t *testing.T) {
 		b.Seal()
 		f := bundleFiles(b)
 		rep, codes := verifyProof(t, f[transcript.RecordFile], proveFS(t, f, "a1"), trusted(t))
-		if rep.Verdict != verify.Failed || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable, verify.CodeHistoryConflict}) {
+		if rep.Verdict != verify.Failed || !slices.Equal(codes, []verify.Code{verify.CodeHistoryConflict}) {
 			t.Fatalf("verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
 		}
 	})
@@ -203,7 +209,7 @@ func TestProofSnapshotUndisclosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, codes := verifyProof(t, files[transcript.RecordFile], data, trusted(t))
-	if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) || len(rep.Find(verify.CodeEvidenceUnavailable)) != 2 {
+	if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) || len(rep.Find(verify.CodeEvidenceUnavailable)) != 1 {
 		t.Fatalf("verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
 	}
 }

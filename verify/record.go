@@ -3,6 +3,8 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
@@ -14,6 +16,15 @@ import (
 // signature, trust, freshness. It returns the parsed record, or nil when the
 // record cannot be read as a v0.2 record; the later checks then do not run.
 func (v *Verifier) checkRecord(r *Report, data []byte) *sign.Record {
+	r.AcceptedProfiles = slices.Clone(v.o.AcceptProfiles)
+	if p, ok := sign.PeekProfile(data); ok {
+		r.Profile = p
+		if !slices.Contains(v.o.AcceptProfiles, p) {
+			r.add(CodeProfileUnsupported, CheckRecord, StatusFail, "/eat_profile",
+				fmt.Sprintf("eat_profile %s is not in the accepted set [%s]", boundedQuote(p), strings.Join(v.o.AcceptProfiles, ", ")))
+			return nil
+		}
+	}
 	rec, err := sign.ParseRecord(data)
 	if err != nil {
 		recordFindings(r, err)
@@ -70,6 +81,8 @@ func recordFindings(r *Report, err error) {
 		}
 	case errors.Is(err, sign.ErrProfileUnsupported):
 		r.add(CodeProfileUnsupported, CheckRecord, StatusFail, "/eat_profile", err.Error())
+	case errors.Is(err, sign.ErrOriginPlatform):
+		r.add(CodeOriginPlatform, CheckRecord, StatusFail, "/runtime/platform", err.Error())
 	case errors.Is(err, sign.ErrCanonicalization):
 		subject := ""
 		if errors.As(err, &ce) {
@@ -95,6 +108,12 @@ func pointer(p string) string {
 func (v *Verifier) checkFreshness(r *Report, iat int64) {
 	issued := time.Unix(iat, 0).UTC()
 	at := v.o.At
+	if v.o.AtIssued {
+		r.ReferenceTime = issued
+		r.add(CodeRecordFresh, CheckFreshness, StatusPass, "/iat",
+			fmt.Sprintf("verified as of its own issue time %s (AtIssued, --at issued): its age today was not judged", issued.Format(time.RFC3339)))
+		return
+	}
 	switch {
 	case issued.After(at.Add(v.o.FutureSkew)):
 		r.add(CodeRecordInFuture, CheckFreshness, StatusFail, "/iat",
@@ -104,9 +123,16 @@ func (v *Verifier) checkFreshness(r *Report, iat int64) {
 			fmt.Sprintf("issued %s; the maximum age was disabled, so the record's age was not judged", issued.Format(time.RFC3339)))
 	case at.Sub(issued) > v.o.MaxAge:
 		r.add(CodeRecordStale, CheckFreshness, StatusFail, "/iat",
-			fmt.Sprintf("issued %s, %s before the reference time %s (maximum age %s)", issued.Format(time.RFC3339), at.Sub(issued).Round(time.Second), at.UTC().Format(time.RFC3339), v.o.MaxAge))
+			fmt.Sprintf("issued %s, %s before the reference time %s (maximum age %s); this says the record is old, not that it was tampered with: to check an archived record as of when it was issued use --at issued (Options.AtIssued), or allow its age with --max-age (for example %s; 0 for no limit)",
+				issued.Format(time.RFC3339), at.Sub(issued).Round(time.Second), at.UTC().Format(time.RFC3339), v.o.MaxAge, suggestAge(at.Sub(issued))))
 	default:
 		r.add(CodeRecordFresh, CheckFreshness, StatusPass, "/iat",
 			fmt.Sprintf("issued %s, within %s of the reference time", issued.Format(time.RFC3339), v.o.MaxAge))
 	}
+}
+
+// suggestAge is a --max-age value, in whole days, that admits age.
+func suggestAge(age time.Duration) string {
+	days := int64(age/(24*time.Hour)) + 1
+	return fmt.Sprintf("%dd", days)
 }

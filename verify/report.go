@@ -34,6 +34,7 @@ const (
 	CodeProfileUnsupported     Code = "profile_unsupported"     // eat_profile is not TRACE v0.2
 	CodeSchemaInvalid          Code = "schema_invalid"          // a record member has the wrong shape
 	CodeCanonicalizationFailed Code = "canonicalization_failed" // the record cannot be canonicalized under the v0.2 boundary
+	CodeOriginPlatform         Code = "origin_platform_invalid" // a non-self origin with a runtime.platform other than software-only (spec 3.1.1 MUST)
 	CodeSignatureMissing       Code = "signature_missing"
 	CodeSignatureMalformed     Code = "signature_malformed" // not canonical unpadded base64url, or wrong length
 	CodeSignatureInvalid       Code = "signature_invalid"
@@ -56,6 +57,8 @@ const (
 	CodeEvidenceMismatch     Code = "evidence_mismatch"         // bytes present but their digest or length differ, or a line's claim about them does
 	CodeSnapshotMismatch     Code = "snapshot_mismatch"         // retained snapshot bytes differ from the signed commitment
 	CodeSnapshotIncomplete   Code = "snapshot_incomplete"       // the snapshot an attempt used is an incomplete collection
+	CodeToolNotDeclared      Code = "tool_not_declared"         // an attempt calls a tool its complete, current bound snapshot does not declare
+	CodeResponseIDMismatch   Code = "response_id_mismatch"      // a response's JSON-RPC id is not its attempt's request id
 	CodeSnapshotWrong        Code = "snapshot_wrong"            // an attempt is bound to a snapshot captured after its dispatch, or a reuse without its original capture and policy
 	CodeValueUnsupported     Code = "value_unsupported"         // a value the canonicalization contract cannot represent
 	CodeDuplicateKey         Code = "duplicate_key"             // an ambiguous object in committed evidence
@@ -65,6 +68,8 @@ const (
 	CodeProducerObservation  Code = "producer_observation_only" // responses and server identity are the producer's observations, not server-authenticated
 	CodeServerProofMissing   Code = "server_proof_missing"      // a claim of server authentication without its proof
 	CodeInclusionProofFailed Code = "inclusion_proof_failed"
+	CodeFileRefused          Code = "file_refused"   // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
+	CodeLimitExceeded        Code = "limit_exceeded" // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
 
 	CodeFormatUnsupported Code = "format_unsupported"    // unsupported: the transcript or a manifest names a format, policy or algorithm this verifier does not implement
 	CodeTranscriptBound   Code = "transcript_bound"      // pass finding: the recomputed commitment equals tool_transcript.hash
@@ -81,16 +86,17 @@ const (
 // lists them. A test keeps the two in step.
 func AllCodes() []Code {
 	return []Code{
-		CodeProfileUnsupported, CodeSchemaInvalid, CodeCanonicalizationFailed,
+		CodeProfileUnsupported, CodeSchemaInvalid, CodeCanonicalizationFailed, CodeOriginPlatform,
 		CodeSignatureMissing, CodeSignatureMalformed, CodeSignatureInvalid, CodeSignatureValid,
 		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
 		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
 
+		CodeFileRefused, CodeLimitExceeded,
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,
-		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified,
-		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodePayloadsVerified,
+		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified, CodeToolNotDeclared,
+		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded,
@@ -173,11 +179,16 @@ type Report struct {
 	Kind          string    `json:"kind"` // bundle | record | proof
 	Verdict       Verdict   `json:"verdict"`
 	ReferenceTime time.Time `json:"reference_time"`
-	TrustBasis    string    `json:"trust_basis"`                 // trusted_key | embedded_key_only | none
-	Signer        string    `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
-	Root          string    `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
-	Counts        Counts    `json:"counts"`
-	Findings      []Finding `json:"findings"`
+	TrustBasis    string    `json:"trust_basis"` // trusted_key | embedded_key_only | none
+	// Profile is the record's eat_profile when it has a string one, and
+	// AcceptedProfiles the set this verification accepted (TRACE's
+	// verifier-compatibility rule: both are reported).
+	Profile          string    `json:"profile,omitempty"`
+	AcceptedProfiles []string  `json:"accepted_profiles"`
+	Signer           string    `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
+	Root             string    `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
+	Counts           Counts    `json:"counts"`
+	Findings         []Finding `json:"findings"`
 	// Omitted counts findings left out of Findings per code once a code
 	// reached MaxFindingsPerCode; the verdict accounts for all of them.
 	Omitted map[Code]int64 `json:"omitted,omitempty"`
@@ -252,6 +263,21 @@ func (r *Report) add(code Code, check Check, st Status, subject, detail string) 
 	}
 	r.perCode[code]++
 	r.Findings = append(r.Findings, Finding{Code: code, Check: check, Status: st, Subject: bound(subject), Detail: bound(detail)})
+}
+
+// omit counts n findings of code that are not listed (the caller knows
+// they are past MaxFindingsPerCode), as add would.
+func (r *Report) omit(code Code, st Status, n int64) {
+	if n <= 0 {
+		return
+	}
+	if severity(st) > severity(r.worst) {
+		r.worst = st
+	}
+	if r.Omitted == nil {
+		r.Omitted = map[Code]int64{}
+	}
+	r.Omitted[code] += n
 }
 
 // finish decides the verdict from every finding recorded.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/snapshot"
@@ -34,14 +35,24 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	st.complete = m.Complete
 	if !m.Complete {
 		st.reasons = fmt.Sprint(m.IncompleteReasons)
+	} else {
+		st.tools = make(map[string]struct{}, len(m.Tools))
+		for _, t := range m.Tools {
+			if t.Name != nil {
+				st.tools[*t.Name] = struct{}{}
+			}
+		}
 	}
 	bad := false
 	mismatch := func(detail string) {
 		bad = true
 		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, detail)
 	}
-	if e.Complete != m.Complete || e.IncompleteReason != m.IncompleteReason() {
-		mismatch(fmt.Sprintf("the transcript says complete=%v (%q), the manifest complete=%v (%q)", e.Complete, e.IncompleteReason, m.Complete, m.IncompleteReason()))
+	// The line's incomplete_reason is every reason joined (what the proxy
+	// writes, snapshot.ReasonText) or, as earlier producers wrote it, the
+	// first one; both are the manifest's facts.
+	if reason := e.IncompleteReason; e.Complete != m.Complete || (reason != snapshot.ReasonText(m) && reason != m.IncompleteReason()) {
+		mismatch(fmt.Sprintf("the transcript says complete=%v (%q), the manifest complete=%v (%q)", e.Complete, e.IncompleteReason, m.Complete, snapshot.ReasonText(m)))
 	}
 	if e.Tools != int64(len(m.Tools)) || e.Pages != int64(len(m.Pages)) {
 		mismatch(fmt.Sprintf("the transcript says %d tools on %d pages, the manifest %d on %d", e.Tools, e.Pages, len(m.Tools), len(m.Pages)))
@@ -54,7 +65,9 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 		if p == "" {
 			return nil, fmt.Errorf("malformed digest %q", d)
 		}
-		return readFile(b.fsys, p, snapshot.CeilingMaxPageBytes)
+		data, err := readFile(b.fsys, p, snapshot.CeilingMaxPageBytes)
+		b.refused(p, CheckSnapshot, subject, err)
+		return data, err
 	}
 	for _, p := range snapshot.VerifyPages(m, load) {
 		bad = true
@@ -76,6 +89,9 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	}
 	if !bad {
 		detail := fmt.Sprintf("manifest and %d pages match their commitments; %d tool declarations re-derived", len(m.Pages), len(m.Tools))
+		if !m.Complete {
+			detail += "; an incomplete collection (" + strings.Join(m.IncompleteReasons, ", ") + ")"
+		}
 		if m.Cache.Original != nil {
 			o := m.Cache.Original
 			detail += fmt.Sprintf("; reused from capture %s (%s) under freshness policy %q", o.CaptureID, o.ManifestDigest, o.FreshnessPolicy.Name)
@@ -99,6 +115,8 @@ func (b *bundleCheck) manifest(e *transcript.SnapshotEvent, subject string) *sna
 	path := transcript.BlobPath(e.ManifestDigest)
 	data, err := readFile(b.fsys, path, snapshot.MaxManifestBytes)
 	switch {
+	case b.refused(path, CheckSnapshot, subject, err):
+		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, "the manifest "+e.ManifestDigest+" is missing from the bundle")
 		return nil
@@ -167,8 +185,19 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	ref := a.Snapshot
 	subject := "attempt " + a.AttemptID
 	if ref.NoneReason != "" {
-		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject,
-			"no declaration snapshot is bound ("+ref.NoneReason+"): the declarations the call was selected from are not in evidence")
+		// One summary finding per reason at the end (unboundFindings):
+		// a session that never listed its tools is one fact, not one per call.
+		u := b.unbound[ref.NoneReason]
+		if u.count == 0 {
+			if b.unbound == nil {
+				b.unbound = map[string]unboundCount{}
+				b.unboundOrder = nil
+			}
+			b.unboundOrder = append(b.unboundOrder, ref.NoneReason)
+			u.first = a.AttemptID
+		}
+		u.count++
+		b.unbound[ref.NoneReason] = u
 		return
 	}
 	s, ok := b.snapshots[ref.SnapshotID]
@@ -198,9 +227,72 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	if changed && !ref.ListChangedSince {
 		b.malformed(a.Seq, "list_changed_since", fmt.Sprintf("tools/list_changed was recorded at seq %d, after snapshot %s and before this attempt, but the binding does not say so", b.lastChanged, ref.SnapshotID))
 	}
+	if s.tools != nil && !changed && !ref.ListChangedSince && a.ToolInvalid == "" {
+		if _, ok := s.tools[a.Tool]; !ok {
+			// Judged when the outcome is known (undeclaredOutcome): a result
+			// means the server ran a tool the committed declarations do not
+			// hold; an error (an agent's hallucinated tool name, refused)
+			// contradicts nothing.
+			if b.undeclared == nil {
+				b.undeclared = map[string]string{}
+			}
+			b.undeclared[a.AttemptID] = fmt.Sprintf("calls tool %s, which the complete snapshot %s it is bound to does not declare (%d tools)", quote(a.Tool), ref.SnapshotID, len(s.tools))
+		}
+	}
 	if (changed || ref.ListChangedSince) && s.staleAt != b.lastChanged {
 		s.staleAt = b.lastChanged
 		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
 			fmt.Sprintf("a tools/list_changed notification came after the capture and before attempt %s: the declarations may have changed", a.AttemptID))
+	}
+}
+
+// undeclaredOutcome judges a call to an undeclared tool by its response:
+// a result is tool_not_declared (fail): the server ran a tool whose
+// declaration the snapshot, complete by the collection's facts, does not
+// commit to, so the declarations in evidence are not the set the call was
+// made under.
+func (b *bundleCheck) undeclaredOutcome(o *transcript.Observation) {
+	what, ok := b.undeclared[o.AttemptID]
+	if !ok || o.ResultType == transcript.ResultTypeError {
+		return
+	}
+	delete(b.undeclared, o.AttemptID)
+	b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusFail, "attempt "+o.AttemptID,
+		what+", and the server answered it with a result ("+o.Kind+" at seq "+fmt.Sprint(o.Seq)+"): a tool ran that the declarations in evidence do not hold")
+}
+
+// undeclaredInfo reports, at the end, calls to undeclared tools that got
+// no result (refused with an error, or no response): consistent evidence
+// of a call outside the catalog, a limit of what it shows.
+func (b *bundleCheck) undeclaredInfo() {
+	if len(b.undeclared) == 0 {
+		return
+	}
+	b.attempts.each(func(id string, _ attemptState) {
+		if what, ok := b.undeclared[id]; ok {
+			b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusInfo, "attempt "+id,
+				what+"; no result was recorded for it (the server refused it, or did not answer): the call was outside the declared catalog")
+		}
+	})
+}
+
+// unboundCount counts the attempts that bind no snapshot for one reason.
+type unboundCount struct {
+	count int64
+	first string
+}
+
+// unboundFindings reports the attempts that bind no declaration snapshot,
+// one finding per reason with the count and the first attempt.
+func (b *bundleCheck) unboundFindings() {
+	for _, reason := range b.unboundOrder {
+		u := b.unbound[reason]
+		subject := "attempt " + u.first
+		detail := "no declaration snapshot is bound (" + reason + "): the declarations the call was selected from are not in evidence"
+		if u.count > 1 {
+			subject = fmt.Sprintf("%d attempts", u.count)
+			detail = fmt.Sprintf("%d attempts bind no declaration snapshot (%s; first: attempt %s): the declarations those calls were selected from are not in evidence", u.count, reason, u.first)
+		}
+		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, detail)
 	}
 }

@@ -45,24 +45,30 @@ func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
 }
 
 // Bundle verifies a bundle: fsys holds record.json, transcript.jsonl and
-// blobs/ (os.DirFS of a bundle directory). The transcript is streamed: memory
+// blobs/ (DirFS of a bundle directory: os.DirFS follows symbolic links
+// and blocks on FIFOs). Only regular files are read, whatever fsys is; a
+// bundle file that is not one is the finding file_refused. The transcript is streamed: memory
 // depends on the number of distinct attempt and snapshot identities, never
 // on payload sizes or the number of lines held at once.
 //
-// A bundle whose record cannot be read at all (absent, unreadable) returns
-// a nil Report and an error wrapping the cause: there is nothing to verify
-// against. Every other problem, an oversized record included, is a finding. The error is nil iff the verdict is Verified; otherwise it is a
+// A bundle whose record cannot be read at all (absent, unreadable, not a
+// regular file: ErrNotRegular, or larger than sign.MaxRecordBytes:
+// ErrTooLarge) returns a nil Report and an error wrapping the cause: there
+// is nothing to verify against. Every other problem is a finding. The error is nil iff the verdict is Verified; otherwise it is a
 // *VerdictError carrying the same Report, or ctx.Err().
 func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 	// One byte past the limit is enough for ParseRecord to refuse an
 	// oversized record as a finding.
-	data, err := readPrefix(fsys, transcript.RecordFile, sign.MaxRecordBytes+1)
+	data, err := readFile(fsys, transcript.RecordFile, sign.MaxRecordBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", transcript.RecordFile, err)
 	}
 	r := newReport(KindBundle, v.o.At)
 	rec := v.checkRecord(r, data)
 	b := newBundleCheck(v, r, fsys, rec)
+	if err := b.scanTree(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.run(ctx); err != nil {
 		return nil, err
 	}
@@ -72,19 +78,9 @@ func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 // ErrTooLarge reports a file beyond the limit its reader allows.
 var ErrTooLarge = errors.New("file exceeds its size limit")
 
-// readPrefix reads at most max bytes of a file.
-func readPrefix(fsys fs.FS, name string, max int64) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
-}
-
 // readFile reads a whole file of at most max bytes.
 func readFile(fsys fs.FS, name string, max int64) ([]byte, error) {
-	f, err := fsys.Open(name)
+	f, err := openRegular(fsys, name)
 	if err != nil {
 		return nil, err
 	}

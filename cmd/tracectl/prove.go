@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/transcript"
@@ -51,7 +50,9 @@ PROOF is created new (an existing file is never overwritten).`,
 }
 
 func runProve(s streams, o *proveOptions) error {
-	f, err := os.Open(filepath.Join(o.bundle, transcript.TranscriptFile))
+	// Not os.Open: a transcript that is a FIFO or a link must not hang or
+	// redirect prove any more than verify.
+	f, err := verify.DirFS(o.bundle).Open(transcript.TranscriptFile)
 	if err != nil {
 		return usageErr(err, "--bundle takes a bundle directory holding transcript.jsonl")
 	}

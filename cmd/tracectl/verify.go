@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -26,6 +27,10 @@ type verifyOptions struct {
 	allowEmbeddedKey bool
 	format           string
 	proof            string
+	acceptProfiles   []string
+	maxTranscriptB   int64
+	maxTranscriptL   int64
+	maxPayload       int64
 	input            string
 	now              func() time.Time // the clock, an input like everything else
 }
@@ -53,9 +58,21 @@ Trust needs a key: --trusted-key names the signer's public key (PEM or JWK).
 --allow-embedded-key checks the signature with the record's own key instead,
 which proves internal consistency only (the verdict is at best incomplete).
 
+Freshness: a record older than --max-age (default 24h; 7d, 86400 and 0 for
+no limit are accepted) is record_stale, which means old, not tampered. To
+check an archived record as of when it was issued, pass --at issued.
+
+Only regular files inside the bundle are read: a symbolic link, FIFO or
+device is refused (file_refused), and the transcript is read up to
+--max-transcript-bytes and --max-transcript-lines (limit_exceeded beyond).
+Evidence text is escaped in the text report and \u-escaped in JSON, so a
+signed string cannot forge report lines.
+
 Exit status: 0 verified, 1 failed, 3 incomplete (evidence unavailable or
-unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
+unsupported, or trust on the embedded key), 2 usage or unreadable input (a
+missing record, one that is not a regular file or over 64 KiB).`,
 		Example: "  tracectl verify --trusted-key key.pub run.trace\n" +
+			"  tracectl verify --trusted-key key.pub --at issued archive/run.trace\n" +
 			"  tracectl verify --trusted-key key.pub --at 2026-07-01T12:00:00Z --format json run.trace\n" +
 			"  tracectl verify --trusted-key key.pub --proof a7.proof run.trace/record.json",
 		Args: cobra.ExactArgs(1),
@@ -66,11 +83,15 @@ unsupported, or trust on the embedded key), 2 usage or unreadable input.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trustedKey, "trusted-key", "", "the signer's public key you trust (PKIX PEM or JWK)")
-	f.StringVar(&o.at, "at", "", "reference time for freshness, RFC 3339 or Unix seconds (default: now)")
-	f.StringVar(&o.maxAge, "max-age", "24h", "maximum age of the record at the reference time; 0 disables the limit")
+	f.StringVar(&o.at, "at", "", "reference time for freshness: RFC 3339, Unix seconds, or issued (the record's own iat) (default: now)")
+	f.StringVar(&o.maxAge, "max-age", "24h", "maximum age of the record at the reference time: days (7d), seconds, a duration (24h); 0 disables the limit")
 	f.BoolVar(&o.allowEmbeddedKey, "allow-embedded-key", false, "without --trusted-key, check the signature with cnf.jwk (internal consistency only)")
 	f.StringVar(&o.format, "format", "text", "report format: text or json ("+verify.MediaType+")")
 	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
+	f.StringArrayVar(&o.acceptProfiles, "accept-profile", nil, "an eat_profile to accept (repeatable; default "+sign.Profile+" alone; this verifier implements that shape only)")
+	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
+	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
+	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
 	return cmd
 }
 
@@ -80,18 +101,19 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	if o.format != "text" && o.format != "json" {
 		return vo, usageErr(fmt.Errorf("unknown format %q", o.format), "use --format text or --format json")
 	}
-	at, err := parseAt(o.at, o.now)
-	if err != nil {
-		return vo, usageErr(err, "give --at as RFC 3339 (2026-07-01T12:00:00Z) or Unix seconds")
+	if o.at == "issued" {
+		vo.AtIssued = true
+	} else {
+		at, err := parseAt(o.at, o.now)
+		if err != nil {
+			return vo, usageErr(err, "give --at as RFC 3339 (2026-07-01T12:00:00Z), Unix seconds, or issued (the record's own iat)")
+		}
+		vo.At = at
 	}
-	vo.At = at
-	d, err := time.ParseDuration(o.maxAge)
-	if o.maxAge == "0" {
-		d, err = 0, nil
-	}
+	d, err := parseMaxAge(o.maxAge)
 	switch {
 	case err != nil:
-		return vo, usageErr(fmt.Errorf("--max-age: %w", err), "give a duration such as 24h or 90m, or 0 to disable the limit")
+		return vo, usageErr(fmt.Errorf("--max-age: %w", err), "give days (7d), seconds (86400), a duration (24h, 90m), or 0 for no limit")
 	case d < 0:
 		return vo, usageErr(errors.New("--max-age must not be negative"), "")
 	case d == 0:
@@ -99,6 +121,16 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	default:
 		vo.MaxAge = d
 	}
+	if vo.AtIssued && o.maxAge != "24h" {
+		return vo, usageErr(errors.New("--at issued judges no age: --max-age does not apply"), "")
+	}
+	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 || o.maxPayload <= 0 || o.maxTranscriptL > 1<<32-1 {
+		return vo, usageErr(errors.New("--max-transcript-bytes, --max-transcript-lines (at most 4294967295) and --max-payload-bytes must be positive"), "")
+	}
+	if o.acceptProfiles != nil {
+		vo.AcceptProfiles = o.acceptProfiles
+	}
+	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL, MaxPayloadBytes: o.maxPayload}
 	vo.AllowEmbeddedKey = o.allowEmbeddedKey
 	if o.trustedKey != "" {
 		var pub crypto.PublicKey
@@ -109,6 +141,26 @@ func (o *verifyOptions) options() (verify.Options, error) {
 		vo.TrustedKey = pub
 	}
 	return vo, nil
+}
+
+// parseMaxAge reads --max-age: whole days ("7d"), bare seconds ("86400"),
+// a Go duration ("24h", "90m"), or "0" (no limit).
+func parseMaxAge(s string) (time.Duration, error) {
+	const maxDays = 1 << 20 // about 2,870 years: far beyond any record, far below overflow
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > maxDays {
+			return 0, fmt.Errorf("%q: want whole days such as 7d", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 || n > maxDays*86400 {
+			return 0, fmt.Errorf("%q: seconds out of range", s)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(s)
 }
 
 func parseAt(s string, now func() time.Time) (time.Time, error) {
@@ -151,13 +203,20 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 	if err := writeReport(s.out, rep, o.format); err != nil {
 		return err
 	}
+	hint := ""
+	if rep.Has(verify.CodeRecordStale) {
+		hint = "record_stale means old, not tampered: verify an archived record with --at issued, or allow its age with --max-age (days, e.g. 30d)"
+	}
+	if rep.Has(verify.CodeLimitExceeded) {
+		hint = "some evidence is beyond --max-transcript-bytes, --max-transcript-lines or --max-payload-bytes: raise them to read it all"
+	}
 	switch rep.Verdict {
 	case verify.Verified:
 		return nil
 	case verify.Incomplete:
-		return &exitError{code: exitIncomplete, err: verr}
+		return &exitError{code: exitIncomplete, err: verr, hint: hint}
 	default:
-		return &exitError{code: exitFailed, err: verr}
+		return &exitError{code: exitFailed, err: verr, hint: hint}
 	}
 }
 
@@ -172,7 +231,7 @@ func verifyInput(ctx context.Context, v *verify.Verifier, o *verifyOptions) (*ve
 	recordPath := o.input
 	if fi.IsDir() {
 		if o.proof == "" {
-			rep, err := v.Bundle(ctx, os.DirFS(o.input))
+			rep, err := v.Bundle(ctx, verify.DirFS(o.input))
 			if rep == nil {
 				return nil, usageErr(fmt.Errorf("bundle %s: %w", o.input, err), "a bundle directory holds record.json, transcript.jsonl and blobs/")
 			}
@@ -180,18 +239,39 @@ func verifyInput(ctx context.Context, v *verify.Verifier, o *verifyOptions) (*ve
 		}
 		recordPath = filepath.Join(o.input, transcript.RecordFile)
 	}
-	record, err := readLimited(recordPath, sign.MaxRecordBytes+1)
+	record, err := readRegular(recordPath, sign.MaxRecordBytes+1)
 	if err != nil {
 		return nil, usageErr(err, "")
+	}
+	if len(record) > sign.MaxRecordBytes {
+		// Not a record of any shape: unreadable input (exit 2), as for a
+		// bundle's record.json.
+		return nil, usageErr(fmt.Errorf("%s: %w: more than %d bytes", recordPath, verify.ErrTooLarge, sign.MaxRecordBytes), "a Trust Record is a few hundred bytes; this is not one")
 	}
 	if o.proof == "" {
 		return v.Record(ctx, record)
 	}
-	proof, err := readLimited(o.proof, transcript.MaxProofBytes+1)
+	proof, err := readRegular(o.proof, transcript.MaxProofBytes+1)
 	if err != nil {
 		return nil, usageErr(err, "--proof takes a file written by tracectl prove")
 	}
 	return v.Proof(ctx, record, proof)
+}
+
+// readRegular is readLimited for evidence: the file must be a regular
+// file, opened without following a link in its last component and without
+// blocking on a FIFO (verify.DirFS), so a hostile path cannot hang verify.
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := verify.DirFS(filepath.Dir(path)).Open(filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // readLimited reads at most max bytes of a file: one byte past a parser's
@@ -215,7 +295,7 @@ func writeReport(w io.Writer, rep *verify.Report, format string) error {
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(append(b, '\n'))
+		_, err = w.Write(append(jsonSafe(b), '\n'))
 		return err
 	}
 	_, err := io.WriteString(w, textReport(rep))
@@ -233,6 +313,9 @@ func textReport(rep *verify.Report) string {
 		fmt.Fprintf(&b, " (signer %s)", escapeTerminal(rep.Signer))
 	}
 	fmt.Fprintf(&b, "\nreference time: %s\n", rep.ReferenceTime.Format(time.RFC3339))
+	if rep.Profile != "" || len(rep.AcceptedProfiles) > 0 {
+		fmt.Fprintf(&b, "profile: %s (accepted: %s)\n", escapeTerminal(cmp.Or(rep.Profile, "none")), escapeTerminal(strings.Join(rep.AcceptedProfiles, ", ")))
+	}
 	if rep.Root != "" {
 		fmt.Fprintf(&b, "transcript root: %s\n", rep.Root)
 	}

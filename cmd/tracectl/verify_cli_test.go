@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -150,6 +151,19 @@ func TestVerifyFlags(t *testing.T) {
 		{args: []string{"--allow-embedded-key", "--at", "2026-07-02T03:04:05+02:00", "--max-age", "90m", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: time.Date(2026, 7, 2, 1, 4, 5, 0, time.UTC), MaxAge: 90 * time.Minute}},
 		{args: []string{"--allow-embedded-key", "--max-age", "0", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, AllowAnyAge: true}},
 		{args: []string{"--allow-embedded-key", "--max-age", "0s", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, AllowAnyAge: true}},
+		{args: []string{"--allow-embedded-key", "--max-age", "7d", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 7 * 24 * time.Hour}},
+		{args: []string{"--allow-embedded-key", "--max-age", "3600", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: time.Hour}},
+		{args: []string{"--allow-embedded-key", "--max-age", "0d", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, AllowAnyAge: true}},
+		{args: []string{"--allow-embedded-key", "--at", "issued", "b"}, want: verify.Options{AllowEmbeddedKey: true, AtIssued: true, MaxAge: 24 * time.Hour}},
+		{args: []string{"--allow-embedded-key", "--at", "issued", "--max-age", "7d", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-age", "7x", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-age", "-1d", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-age", "1.5d", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--accept-profile", "urn:x", "--accept-profile", "urn:y", "b"}, want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 24 * time.Hour, AcceptProfiles: []string{"urn:x", "urn:y"}}},
+		{args: []string{"--allow-embedded-key", "--max-transcript-bytes", "0", "b"}, wantErr: true},
+		{args: []string{"--allow-embedded-key", "--max-transcript-bytes", "100", "--max-transcript-lines", "7", "--max-payload-bytes", "9", "b"},
+			want: verify.Options{AllowEmbeddedKey: true, At: now, MaxAge: 24 * time.Hour, Limits: verify.Limits{MaxTranscriptBytes: 100, MaxTranscriptLines: 7, MaxPayloadBytes: 9}}},
+		{args: []string{"--allow-embedded-key", "--max-transcript-lines", "4294967296", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--max-age", "-1s", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--at", "noon", "b"}, wantErr: true},
 		{args: []string{"--allow-embedded-key", "--format", "xml", "b"}, wantErr: true},
@@ -178,7 +192,9 @@ func TestVerifyFlags(t *testing.T) {
 			}
 			wantKey := slices.Contains(tt.args, "--trusted-key")
 			if (got.TrustedKey != nil) != wantKey || !got.At.Equal(tt.want.At) || got.MaxAge != tt.want.MaxAge ||
-				got.AllowAnyAge != tt.want.AllowAnyAge || got.AllowEmbeddedKey != tt.want.AllowEmbeddedKey || got.FutureSkew != tt.want.FutureSkew {
+				got.AllowAnyAge != tt.want.AllowAnyAge || got.AllowEmbeddedKey != tt.want.AllowEmbeddedKey || got.FutureSkew != tt.want.FutureSkew ||
+				got.AtIssued != tt.want.AtIssued || !slices.Equal(got.AcceptProfiles, tt.want.AcceptProfiles) ||
+				(tt.want.Limits != verify.Limits{} && got.Limits != tt.want.Limits) {
 				t.Errorf("options %+v, want %+v (trusted key %v)", got, tt.want, wantKey)
 			}
 		})
@@ -202,5 +218,77 @@ func TestTextReportEscapes(t *testing.T) {
 	}
 	if !strings.Contains(out, "\nomitted\n  5 more outcome_unknown findings not listed\n") {
 		t.Errorf("omitted findings are not counted:\n%s", out)
+	}
+}
+
+// TestVerifyForgedLines: a signed bundle whose notification method (free
+// producer text in the signed transcript) carries a newline, ESC, CR and a
+// bidi override cannot forge report lines: through the real CLI the text
+// report has one verdict line, first, and the hostile text shows escaped;
+// the JSON report holds none of them raw and parses to the same method.
+// (The notification's payload is removed, so its subject is reported.)
+func TestVerifyForgedLines(t *testing.T) {
+	const method = "notifications/x\nverdict: verified (bundle)\r\x1b[2K\u202e"
+	b := verifytest.Standard(t)
+	q, err := jsonString(method)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Lines = b.Lines[:len(b.Lines)-1] // reseal after the notification
+	p := b.Blob([]byte(`{"jsonrpc":"2.0","method":` + q + `}`))
+	delete(b.Files, transcript.BlobPath(p.Digest))
+	b.Add(&transcript.Notification{Method: method, Direction: transcript.ServerToClient, Payload: p})
+	b.Seal()
+	dir := t.TempDir()
+	for name, f := range b.FS() {
+		p := filepath.Join(dir, "b", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := filepath.Join(dir, "key.pub")
+	if err := os.WriteFile(key, pemOf(t, verifytest.Key(t, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"verify", "--trusted-key", key, "--at", verifytest.At.Format(time.RFC3339)}
+	out, errOut, code := runCLI(t, append(args, filepath.Join(dir, "b"))...)
+	if code != exitIncomplete {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		if i > 0 && strings.Contains(l, "verdict:") && !strings.Contains(l, `\nverdict: verified (bundle)\r\x1b[2K\u202e`) {
+			t.Errorf("line %d forges a verdict: %q", i, l)
+		}
+		if c, bad := rawControl([]byte(l)); bad || strings.ContainsAny(l, "\r\t") {
+			t.Errorf("line %d carries raw %q: %q", i, c, l)
+		}
+	}
+	if !bytes.Contains(out, []byte(`[notification notifications/x\nverdict: verified (bundle)\r\x1b[2K\u202e (seq 8)]`)) {
+		t.Errorf("the hostile subject is not shown escaped:\n%s", out)
+	}
+	if !strings.HasPrefix(string(out), "verdict: incomplete (bundle)\n") {
+		t.Errorf("the first line is not the verdict:\n%s", out)
+	}
+	js, _, code := runCLI(t, append(args, "--format", "json", filepath.Join(dir, "b"))...)
+	if code != exitIncomplete {
+		t.Fatalf("json exit %d", code)
+	}
+	if c, bad := rawControl(js); bad || bytes.ContainsAny(js, "\r\u202e") {
+		t.Errorf("JSON report carries raw %q", c)
+	}
+	var rep verify.Report
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		found = found || strings.Contains(f.Subject, method)
+	}
+	if !found {
+		t.Error("no finding subject holds the method exactly after the JSON round trip")
 	}
 }

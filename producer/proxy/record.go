@@ -227,7 +227,15 @@ func (s *RecordingSink) Finish() error {
 	if s.coll == nil {
 		return nil
 	}
-	s.coll.Stop(snapshot.StopTransportClosed, "the session ended before the last page")
+	if s.coll.OfferedNextPage() {
+		// The last page offered a nextCursor and no next page came: most
+		// often a client that reads the first page only. Saying
+		// transport_closed would claim a page request was outstanding,
+		// which the sink cannot know.
+		s.coll.Stop(snapshot.StopNextPageNotObserved, "the session ended after a page offering nextCursor; no next page was observed")
+	} else {
+		s.coll.Stop(snapshot.StopTransportClosed, "the session ended before the last page")
+	}
 	return s.recordLocked()
 }
 

@@ -14,7 +14,11 @@
 //     payload and page is the SHA-256 of its blob;
 //   - for row 6, missing bytes and changed bytes are really what the vector
 //     says they are, and a claim that contradicts intact bytes (tool,
-//     arguments digest, JSON-RPC id, isError) really does.
+//     arguments digest, JSON-RPC id, isError) really does;
+//   - a response's bytes answer the id of its attempt's request bytes, and
+//     an attempt's tool is declared by the complete snapshot it binds,
+//     exactly when the vector says so (response_id_mismatch,
+//     tool_not_declared).
 package independent_test
 
 import (
@@ -68,7 +72,7 @@ func TestIndependent(t *testing.T) {
 		}
 		independentDir(t, dir, ents, checked)
 	}
-	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted", "frames", "frame gap"} {
+	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted", "frames", "frame gap", "response ids", "declared tools"} {
 		if checked[k] == 0 {
 			t.Errorf("no vector had its %s checked", k)
 		}
@@ -131,6 +135,18 @@ func independentDir(t *testing.T, dir string, ents []os.DirEntry, checked map[st
 				}
 				if d := b.claimsDiffer(); d != 0 {
 					t.Errorf("%d lines whose claims contradict their retained bytes", d)
+				}
+			}
+			if verified || m.requires("response_id_mismatch") {
+				checked["response ids"]++
+				if d := b.responseIDsDiffer(); (d > 0) != m.requires("response_id_mismatch") {
+					t.Errorf("%d responses answer another request's id; the vector requires response_id_mismatch: %v", d, m.requires("response_id_mismatch"))
+				}
+			}
+			if verified || m.requires("tool_not_declared") {
+				checked["declared tools"]++
+				if d := b.undeclaredCalls(); (d > 0) != m.requires("tool_not_declared") {
+					t.Errorf("%d calls to tools their complete snapshot does not declare; the vector requires tool_not_declared: %v", d, m.requires("tool_not_declared"))
 				}
 			}
 			if m.requires("evidence_unavailable") && m.forbids("evidence_mismatch") {
@@ -471,6 +487,88 @@ func (b *bundle) claimsDiffer() int {
 		}
 		id, _ := e["jsonrpc_id"].(map[string]any)
 		if e["tool"] != msg.Params.Name || e["arguments_digest"] != digest || id["text"] != string(msg.ID) {
+			n++
+		}
+	}
+	return n
+}
+
+// messageID returns the exact JSON text of a retained message's id, or ""
+// when the bytes are missing or not a JSON object.
+func (b *bundle) messageID(p map[string]any) (string, bool) {
+	data, err := os.ReadFile(b.blobPath(p["digest"].(string)))
+	if err != nil {
+		return "", false
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &msg) != nil {
+		return "", false
+	}
+	return string(msg.ID), true
+}
+
+// responseIDsDiffer counts response and late_response observations whose
+// retained bytes answer an id other than their attempt's request bytes'
+// (spec/verification.md, "Responses answer their own request").
+func (b *bundle) responseIDsDiffer() int {
+	reqID := map[string]string{}
+	n := 0
+	for _, e := range b.events {
+		switch e["type"] {
+		case "attempt":
+			if p, ok := e["request"].(map[string]any); ok {
+				if id, ok := b.messageID(p); ok {
+					reqID[e["attempt_id"].(string)] = id
+				}
+			}
+		case "observation":
+			p, ok := e["response"].(map[string]any)
+			aid, _ := e["attempt_id"].(string)
+			want, known := reqID[aid]
+			if !ok || !known {
+				continue
+			}
+			if got, ok := b.messageID(p); ok && got != want {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// undeclaredCalls counts attempts bound to a complete snapshot, with no
+// list_changed since, whose tool the snapshot's manifest does not list.
+func (b *bundle) undeclaredCalls() int {
+	n := 0
+	for _, e := range b.events {
+		if e["type"] != "attempt" {
+			continue
+		}
+		ref, _ := e["snapshot"].(map[string]any)
+		if complete, _ := ref["complete"].(bool); !complete {
+			continue
+		}
+		if changed, _ := ref["list_changed_since"].(bool); changed {
+			continue
+		}
+		d, _ := ref["manifest_digest"].(string)
+		var m struct {
+			Tools []struct {
+				Name *string `json:"name"`
+			} `json:"tools"`
+		}
+		if readJSON(b.blobPath(d), &m) != nil {
+			continue
+		}
+		declared := false
+		for _, t := range m.Tools {
+			if tool, _ := e["tool"].(string); t.Name != nil && *t.Name == tool {
+				declared = true
+			}
+		}
+		if !declared {
 			n++
 		}
 	}

@@ -14,6 +14,7 @@ package verifytest
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,6 +55,8 @@ type Builder struct {
 	ServerDigest string                    // sha256 of JCS(header.server), set by Header
 	Key          sign.Signer               // signs the record (Key(t, 1) by default)
 	RecordOpts   func(*sign.RecordOptions) // adjusts the record before it is signed
+	RecordEdit   func(*sign.Record)        // edits the built record (members Build does not write) before it is signed
+	Lie          bool                      // sign the record even if sign.Sign refuses it (a re-signed lie)
 	Retention    string                    // the header's retention mode
 
 	atMs int64
@@ -154,7 +157,7 @@ func (b *Builder) AddSnapshot(id string, s *snapshot.Snapshot) transcript.Snapsh
 	}
 	b.Blob(s.Bytes)
 	m := s.Manifest
-	b.Add(&transcript.SnapshotEvent{SnapshotID: id, ManifestDigest: s.Digest, Complete: m.Complete, IncompleteReason: m.IncompleteReason(),
+	b.Add(&transcript.SnapshotEvent{SnapshotID: id, ManifestDigest: s.Digest, Complete: m.Complete, IncompleteReason: snapshot.ReasonText(m),
 		Tools: int64(len(m.Tools)), Pages: int64(len(m.Pages)), Reuse: m.Cache.Provenance == snapshot.ProvenanceReused})
 	return transcript.SnapshotRef{SnapshotID: id, ManifestDigest: s.Digest, Complete: m.Complete}
 }
@@ -293,8 +296,43 @@ func (b *Builder) FS() fstest.MapFS {
 	if b.RecordOpts != nil {
 		b.RecordOpts(&o)
 	}
-	b.Files[transcript.RecordFile] = &fstest.MapFile{Data: SignRecord(b.T, o, b.Key), Mode: 0o600}
+	rec, err := sign.Build(o)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	if b.RecordEdit != nil {
+		b.RecordEdit(rec)
+	}
+	var data []byte
+	if b.Lie {
+		data = SignAnyway(b.T, rec, b.Key)
+	} else if data, err = sign.Sign(rec, b.Key); err != nil {
+		b.T.Fatal(err)
+	}
+	b.Files[transcript.RecordFile] = &fstest.MapFile{Data: data, Mode: 0o600}
 	return b.Files
+}
+
+// SignAnyway signs rec's canonical bytes as sign.Sign would, without
+// sign.Sign's checks: the record a hostile key holder writes.
+func SignAnyway(t testing.TB, rec *sign.Record, k sign.Signer) []byte {
+	t.Helper()
+	u := *rec
+	u.Signature = ""
+	pre, err := canon.Marshal(&u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := k.SignRecordBytes(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Signature = base64.RawURLEncoding.EncodeToString(sig)
+	out, err := canon.Marshal(&u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // SignRecord builds and signs a record from o.

@@ -640,6 +640,12 @@ func newListing(cfg config) *listing {
 		defaultPages(1)
 		plainPages()
 		l.pages[0] = hugePage(cfg.hugeBytes)
+	case "input-required":
+		// The catalog declares the tool it answers input_required for.
+		defaultPages(2)
+		plainPages()
+		last := len(l.pages) - 1
+		l.pages[last] = append(l.pages[last], `{"name":"greet","description":"asks who to greet, then greets","inputSchema":{"type":"object"}}`)
 	default:
 		defaultPages(2)
 		plainPages()
