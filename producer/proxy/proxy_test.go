@@ -72,6 +72,8 @@ func (s *memSink) Oversized(dir, digest string, n int64) error {
 	return s.add(fmt.Sprintf("oversized %s %d", dir, n))
 }
 
+func (s *memSink) ClientGone(detail string) error { return s.add("client_gone") }
+
 func (s *memSink) log() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -226,3 +226,5 @@ func (s *RecordingSink) UnreadableListRequests() int64 {
 	defer s.mu.Unlock()
 	return s.unreadable
 }
+
+func (s *RecordingSink) ClientGone(detail string) error { return s.rec.RecordClientGone(detail) }
