@@ -23,7 +23,12 @@ func signalGroup(p *os.Process, sig syscall.Signal) error { return killGroup(p.P
 func killGroup(pgid int, sig syscall.Signal) error { return syscall.Kill(-pgid, sig) }
 
 // groupAlive reports whether any process of the group is left.
-func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	return liveMember(pgid)
+}
 
 func termSignal(ps *os.ProcessState) (int, bool) {
 	ws, ok := ps.Sys().(syscall.WaitStatus)

@@ -259,7 +259,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
-	cmd.Stderr = cfg.ServerErr
+	// The server's stderr through a pipe of our own too, so that Wait
+	// does not wait for a grandchild holding it: only the server itself.
+	var errR, errW *os.File
+	errDone := make(chan struct{})
+	if _, ok := cfg.ServerErr.(*os.File); ok || cfg.ServerErr == nil {
+		cmd.Stderr = cfg.ServerErr
+		close(errDone)
+	} else {
+		var err error
+		if errR, errW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		cmd.Stderr = errW
+	}
 	ownGroup(cmd)
 	serverIn, err := cmd.StdinPipe()
 	if err != nil {
@@ -275,9 +288,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
+		if errR != nil {
+			errR.Close()
+			errW.Close()
+		}
 		return nil, fmt.Errorf("start server %q: %w", cfg.Command, err)
 	}
 	pw.Close()
+	if errR != nil {
+		errW.Close()
+		go func() { _, _ = io.Copy(cfg.ServerErr, errR); close(errDone) }()
+	}
 	if cfg.Started != nil {
 		cfg.Started(cmd.Process.Pid)
 	}
@@ -363,6 +384,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	pr.Close()
+	if errR != nil {
+		// The group is ended: stderr is at EOF unless a process outside it
+		// holds it; that one gets a step, then the pipe is closed.
+		select {
+		case <-errDone:
+		case <-cfg.After(s.step(ctx)):
+			errR.Close()
+			<-errDone
+		}
+		errR.Close()
+	}
 	status := exitStatus(cmd, waitErr)
 	res := &Result{ExitStatus: status, ExitCode: exitCode(cmd), EndedOnItsOwn: onItsOwn, Ended: ended, ClientBytes: counted.n.Load()}
 	if serverGone {
