@@ -93,6 +93,11 @@ that commits to the transcript.`,
 		root.AddCommand(add(s))
 	}
 	markOwnErrors(root)
+	for _, c := range root.Commands() {
+		if c.Name() == "verify" && c.RunE != nil {
+			explainUnsealed(c)
+		}
+	}
 	return root
 }
 
