@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tracectl/tracectl/producer"
@@ -153,6 +154,10 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	}
 	if o.announce {
 		fmt.Fprintf(s.err, "tracectl: recording to %s\n", escapeTerminal(o.bundle))
+		wd, _ := os.Getwd()
+		if l := producer.DescribeLaunch(producer.OSFS{}, o.exe, o.args, producer.LaunchEnv{Dir: wd, Getenv: os.Getenv}); l != nil {
+			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(l)))
+		}
 	}
 	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
 	serverErr := o.serverErr
@@ -191,4 +196,26 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		return sum, err
 	}
 	return sum, nil
+}
+
+// launchString is the one-line form of what a launcher started.
+func launchString(l *producer.Launch) string {
+	var b strings.Builder
+	b.WriteString(l.Launcher)
+	if l.Package != "" {
+		b.WriteString(" package " + l.Package)
+		if l.Version != "" {
+			b.WriteString(" (version " + l.Version + " in the launcher's cache)")
+		}
+	}
+	if l.Script != "" {
+		b.WriteString(" script " + l.Script)
+		if l.ScriptSHA256 != "" {
+			b.WriteString(" " + l.ScriptSHA256)
+		}
+	}
+	if l.Image != "" {
+		b.WriteString(" image " + l.Image)
+	}
+	return b.String()
 }
