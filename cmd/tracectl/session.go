@@ -164,10 +164,14 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	if serverErr == nil {
 		serverErr = s.err
 	}
+	grace := o.grace
+	if grace == 0 {
+		grace = -1 // --grace 0: none (the library's zero is its default)
+	}
 	res, runErr := proxy.Run(ctx, proxy.Config{
 		Command: o.exe, Args: o.args, Env: o.env,
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
-		Sink: sink, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: o.killAfter,
+		Sink: sink, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
 	})
 	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames(), unreadable: sink.UnreadableListRequests()}
 	if res != nil {

@@ -274,3 +274,19 @@ func TestServerLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestNoGrace: a negative Grace (wrap's --grace 0) does not wait for open
+// calls at all.
+func TestNoGrace(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	ev := newEvents()
+	c := startProxy(t, &memSink{}, Config{Grace: -1, Event: ev.event}, raw, "-script", "never-answer")
+	c.send(callLine("1", "raw-0000"))
+	res, err := c.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.has("grace") || len(res.InFlight) != 1 {
+		t.Errorf("events %q, result %+v: want no grace, the call abandoned", ev.list(), res)
+	}
+}

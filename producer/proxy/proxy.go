@@ -88,7 +88,7 @@ type Config struct {
 
 	Sink        Sink
 	CallTimeout time.Duration // 0: none
-	Grace       time.Duration // how long in-flight calls may finish after client EOF or ctx cancel
+	Grace       time.Duration // how long open calls may finish after client EOF (0: DefaultGrace; negative: none)
 	KillAfter   time.Duration // after closing the server's stdin: wait this long, then SIGTERM, then SIGKILL after this again
 	Started     func(pid int) // optional: called once the server runs
 	// After is the timer of every lifecycle wait (grace, shutdown steps,
@@ -330,7 +330,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Stop taking client input into account; let open calls finish for a
 	// grace period while the server can still answer. Every change to the
 	// open calls goes through the Sink, which wakes this loop.
-	if !stdoutClosed && !isClosed(exited) && ctx.Err() == nil && s.openCalls() > 0 {
+	if cfg.Grace > 0 && !stdoutClosed && !isClosed(exited) && ctx.Err() == nil && s.openCalls() > 0 {
 		cfg.Event("grace")
 		deadline := cfg.After(cfg.Grace)
 	wait:
