@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +169,42 @@ func anchorWrite(b *testing.B, f *os.File, line []byte, n int, sync bool) {
 			}
 		}
 	}
+}
+
+// BenchmarkHeapPerCall records b.N calls (durability none, digest-only
+// retention: no payload I/O) and reports the live heap they leave behind
+// once each call's handle is dropped: the recorder keeps what open calls
+// and retry inference need, not every attempt ever made. Run it with a
+// large count (-benchtime 1000000x) for the 1,000,000-call figure.
+func BenchmarkHeapPerCall(b *testing.B) {
+	r, err := Open(filepath.Join(b.TempDir(), "run.trace"), Options{
+		Clock: time.Now, Entropy: zeros{}, Durability: transcript.DurabilityNone, Retention: transcript.RetainDigest,
+		Producer: transcript.Producer{Name: "bench", Version: "v0"},
+		Server:   transcript.Server{Transport: transcript.TransportInProcess},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := strconv.Itoa(i)
+		h, err := r.Attempt(ctx, Call{Line: call(id, "search", `{"query":"q `+id+`"}`, `{}`)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Response(result(id, `,"resultType":"complete"`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	b.ReportMetric(float64(grown)/float64(b.N), "heap-B/call")
+	b.ReportMetric(float64(grown)/(1<<20), "heap-MiB")
 }

@@ -83,6 +83,36 @@ func (s *blobStore) put(b []byte, d string) error {
 	return nil
 }
 
+// putReader appends the n bytes of r (whose digest d the caller computed) to
+// the spool: a payload too long to hold in memory. If r yields other bytes,
+// settling never makes a blob of them.
+func (s *blobStore) putReader(r io.Reader, d string, n int64) error {
+	head := make([]byte, 0, maxSpoolHeader)
+	head = append(head, d[len("sha256:"):]...)
+	head = append(head, ' ')
+	head = strconv.AppendInt(head, n, 10)
+	head = append(head, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		f, err := s.fsys.OpenFile(s.spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("create payload spool: %w", err)
+		}
+		s.f = f
+	}
+	if _, err := s.f.Write(head); err != nil {
+		return fmt.Errorf("write payload %s: %w", d, err)
+	}
+	if c, err := io.CopyN(s.f, r, n); err != nil {
+		return fmt.Errorf("write payload %s: %d of %d bytes: %w", d, c, n, err)
+	}
+	if _, err := s.f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("write payload %s: %w", d, err)
+	}
+	return nil
+}
+
 // payload commits to b and, when retain allows and b is within the frame
 // limit, spools it (before the line that commits to it is appended).
 func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, error) {

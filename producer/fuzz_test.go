@@ -23,7 +23,7 @@ func FuzzAttemptLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		body, term := splitTerminator(line)
-		q, err := parseRequest(body)
+		q, err := parseRequest(body, nil)
 		if err != nil {
 			return
 		}

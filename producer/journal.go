@@ -97,6 +97,19 @@ func (j *journal) fail(err error) {
 // the file, and in strict mode durable. build runs under the journal lock,
 // so seq order is file order.
 func (j *journal) append(build func(seq int64) ([]byte, error)) (int64, error) {
+	return j.appendLine(build, j.mode == transcript.DurabilityStrict)
+}
+
+// appendWritten is append without the fsync wait: the line is in the file
+// (and so ordered before anything forwarded after it) when it returns, and
+// becomes durable with the next group commit. Frames that are not tools/call
+// attempts or their responses take this path (spec/transcript.md,
+// "Durability").
+func (j *journal) appendWritten(build func(seq int64) ([]byte, error)) (int64, error) {
+	return j.appendLine(build, false)
+}
+
+func (j *journal) appendLine(build func(seq int64) ([]byte, error), durable bool) (int64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
@@ -115,7 +128,7 @@ func (j *journal) append(build func(seq int64) ([]byte, error)) (int64, error) {
 	}
 	j.buf = append(append(j.buf, line...), '\n')
 	j.next++
-	if err := j.waitFor(seq+1, j.mode == transcript.DurabilityStrict); err != nil {
+	if err := j.waitFor(seq+1, durable); err != nil {
 		return -1, err
 	}
 	return seq, nil

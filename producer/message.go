@@ -3,6 +3,7 @@ package producer
 import (
 	"errors"
 
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -48,8 +49,14 @@ func (q *request) argsKey() string {
 	return q.tool + "\x00" + q.argsDigest
 }
 
-func parseRequest(body []byte) (*request, error) {
-	f, err := transcript.DeriveRequest(body)
+func parseRequest(body []byte, m *mcpwire.Message) (*request, error) {
+	var f *transcript.RequestFacts
+	var err error
+	if m != nil {
+		f, err = transcript.DeriveRequestFrom(m.Root)
+	} else {
+		f, err = transcript.DeriveRequest(body)
+	}
 	if err != nil {
 		var nt *transcript.NotToolCallError
 		if errors.As(err, &nt) {
@@ -74,8 +81,13 @@ type response struct {
 	errorCode  *int64
 }
 
-func parseResponse(body []byte) response {
-	f := transcript.DeriveResponse(body)
+func parseResponse(body []byte, m *mcpwire.Message) response {
+	var f transcript.ResponseFacts
+	if m != nil {
+		f = transcript.DeriveResponseFrom(m.Root)
+	} else {
+		f = transcript.DeriveResponse(body)
+	}
 	return response{resultType: f.ResultType, isError: f.IsError, errorCode: f.ErrorCode}
 }
 
@@ -86,8 +98,14 @@ type notification struct {
 	idKey     string
 }
 
-func parseNotification(body []byte) (notification, error) {
-	f, err := transcript.DeriveNotification(body)
+func parseNotification(body []byte, m *mcpwire.Message) (notification, error) {
+	var f transcript.NotificationFacts
+	var err error
+	if m != nil {
+		f, err = transcript.DeriveNotificationFrom(m.Root)
+	} else {
+		f, err = transcript.DeriveNotification(body)
+	}
 	if errors.Is(err, transcript.ErrNoMethod) {
 		return notification{}, errNoMethod
 	}

@@ -40,6 +40,11 @@ type Options struct {
 	Server transcript.Server
 	// Limits in force, recorded in the header.
 	Limits Limits
+	// FramesCommitted declares that every frame of the session will be
+	// recorded, numbered per direction (a proxy: Call.Frame, Framed.Index,
+	// RecordFrame). It is recorded in the header, and a verifier then
+	// checks the frame sequence for gaps.
+	FramesCommitted bool
 }
 
 // Limits are recorded in the header. Only MaxFrameBytes is enforced by the

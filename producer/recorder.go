@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -34,12 +35,20 @@ type Recorder struct {
 	closed      bool
 	nextAttempt int64
 	nextSnap    int64
-	attempts    map[string]*attemptState
-	order       []*attemptState // in attempt order, for resolutions
+	attempts    map[string]*attemptState // crash replay only: ids seen so far
+	hist        history                  // counts and the attempts in flight
 	byCorr      map[string]*attemptState
-	byRPCID     map[string]*attemptState
+	byRPCID     map[string]*attemptState // exact id text -> the latest attempt under it still without a response or transport failure
 	infer       map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
 	cont        map[string]*attemptState // tool -> an attempt answered input_required
+	// bindMu guards what an attempt binds (snapshots, current,
+	// lastChanged). They change and are read only inside line builders,
+	// which run under the journal's lock in seq order: an attempt's
+	// snapshot binding and list_changed_since are decided where its line
+	// takes its place in the journal, never before (a list_changed that
+	// lands between the decision and the line would contradict it). Lock
+	// order: journal, then bindMu.
+	bindMu      sync.Mutex
 	snapshots   map[string]*transcript.SnapshotEvent
 	current     *transcript.SnapshotEvent
 	lastChanged int64 // seq of the last tools/list_changed notification, -1 if none
@@ -111,7 +120,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	h := transcript.Header{
 		Type: transcript.TypeHeader, Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
 		Canonicalization: transcript.Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
-		Merkle:           transcript.MerkleAlg, ExecutionScope: scope,
+		Merkle:           transcript.MerkleAlg, ExecutionScope: scope, FramesCommitted: opts.FramesCommitted,
 		Producer: opts.Producer, Server: opts.Server,
 		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(),
 		StartedAtMs: opts.Clock().UnixMilli(),
@@ -172,7 +181,7 @@ func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
 	return &Recorder{
 		dir: dir, opts: opts, fsys: opts.FS, scope: scope, server: srvDigest,
 		blobs:    newBlobStore(opts.FS, dir),
-		attempts: map[string]*attemptState{}, byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
+		attempts: map[string]*attemptState{}, hist: newHistory(), byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
 		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}, snapshots: map[string]*transcript.SnapshotEvent{},
 		lastChanged: -1, era: transcript.EraUnknown,
 	}
@@ -260,6 +269,12 @@ type Call struct {
 	// Snapshot binds a recorded snapshot by id. Empty: the latest recorded
 	// snapshot, or none.
 	Snapshot string
+	// Message is the gate's reading of Line (mcpwire.Read), when the caller
+	// has one: the recorder then does not parse Line again.
+	Message *mcpwire.Message
+	// Frame is the request's index among the client's frames, for a
+	// recorder opened with FramesCommitted; nil otherwise.
+	Frame *int64
 }
 
 // Attempt records a tools/call attempt. In strict durability the attempt
@@ -295,7 +310,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 		return nil, err
 	}
 	body, term := splitTerminator(c.Line)
-	q, err := parseRequest(body)
+	q, err := parseRequest(body, c.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -307,15 +322,17 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	a := &transcript.Attempt{
 		Type: transcript.TypeAttempt, ExecutionScope: r.scope,
 		Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
-		RPCID: q.id, ServerDigest: r.server, Terminator: term, Correlation: q.corr,
+		RPCID: q.id, ServerDigest: r.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
 	}
-	r.mu.Lock()
 	if c.Snapshot != "" {
-		if _, ok := r.snapshots[c.Snapshot]; !ok {
-			r.mu.Unlock()
+		r.bindMu.Lock()
+		_, ok := r.snapshots[c.Snapshot]
+		r.bindMu.Unlock()
+		if !ok {
 			return nil, fmt.Errorf("%w: snapshot %q was not recorded", ErrInvalidInput, c.Snapshot)
 		}
 	}
+	r.mu.Lock()
 	r.nextAttempt++
 	st := &attemptState{id: "a" + strconv.FormatInt(r.nextAttempt, 10), tool: q.tool, argsKey: q.argsKey(), idKey: q.idKey}
 	a.AttemptID = st.id
@@ -339,10 +356,8 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 			delete(r.cont, link.tool)
 		}
 	}
-	a.Snapshot = r.snapshotRef(c.Snapshot)
 	a.Protocol = r.protocolOf(q)
-	r.attempts[st.id] = st
-	r.order = append(r.order, st)
+	r.hist.add(st)
 	if q.corrID != "" {
 		r.byCorr[q.corrID] = st
 	}
@@ -355,7 +370,10 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	if a.Request, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
 		return nil, r.auditFail(err)
 	}
-	seq, err := r.j.append(r.lineOf(func(s, at int64) { a.Seq, a.AtMs = s, at }, a))
+	seq, err := r.j.append(r.lineOf(func(s, at int64) {
+		a.Seq, a.AtMs = s, at
+		a.Snapshot = r.snapshotRef(c.Snapshot)
+	}, a))
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +382,10 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 }
 
 // snapshotRef binds the named snapshot, or the latest, or says there is
-// none. Called with mu held.
+// none. Called from a line builder (under the journal's lock).
 func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
+	r.bindMu.Lock()
+	defer r.bindMu.Unlock()
 	s := r.current
 	if id != "" {
 		s = r.snapshots[id]
@@ -394,30 +414,56 @@ func (r *Recorder) protocolOf(q *request) transcript.AttemptProto {
 // deliver the response only after a nil error. After a Timeout or
 // CancelSent it is recorded as a late_response; the earlier observation
 // stays.
-func (h *Handle) Response(line []byte) error { return h.observe(transcript.ObsResponse, line, "") }
+func (h *Handle) Response(line []byte) error {
+	return h.observe(transcript.ObsResponse, Framed{Line: line, Index: -1}, "")
+}
+
+// Framed is a frame as a proxy read it: the exact line, the gate's reading
+// of it (nil: the recorder parses Line) and its index among its
+// direction's frames (with Options.FramesCommitted; Index < 0 otherwise).
+type Framed struct {
+	Line    []byte
+	Message *mcpwire.Message
+	Index   int64
+}
+
+func (f Framed) frame() *int64 {
+	if f.Line == nil || f.Index < 0 {
+		return nil
+	}
+	i := f.Index
+	return &i
+}
+
+// ResponseFrame is Response for a proxy: the gate's reading of the line and
+// its frame index are recorded with it.
+func (h *Handle) ResponseFrame(f Framed) error {
+	return h.observe(transcript.ObsResponse, f, "")
+}
 
 // LateResponse records a response that arrived after a Timeout or
 // CancelSent; it fails with ErrObservation when neither came first.
 func (h *Handle) LateResponse(line []byte) error {
-	return h.observe(transcript.ObsLateResponse, line, "")
+	return h.observe(transcript.ObsLateResponse, Framed{Line: line, Index: -1}, "")
 }
 
 // TransportFailure records that the transport failed with the call in
 // flight (the server exited, the stream broke). The outcome stays unknown:
 // it is not evidence that the tool did not run.
 func (h *Handle) TransportFailure(detail string) error {
-	return h.observe(transcript.ObsTransportFailure, nil, detail)
+	return h.observe(transcript.ObsTransportFailure, Framed{}, detail)
 }
 
 // Timeout records that no response came within the call timeout. The
 // outcome is unknown; a late response may still be recorded.
-func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, nil, "") }
+func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, Framed{}, "") }
 
 // CancelSent records that the client cancelled the call. The outcome is
 // unknown; a late response may still be recorded.
-func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, nil, "") }
+func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, Framed{}, "") }
 
-func (h *Handle) observe(kind string, line []byte, detail string) error {
+func (h *Handle) observe(kind string, f Framed, detail string) error {
+	line := f.Line
 	r, st := h.r, h.st
 	if err := r.begin(false); err != nil {
 		return err
@@ -428,8 +474,9 @@ func (h *Handle) observe(kind string, line []byte, detail string) error {
 	var resp response
 	if line != nil {
 		body, o.Terminator = splitTerminator(line)
-		resp = parseResponse(body)
+		resp = parseResponse(body, f.Message)
 		o.ResultType, o.IsError, o.ErrorCode = resp.resultType, resp.isError, resp.errorCode
+		o.Frame = f.frame()
 	}
 
 	r.mu.Lock()
@@ -469,7 +516,8 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		if late {
 			o.Kind = transcript.ObsLateResponse
 		}
-		st.status = stResponse
+		r.hist.set(st, stResponse)
+		r.settled(st)
 		if r.infer[st.argsKey] == st {
 			delete(r.infer, st.argsKey)
 		}
@@ -478,22 +526,34 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		}
 		return nil
 	case transcript.ObsTransportFailure:
-		st.status = stTransport
+		r.hist.set(st, stTransport)
+		r.settled(st)
 	case transcript.ObsTimeout:
 		if st.timedOut {
 			return fmt.Errorf("%w: already timed out", ErrObservation)
 		}
-		st.timedOut, st.status = true, stUnknown
+		st.timedOut = true
+		r.hist.set(st, stUnknown)
 	case transcript.ObsCancelSent:
 		if st.canceled {
 			return fmt.Errorf("%w: already cancelled", ErrObservation)
 		}
-		st.canceled, st.status = true, stUnknown
+		st.canceled = true
+		r.hist.set(st, stUnknown)
 	}
 	if st.argsKey != "" {
 		r.infer[st.argsKey] = st
 	}
 	return nil
+}
+
+// settled forgets what only an attempt still waiting for its answer needs:
+// a notifications/cancelled names attempts without a response or transport
+// failure. Called with mu held.
+func (r *Recorder) settled(st *attemptState) {
+	if st.idKey != "" && r.byRPCID[st.idKey] == st {
+		delete(r.byRPCID, st.idKey)
+	}
 }
 
 // Snapshot is a finished declaration snapshot (from package snapshot's
@@ -539,17 +599,18 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
 	}
 	r.mu.Unlock()
-	seq, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev))
+	_, err := r.j.append(r.lineOf(func(q, at int64) {
+		ev.Seq, ev.AtMs = q, at
+		// The snapshot is bound from its place in the journal on, however
+		// soon its durable wait returns.
+		r.bindMu.Lock()
+		r.snapshots[ev.SnapshotID] = ev
+		r.current = ev
+		r.bindMu.Unlock()
+	}, ev))
 	if err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	ev.Seq = seq
-	r.snapshots[ev.SnapshotID] = ev
-	if r.current == nil || seq > r.current.Seq {
-		r.current = ev
-	}
-	r.mu.Unlock()
 	return ev.SnapshotID, nil
 }
 
@@ -614,6 +675,11 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 type Notification struct {
 	Line      []byte // the exact line
 	Direction string // transcript.ServerToClient or ClientToServer
+	// Message is the gate's reading of Line, when the caller has one.
+	Message *mcpwire.Message
+	// Frame is the notification's index among its direction's frames, for
+	// a recorder opened with FramesCommitted; nil otherwise.
+	Frame *int64
 }
 
 // RecordNotification records a notification. A notifications/cancelled
@@ -626,7 +692,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		return fmt.Errorf("%w: direction %q", ErrInvalidInput, n.Direction)
 	}
 	body, _ := splitTerminator(n.Line)
-	msg, err := parseNotification(body)
+	msg, err := parseNotification(body, n.Message)
 	if err != nil {
 		return fmt.Errorf("%w: notification: %w", ErrInvalidInput, err)
 	}
@@ -634,7 +700,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		return err
 	}
 	defer r.ops.Done()
-	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID}
+	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID, Frame: n.Frame}
 	if ev.Payload, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
 		return r.auditFail(err)
 	}
@@ -645,16 +711,17 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		}
 	}
 	r.mu.Unlock()
-	seq, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
-	if err != nil {
-		return err
-	}
-	if msg.method == "notifications/tools/list_changed" {
-		r.mu.Lock()
-		r.lastChanged = max(r.lastChanged, seq)
-		r.mu.Unlock()
-	}
-	return nil
+	changed := msg.method == mcpwire.NotifyToolsListChanged
+	build := r.lineOf(func(s, at int64) {
+		ev.Seq, ev.AtMs = s, at
+		if changed {
+			r.bindMu.Lock()
+			r.lastChanged = max(r.lastChanged, s)
+			r.bindMu.Unlock()
+		}
+	}, ev)
+	_, err = r.j.append(build)
+	return err
 }
 
 // Close flushes the journal (fsyncing it and the blobs unless durability is

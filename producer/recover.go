@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -170,7 +171,7 @@ func (r *Recorder) apply(ev any) error {
 		}
 		r.snapshots[e.SnapshotID], r.current = e, e
 	case *transcript.Notification:
-		if e.Method == "notifications/tools/list_changed" {
+		if e.Method == mcpwire.NotifyToolsListChanged {
 			r.lastChanged = e.Seq
 		}
 	case *transcript.Attempt:
@@ -179,7 +180,7 @@ func (r *Recorder) apply(ev any) error {
 		}
 		st := &attemptState{id: e.AttemptID, seq: e.Seq, tool: e.Tool}
 		r.attempts[st.id] = st
-		r.order = append(r.order, st)
+		r.hist.add(st)
 	case *transcript.Observation:
 		st := r.attempts[e.AttemptID]
 		if st == nil {
@@ -187,14 +188,14 @@ func (r *Recorder) apply(ev any) error {
 		}
 		switch e.Kind {
 		case transcript.ObsResponse, transcript.ObsLateResponse:
-			st.status = stResponse
+			r.hist.set(st, stResponse)
 		case transcript.ObsTransportFailure:
 			if st.status != stResponse {
-				st.status = stTransport
+				r.hist.set(st, stTransport)
 			}
 		default:
 			if st.status == stInFlight {
-				st.status = stUnknown
+				r.hist.set(st, stUnknown)
 			}
 		}
 	case *transcript.Resolution:
@@ -204,7 +205,7 @@ func (r *Recorder) apply(ev any) error {
 		}
 		st.resolved = true
 		if st.status == stInFlight {
-			st.status = stResolved
+			r.hist.set(st, stResolved)
 		}
 	case *transcript.Recovery:
 		r.recovered = true
@@ -301,12 +302,9 @@ func (r *Recorder) recover() error {
 		rep.AlreadySealed = true
 		return nil
 	}
-	var open []*attemptState
-	for _, st := range r.order {
-		if st.status == stInFlight {
-			open = append(open, st)
-			rep.Resolved = append(rep.Resolved, st.id)
-		}
+	open := r.hist.inFlight()
+	for _, st := range open {
+		rep.Resolved = append(rep.Resolved, st.id)
 	}
 	for _, t := range rep.Torn {
 		ev := &transcript.Recovery{Type: transcript.TypeRecovery, TornDigest: t.Digest, TornLength: t.Length, TornFile: t.File,

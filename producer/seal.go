@@ -103,28 +103,16 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 		r.mu.Unlock()
 		return s, nil
 	}
-	var open []*attemptState
-	for _, st := range r.order {
-		if st.status == stInFlight {
-			open = append(open, st)
-		}
-	}
+	open := r.hist.inFlight()
 	r.mu.Unlock()
 	if err := r.resolve(open, reason); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
-	s := &transcript.Seal{Type: transcript.TypeSeal, Attempts: int64(len(r.order)), Recovered: r.recovered}
-	for _, st := range r.order {
-		switch st.status {
-		case stResponse:
-			s.Responses++
-		case stTransport:
-			s.TransportFailures++
-		default:
-			s.Unknown++
-		}
-	}
+	h := &r.hist
+	s := &transcript.Seal{Type: transcript.TypeSeal, Attempts: h.attempts, Recovered: r.recovered,
+		Responses: h.byStatus[stResponse], TransportFailures: h.byStatus[stTransport]}
+	s.Unknown = s.Attempts - s.Responses - s.TransportFailures
 	r.mu.Unlock()
 	if _, err := r.j.append(r.lineOf(func(q, at int64) { s.Seq, s.AtMs = q, at }, s)); err != nil {
 		return nil, err
@@ -143,7 +131,8 @@ func (r *Recorder) resolve(open []*attemptState, reason string) error {
 			return err
 		}
 		r.mu.Lock()
-		st.resolved, st.status = true, stResolved
+		st.resolved = true
+		r.hist.set(st, stResolved)
 		r.mu.Unlock()
 	}
 	return nil

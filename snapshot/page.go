@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // ErrNotToolsList is returned when a request given to the collector is not a
@@ -31,7 +32,7 @@ func parseRequest(line []byte, maxBytes int64) (request, error) {
 	}
 	root := doc.Root()
 	m, st := member(root, "method")
-	if s, ok := m.Str(); st != StatePresent || !ok || s != "tools/list" {
+	if s, ok := m.Str(); st != StatePresent || !ok || s != mcpwire.MethodToolsList {
 		return r, ErrNotToolsList
 	}
 	if id, st := member(root, "id"); st == StatePresent {

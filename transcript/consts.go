@@ -1,5 +1,7 @@
 package transcript
 
+import "github.com/tracectl/tracectl/mcpwire"
+
 // Limits of the format. A line or member beyond them is rejected by
 // DecodeLine and Reader; producers record a digest instead of a value that
 // would exceed them (spec/transcript.md, "Limits").
@@ -33,9 +35,9 @@ const (
 
 // Terminators: how an exact line ended on the wire.
 const (
-	TermLF   = "lf"
-	TermCRLF = "crlf"
-	TermNone = "none" // the stream ended without a terminator
+	TermLF   = mcpwire.TermLF
+	TermCRLF = mcpwire.TermCRLF
+	TermNone = mcpwire.TermNone // the stream ended without a terminator
 )
 
 // MCP eras and how an attempt's revision was known (AttemptProto.State).
@@ -94,9 +96,9 @@ const ResultTypeError = "error"
 // MCP _meta keys tracectl reads from a tools/call request. tracectl's own
 // keys use its own prefix; io.modelcontextprotocol/ is reserved by MCP.
 const (
-	MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-	MetaCorrelationID   = "dev.tracectl/correlationId" // caller correlation id (safe shape, CheckCorrelationID)
-	MetaRetryOf         = "dev.tracectl/retryOf"       // caller-declared retry: the correlation id of the earlier call
-	MetaTraceparent     = "traceparent"
-	MetaTracestate      = "tracestate"
+	MetaProtocolVersion = mcpwire.MetaProtocolVersion
+	MetaCorrelationID   = mcpwire.MetaCorrelationID // caller correlation id (safe shape, CheckCorrelationID)
+	MetaRetryOf         = mcpwire.MetaRetryOf       // caller-declared retry: the correlation id of the earlier call
+	MetaTraceparent     = mcpwire.MetaTraceparent
+	MetaTracestate      = mcpwire.MetaTracestate
 )

@@ -49,7 +49,7 @@ func lineErr(seq int64, code, detail string, err error) *LineError {
 
 // DecodeLine strictly decodes one transcript line (without its LF) into a
 // *Header, *Protocol, *SnapshotEvent, *Notification, *Attempt,
-// *Observation, *Resolution, *Recovery or *Seal.
+// *Observation, *Resolution, *Recovery, *Seal or *Frame.
 //
 // The line must be canonical under canon.PolicyV02, of a known type, with
 // every required member present, no unknown member, optional members absent
@@ -68,8 +68,9 @@ func DecodeLine(line []byte) (any, error) {
 	return decodeStrict(line)
 }
 
-// decodeFast accepts a line only when it decodes into the event type its
-// "type" member names and Encode gives back exactly its bytes. Encode's
+// decodeFast accepts a line only when it decodes (decodefast.go, without
+// reflection) into the event type its "type" member names and Encode gives
+// back exactly its bytes. Encode's
 // output is canonical (it equals canon.Marshal), so such a line is
 // canonical, has every required member, no unknown or repeated member and
 // no empty optional one: decodeStrict would accept it too. Anything else,
@@ -85,8 +86,8 @@ func decodeFast(line []byte) any {
 	if j < 0 {
 		return nil
 	}
-	ev := newEvent(string(rest[:j]))
-	if ev == nil || json.Unmarshal(line, ev) != nil {
+	ev := decodeEvent(string(rest[:j]), line)
+	if ev == nil {
 		return nil
 	}
 	again, err := Encode(ev)
@@ -178,6 +179,8 @@ func newEvent(typ string) any {
 		return new(Recovery)
 	case TypeSeal:
 		return new(Seal)
+	case TypeFrame:
+		return new(Frame)
 	}
 	return nil
 }

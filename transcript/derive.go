@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // MaxDeriveBytes bounds how much of one message is parsed to derive its
@@ -114,8 +115,14 @@ func DeriveRequest(body []byte) (*RequestFacts, error) {
 	if err != nil {
 		return nil, &NotToolCallError{"not JSON the recorder can read: " + err.Error()}
 	}
+	return DeriveRequestFrom(root)
+}
+
+// DeriveRequestFrom is DeriveRequest on a message already parsed (the
+// gate's reading, mcpwire.Message.Root): the proxy parses each frame once.
+func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 	meth, ok := root.Get("method")
-	if s, isStr := meth.Str(); !ok || !isStr || s != "tools/call" {
+	if s, isStr := meth.Str(); !ok || !isStr || s != mcpwire.MethodToolsCall {
 		return nil, &NotToolCallError{"method is not tools/call"}
 	}
 	// An absent id is recorded as absent (JSON-RPC would call the message a
@@ -173,7 +180,7 @@ func DeriveRequest(body []byte) (*RequestFacts, error) {
 	case !present:
 		q.ProtoState = ProtoAbsent
 	default:
-		if s, ok := pv.Str(); ok && isRevision(s) {
+		if s, ok := pv.Str(); ok && mcpwire.IsRevision(s) {
 			q.ProtoState, q.ProtoVersion = ProtoPresent, s
 		} else {
 			q.ProtoState = ProtoMalformed
@@ -206,19 +213,6 @@ func corrValue(meta canon.Value, name string, check func(string) string) (*CorrV
 	return &CorrValue{Valid: true, Value: s}, s
 }
 
-// isRevision accepts MCP's YYYY-MM-DD revision strings.
-func isRevision(s string) bool {
-	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if i != 4 && i != 7 && (s[i] < '0' || s[i] > '9') {
-			return false
-		}
-	}
-	return true
-}
-
 func canonCode(err error) string {
 	if ce, ok := err.(*canon.Error); ok {
 		return string(ce.Code)
@@ -241,6 +235,11 @@ func DeriveResponse(body []byte) ResponseFacts {
 	if err != nil {
 		return ResponseFacts{}
 	}
+	return DeriveResponseFrom(root)
+}
+
+// DeriveResponseFrom is DeriveResponse on a message already parsed.
+func DeriveResponseFrom(root canon.Value) ResponseFacts {
 	if res, present, _ := member(root, "result"); present {
 		r := ResponseFacts{ResultType: "complete"} // MCP: a result without resultType is complete
 		if rt, present, ambiguous := member(res, "resultType"); present || ambiguous {
@@ -282,13 +281,18 @@ func DeriveNotification(body []byte) (NotificationFacts, error) {
 	if err != nil {
 		return NotificationFacts{}, err
 	}
+	return DeriveNotificationFrom(root)
+}
+
+// DeriveNotificationFrom is DeriveNotification on a message already parsed.
+func DeriveNotificationFrom(root canon.Value) (NotificationFacts, error) {
 	m, present, _ := member(root, "method")
 	s, ok := m.Str()
 	if !present || !ok || s == "" || len(s) > MaxReportedBytes {
 		return NotificationFacts{}, ErrNoMethod
 	}
 	n := NotificationFacts{Method: s}
-	if s == "notifications/cancelled" {
+	if s == mcpwire.NotifyCancelled {
 		params, _, _ := member(root, "params")
 		if rid, present, _ := member(params, "requestId"); present {
 			id := rpcID(rid, true)
@@ -296,4 +300,46 @@ func DeriveNotification(body []byte) (NotificationFacts, error) {
 		}
 	}
 	return n, nil
+}
+
+// FrameFacts is what the gate reads from one frame, as a frame line records
+// it.
+type FrameFacts struct {
+	Kind   string     // FrameRequest, FrameNotification, FrameResponse or FrameUnread
+	Rule   string     // with FrameUnread: the gate rule
+	Method string     // requests and notifications, when reportable
+	RPCID  *JSONRPCID // requests and responses
+}
+
+// DeriveFrame reads one frame (its exact bytes with the terminator) with
+// the gate, mcpwire.Read. The producer records what it returns; a verifier
+// re-derives it from retained bytes.
+func DeriveFrame(line []byte) FrameFacts {
+	m, r := mcpwire.Read(line)
+	return FrameFactsOf(m, r)
+}
+
+// FrameFactsOf states what the gate's reading (exactly one of m and r is
+// non-nil) says in a frame line.
+func FrameFactsOf(m *mcpwire.Message, r *mcpwire.Refusal) FrameFacts {
+	if r != nil {
+		return FrameFacts{Kind: FrameUnread, Rule: string(r.Rule)}
+	}
+	f := FrameFacts{}
+	switch m.Kind {
+	case mcpwire.KindRequest:
+		f.Kind = FrameRequest
+	case mcpwire.KindNotification:
+		f.Kind = FrameNotification
+	default:
+		f.Kind = FrameResponse
+	}
+	if f.Kind != FrameResponse && len(m.Method) <= MaxReportedBytes {
+		f.Method = m.Method
+	}
+	if m.Kind != mcpwire.KindNotification {
+		id := rpcID(m.ID, true)
+		f.RPCID = &id
+	}
+	return f
 }

@@ -37,6 +37,8 @@ func Encode(ev any) ([]byte, error) {
 		v.encode(e)
 	case *Seal:
 		v.encode(e)
+	case *Frame:
+		v.encode(e)
 	default:
 		return nil, fmt.Errorf("encode %T: not a transcript event", ev)
 	}
@@ -179,6 +181,7 @@ func (h *Header) encode(e *encoder) {
 	e.str("durability", h.Durability)
 	e.str("execution_scope", h.ExecutionScope)
 	e.str("format", h.Format)
+	e.optBool("frames_committed", h.FramesCommitted)
 	e.key("limits")
 	l := &h.Limits
 	e.open()
@@ -283,6 +286,7 @@ func (n *Notification) encode(e *encoder) {
 	e.int("at_ms", n.AtMs)
 	e.optStr("attempt_id", n.AttemptID)
 	e.str("direction", n.Direction)
+	e.optFrame(n.Frame)
 	e.str("method", n.Method)
 	e.key("payload")
 	n.Payload.encode(e)
@@ -309,6 +313,7 @@ func (a *Attempt) encode(e *encoder) {
 	a.Correlation.Tracestate.encodeAt(e, "tracestate")
 	e.close()
 	e.str("execution_scope", a.ExecutionScope)
+	e.optFrame(a.Frame)
 	e.key("jsonrpc_id")
 	a.RPCID.encode(e)
 	e.key("protocol")
@@ -348,6 +353,7 @@ func (o *Observation) encode(e *encoder) {
 	if o.ErrorCode != nil {
 		e.int("error_code", *o.ErrorCode)
 	}
+	e.optFrame(o.Frame)
 	e.optBool("is_error", o.IsError)
 	e.str("kind", o.Kind)
 	if o.Response != nil {
@@ -394,5 +400,33 @@ func (s *Seal) encode(e *encoder) {
 	e.int("transport_failures", s.TransportFailures)
 	e.str("type", s.Type)
 	e.int("unknown", s.Unknown)
+	e.close()
+}
+
+func (e *encoder) optFrame(v *int64) {
+	if v != nil {
+		e.int("frame", *v)
+	}
+}
+
+func (f *Frame) encode(e *encoder) {
+	e.open()
+	e.int("at_ms", f.AtMs)
+	e.optStr("attempt_id", f.AttemptID)
+	e.str("direction", f.Direction)
+	e.str("disposition", f.Disposition)
+	e.int("index", f.Index)
+	if f.RPCID != nil {
+		e.key("jsonrpc_id")
+		f.RPCID.encode(e)
+	}
+	e.str("kind", f.Kind)
+	e.optStr("method", f.Method)
+	e.key("payload")
+	f.Payload.encode(e)
+	e.optStr("rule", f.Rule)
+	e.int("seq", f.Seq)
+	e.str("terminator", f.Terminator)
+	e.str("type", f.Type)
 	e.close()
 }

@@ -3,8 +3,14 @@ package transcript
 // Format identifiers. Every hashed or signed object names its own format, so
 // a digest of one kind can never be taken for another (spec/transcript.md).
 const (
-	// Format is the transcript format id, recorded in the header line.
-	Format = "tracectl.transcript/v1"
+	// Format is the transcript format id this producer writes, recorded in
+	// the header line. v2 adds the frame line and frame indexes: every frame
+	// a proxy passed in either direction is committed (spec/transcript.md,
+	// "Frames").
+	Format = "tracectl.transcript/v2"
+	// FormatV1 is the earlier format, still read and verified: it has no
+	// frame lines and commits only to the frames it interpreted.
+	FormatV1 = "tracectl.transcript/v1"
 	// Profile names the proposed profile this transcript implements. It is a
 	// proposal (TRACE v0.3 MCP transcript profile, not adopted); tracectl
 	// never claims conformance to an adopted standard.
@@ -25,6 +31,7 @@ const (
 	TypeResolution   = "resolution"
 	TypeRecovery     = "recovery"
 	TypeSeal         = "seal"
+	TypeFrame        = "frame"
 )
 
 // Durability and retention modes, recorded in the header.
@@ -37,6 +44,38 @@ const (
 	RetainDigest = "digest" // digests and lengths only
 )
 
+// Event is a decoded transcript line: one of *Header, *Protocol,
+// *SnapshotEvent, *Notification, *Attempt, *Observation, *Resolution,
+// *Recovery, *Seal or *Frame. The set is closed (the interface has an
+// unexported method), so a type switch over it can be exhaustive.
+type Event interface {
+	// LineSeq is the line's seq member.
+	LineSeq() int64
+	event()
+}
+
+func (e *Header) LineSeq() int64        { return e.Seq }
+func (e *Protocol) LineSeq() int64      { return e.Seq }
+func (e *SnapshotEvent) LineSeq() int64 { return e.Seq }
+func (e *Notification) LineSeq() int64  { return e.Seq }
+func (e *Attempt) LineSeq() int64       { return e.Seq }
+func (e *Observation) LineSeq() int64   { return e.Seq }
+func (e *Resolution) LineSeq() int64    { return e.Seq }
+func (e *Recovery) LineSeq() int64      { return e.Seq }
+func (e *Seal) LineSeq() int64          { return e.Seq }
+func (e *Frame) LineSeq() int64         { return e.Seq }
+
+func (*Header) event()        {}
+func (*Protocol) event()      {}
+func (*SnapshotEvent) event() {}
+func (*Notification) event()  {}
+func (*Attempt) event()       {}
+func (*Observation) event()   {}
+func (*Resolution) event()    {}
+func (*Recovery) event()      {}
+func (*Seal) event()          {}
+func (*Frame) event()         {}
+
 // Line is the part every transcript line shares.
 type Line struct {
 	Type string `json:"type"`
@@ -45,9 +84,12 @@ type Line struct {
 
 // Header is line 0.
 type Header struct {
-	Type             string           `json:"type"` // "header"
-	Seq              int64            `json:"seq"`  // 0
-	Format           string           `json:"format"`
+	Type   string `json:"type"` // "header"
+	Seq    int64  `json:"seq"`  // 0
+	Format string `json:"format"`
+	// FramesCommitted: every frame in either direction has exactly one line
+	// committing to it, numbered per direction (v2, a proxy's transcript).
+	FramesCommitted  bool             `json:"frames_committed,omitempty"`
 	Profile          string           `json:"profile"`
 	Canonicalization Canonicalization `json:"canonicalization"`
 	Merkle           string           `json:"merkle"`
@@ -161,6 +203,7 @@ type Notification struct {
 	RequestID *JSONRPCID `json:"request_id,omitempty"` // for cancelled: the request it names
 	AttemptID string     `json:"attempt_id,omitempty"` // for cancelled: the attempt that id matched, if any
 	Payload   Payload    `json:"payload"`
+	Frame     *int64     `json:"frame,omitempty"` // v2: the frame's index in its direction
 }
 
 // Attempt is one outbound tools/call attempt. It is durable before the
@@ -184,6 +227,7 @@ type Attempt struct {
 	RetryOf        string       `json:"retry_of,omitempty"`
 	RetryBasis     string       `json:"retry_basis,omitempty"` // caller_declared | inferred | continuation
 	Correlation    Correlation  `json:"correlation"`
+	Frame          *int64       `json:"frame,omitempty"` // v2: the request frame's index (client to server)
 }
 
 // AttemptProto is the protocol revision an attempt was sent under.
@@ -263,6 +307,7 @@ type Observation struct {
 	Terminator string   `json:"terminator,omitempty"` // with response: how the response line ended
 	Detail     string   `json:"detail,omitempty"`     // e.g. "server exited: signal: killed"
 	Basis      string   `json:"basis"`                // "producer_observation": not authenticated by the server
+	Frame      *int64   `json:"frame,omitempty"`      // v2, with response: the response frame's index (server to client)
 }
 
 // Resolution outcomes and reasons.
@@ -311,6 +356,41 @@ type Seal struct {
 	TransportFailures int64  `json:"transport_failures"`
 	Unknown           int64  `json:"unknown"`
 	Recovered         bool   `json:"recovered"`
+}
+
+// Frame dispositions: what the proxy did with a frame.
+const (
+	FrameForwarded = "forwarded" // passed on unchanged to the other peer
+	FrameRefused   = "refused"   // a client frame the gate did not understand: not forwarded, answered with an error
+	FrameWithheld  = "withheld"  // a server frame not delivered: the proxy had answered that id itself
+)
+
+// Frame kinds: what the gate read.
+const (
+	FrameRequest      = "request"
+	FrameNotification = "notification"
+	FrameResponse     = "response"
+	FrameUnread       = "unread" // not understood: rule says which gate rule it broke
+)
+
+// Frame commits to one frame that no attempt, response observation or
+// notification line commits to: every other request, notification and
+// response in either direction, a client frame the gate refused, a server
+// frame it could not read (v2).
+type Frame struct {
+	Type        string     `json:"type"` // "frame"
+	Seq         int64      `json:"seq"`
+	AtMs        int64      `json:"at_ms"`
+	Direction   string     `json:"direction"`   // "client_to_server" | "server_to_client"
+	Index       int64      `json:"index"`       // 0-based position of the frame in its direction
+	Disposition string     `json:"disposition"` // forwarded | refused | withheld
+	Kind        string     `json:"kind"`        // request | notification | response | unread
+	Method      string     `json:"method,omitempty"`
+	RPCID       *JSONRPCID `json:"jsonrpc_id,omitempty"`
+	AttemptID   string     `json:"attempt_id,omitempty"` // the in-flight attempt the protocol ties it to (progress token, response id)
+	Rule        string     `json:"rule,omitempty"`       // the gate rule, with kind unread
+	Payload     Payload    `json:"payload"`
+	Terminator  string     `json:"terminator"`
 }
 
 // Bundle layout (spec/transcript.md): a directory holding these files.

@@ -113,25 +113,8 @@ func (t *Reader) next() ([]byte, any, error) {
 
 // seqOf returns the seq member of a decoded event.
 func seqOf(ev any) int64 {
-	switch e := ev.(type) {
-	case *Header:
-		return e.Seq
-	case *Protocol:
-		return e.Seq
-	case *SnapshotEvent:
-		return e.Seq
-	case *Notification:
-		return e.Seq
-	case *Attempt:
-		return e.Seq
-	case *Observation:
-		return e.Seq
-	case *Resolution:
-		return e.Seq
-	case *Recovery:
-		return e.Seq
-	case *Seal:
-		return e.Seq
+	if e, ok := ev.(Event); ok {
+		return e.LineSeq()
 	}
 	return -1
 }

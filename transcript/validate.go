@@ -42,6 +42,8 @@ func validate(ev any) *invalid {
 		return e.validate()
 	case *Seal:
 		return e.validate()
+	case *Frame:
+		return e.validate()
 	}
 	return bad("unknown event %T", ev)
 }
@@ -129,7 +131,7 @@ func (h *Header) validate() *invalid {
 		return nil
 	}
 	return first(
-		unsupported("format", h.Format, Format),
+		h.validateFormat(),
 		unsupported("profile", h.Profile, Profile),
 		unsupported("merkle", h.Merkle, MerkleAlg),
 		unsupported("canonicalization.lines", h.Canonicalization.Lines, canon.PolicyV02ID),
@@ -142,6 +144,67 @@ func (h *Header) validate() *invalid {
 		h.Limits.validate(h.Durability),
 		nonneg("started_at_ms", h.StartedAtMs),
 	)
+}
+
+func (h *Header) validateFormat() *invalid {
+	switch h.Format {
+	case Format:
+		return nil
+	case FormatV1:
+		if h.FramesCommitted {
+			return bad("frames_committed is a %s member", Format)
+		}
+		return nil
+	}
+	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q and %q", bounded(h.Format), Format, FormatV1)}
+}
+
+func frameIndex(v *int64) *invalid {
+	if v != nil {
+		return nonneg("frame", *v)
+	}
+	return nil
+}
+
+func (f *Frame) validate() *invalid {
+	e := first(
+		event(f.Type, TypeFrame, f.Seq, f.AtMs),
+		oneOf("direction", f.Direction, ServerToClient, ClientToServer),
+		nonneg("index", f.Index),
+		oneOf("disposition", f.Disposition, FrameForwarded, FrameRefused, FrameWithheld),
+		oneOf("kind", f.Kind, FrameRequest, FrameNotification, FrameResponse, FrameUnread),
+		short("method", f.Method, MaxReportedBytes),
+		short("rule", f.Rule, MaxReportedBytes),
+		f.Payload.validate("payload"),
+		oneOf("terminator", f.Terminator, TermLF, TermCRLF, TermNone),
+	)
+	if e != nil {
+		return e
+	}
+	switch {
+	case f.Disposition == FrameRefused && f.Direction != ClientToServer:
+		return bad("only client frames are refused")
+	case f.Disposition == FrameWithheld && f.Direction != ServerToClient:
+		return bad("only server frames are withheld")
+	case (f.Kind == FrameUnread) != (f.Rule != ""):
+		return bad("rule is present iff kind is unread")
+	case f.Method != "" && f.Kind != FrameRequest && f.Kind != FrameNotification:
+		return bad("method belongs to requests and notifications")
+	case f.RPCID != nil && f.Kind != FrameRequest && f.Kind != FrameResponse:
+		return bad("jsonrpc_id belongs to requests and responses")
+	}
+	if f.RPCID != nil {
+		if e := f.RPCID.validate(); e != nil {
+			return e
+		}
+		if !f.RPCID.Present {
+			return bad("jsonrpc_id of a frame is present when given")
+		}
+	}
+	if f.AttemptID != "" {
+		return ident("attempt_id", f.AttemptID)
+	}
+	return nil
 }
 
 func (p *Producer) validate() *invalid {
@@ -255,6 +318,7 @@ func (n *Notification) validate() *invalid {
 		short("method", n.Method, MaxReportedBytes),
 		oneOf("direction", n.Direction, ServerToClient, ClientToServer),
 		n.Payload.validate("payload"),
+		frameIndex(n.Frame),
 	)
 	if e == nil && n.RequestID != nil {
 		e = n.RequestID.validate()
@@ -280,6 +344,7 @@ func (a *Attempt) validate() *invalid {
 		oneOf("terminator", a.Terminator, TermLF, TermCRLF, TermNone),
 		a.Snapshot.validate(),
 		a.Correlation.validate(),
+		frameIndex(a.Frame),
 	)
 	if e != nil {
 		return e
@@ -371,11 +436,15 @@ func (o *Observation) validate() *invalid {
 		oneOf("basis", o.Basis, BasisProducer),
 		short("result_type", o.ResultType, MaxReportedBytes),
 		short("detail", o.Detail, MaxDetailBytes),
+		frameIndex(o.Frame),
 	)
 	if e != nil {
 		return e
 	}
 	withResponse := o.Kind == ObsResponse || o.Kind == ObsLateResponse
+	if o.Frame != nil && !withResponse {
+		return bad("kind %s: frame belongs to responses", o.Kind)
+	}
 	if withResponse != (o.Response != nil) {
 		return bad("kind %s: response is present iff the kind is response or late_response", o.Kind)
 	}

@@ -124,7 +124,7 @@ func (g *generator) basicBundle(id string, edit func(*producer.Options)) (*bundl
 // cases returns every vector, in row order.
 func (g *generator) cases() ([]*vec, error) {
 	var out []*vec
-	for _, f := range []func() ([]*vec, error){g.row1, g.row2, g.row3, g.row4, g.row4canon, g.row5, g.row6, g.row7, g.row8, g.row9} {
+	for _, f := range []func() ([]*vec, error){g.row1, g.row2, g.row3, g.row4, g.row4canon, g.row5, g.row6, g.row7, g.row8, g.row9, g.frameVectors} {
 		vs, err := f()
 		if err != nil {
 			return nil, err

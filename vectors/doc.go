@@ -12,7 +12,7 @@
 //     spec/canonicalization.md.
 //   - Generate is deterministic: a fixed Ed25519 seed, a fixed clock and
 //     fixed entropy are its only inputs, and evidence is recorded through
-//     the real producer into memory. The committed vectors (testdata/v1,
+//     the real producer into memory. The committed vectors (testdata/v2,
 //     also compiled in: Embedded) are its output byte for byte, so a change
 //     to any format shows as a diff.
 //   - A faulted bundle that must still be validly signed is faulted before

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -94,6 +95,8 @@ type bundleCheck struct {
 	payloadBad  int64 // payload findings other than pass
 	commitOK    bool  // the commitment could be recomputed over every line
 	malformedAt int64 // first malformed line, or -1
+
+	fr frameState // the frame sequence (frames.go)
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -211,7 +214,10 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 	if !b.interpret {
 		return
 	}
+	b.frames(idx, ev)
 	switch e := ev.(type) {
+	case *transcript.Frame:
+		b.onFrame(e)
 	case *transcript.Protocol:
 		if e.Payload != nil {
 			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)
@@ -277,25 +283,8 @@ func claimsServerProof(line []byte) bool {
 }
 
 func seqOf(ev any) int64 {
-	switch e := ev.(type) {
-	case *transcript.Header:
-		return e.Seq
-	case *transcript.Protocol:
-		return e.Seq
-	case *transcript.SnapshotEvent:
-		return e.Seq
-	case *transcript.Notification:
-		return e.Seq
-	case *transcript.Attempt:
-		return e.Seq
-	case *transcript.Observation:
-		return e.Seq
-	case *transcript.Resolution:
-		return e.Seq
-	case *transcript.Recovery:
-		return e.Seq
-	case *transcript.Seal:
-		return e.Seq
+	if e, ok := ev.(transcript.Event); ok {
+		return e.LineSeq()
 	}
 	return -1
 }
@@ -454,7 +443,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 }
 
 func (b *bundleCheck) onNotification(n *transcript.Notification) {
-	if n.Method == "notifications/tools/list_changed" {
+	if n.Method == mcpwire.NotifyToolsListChanged {
 		b.lastChanged = n.Seq
 	}
 	if n.AttemptID != "" && !b.partial {
@@ -539,6 +528,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			fmt.Sprintf("%d payloads present with the committed digest and length", r.Counts.Payloads))
 	}
 	b.outcomes()
+	b.finishFrames()
 	if b.header != nil {
 		srv := b.header.Server
 		seen := "transport " + srv.Transport

@@ -146,8 +146,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	rec, err := producer.Open(o.bundle, producer.Options{
 		Clock: time.Now, Entropy: rand.Reader, FS: producer.OSFS{},
 		Durability: o.durability, Retention: o.retain, Producer: prod,
-		Server: server,
-		Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
+		Server:          server,
+		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
+		FramesCommitted: true,
 	})
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")

@@ -191,16 +191,16 @@ var benchModes = []benchMode{
 // nopSink records nothing: only for the forward-only diagnostic.
 type nopSink struct{}
 
-func (nopSink) Attempt(Call) (AttemptRef, error)          { return ref("a"), nil }
-func (nopSink) Response(AttemptRef, ResponseObs) error    { return nil }
-func (nopSink) Timeout(AttemptRef) error                  { return nil }
-func (nopSink) CancelSent(AttemptRef, []byte) error       { return nil }
-func (nopSink) TransportFailure(AttemptRef, string) error { return nil }
-func (nopSink) Protocol(ProtocolObs) error                { return nil }
-func (nopSink) ListPage([]byte, []byte, bool) error       { return nil }
-func (nopSink) ListChanged([]byte) error                  { return nil }
-func (nopSink) Oversized(string, string, int64) error     { return nil }
-func (nopSink) ClientGone(string) error                   { return nil }
+func (nopSink) Attempt(Call) (AttemptRef, error)             { return ref("a"), nil }
+func (nopSink) Response(AttemptRef, ResponseObs) error       { return nil }
+func (nopSink) Timeout(AttemptRef) error                     { return nil }
+func (nopSink) CancelSent(AttemptRef, NotificationObs) error { return nil }
+func (nopSink) TransportFailure(AttemptRef, string) error    { return nil }
+func (nopSink) Protocol(ProtocolObs) error                   { return nil }
+func (nopSink) ListPage([]byte, []byte, bool) error          { return nil }
+func (nopSink) ListChanged(NotificationObs) error            { return nil }
+func (nopSink) Frame(FrameObs) error                         { return nil }
+func (nopSink) ClientGone(string) error                      { return nil }
 
 func proxyPath(b testing.TB, srv string, m benchMode) *benchPath {
 	var sink Sink = nopSink{}
@@ -210,7 +210,7 @@ func proxyPath(b testing.TB, srv string, m benchMode) *benchPath {
 		rec, err = producer.Open(b.TempDir()+"/bench.trace", producer.Options{
 			Clock: time.Now, Entropy: rand.Reader, Durability: m.durability, Retention: m.retention,
 			Producer: transcript.Producer{Name: "tracectl-bench", Version: "test"},
-			Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: srv},
+			Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: srv}, FramesCommitted: true,
 		})
 		if err != nil {
 			b.Fatal(err)

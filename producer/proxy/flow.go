@@ -2,29 +2,36 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/transcript"
 )
 
-// clientToServer forwards client lines to the server, recording tools/call
-// attempts (durably, before forwarding), tools/list requests and
-// cancellations. It is the only writer of the server's stdin.
+// clientToServer reads client frames through the gate and forwards only
+// what it understood and committed: a tools/call after its attempt is
+// durable, any other frame after its line is written. A frame the gate
+// refuses is committed as refused, answered with an error and never
+// forwarded. It is the only writer of the server's stdin.
 func (s *session) clientToServer() error {
 	lr := newLineReader(s.cfg.ClientIn, s.cfg.MaxInterpret)
+	var index int64
 	for {
-		f, err := lr.next(func(b []byte) error { _, werr := s.serverIn.Write(b); return werr })
-		if f.streamed {
-			s.mu.Lock()
-			s.noteSinkErr(s.cfg.Sink.Oversized("client_to_server", f.digest, f.length))
-			s.mu.Unlock()
-		} else if f.data != nil {
-			if werr := s.fromClient(f.data); werr != nil {
+		sp := &spool{dir: s.cfg.SpoolDir}
+		f, err := lr.next(sp.write) // an oversized client frame is spooled for the record, never forwarded
+		if f.streamed || f.data != nil {
+			f.spool = sp
+			werr := s.fromClient(f, index)
+			sp.remove()
+			if werr != nil {
 				return werr
 			}
+			index++
 		}
 		if err != nil {
 			return err
@@ -32,33 +39,99 @@ func (s *session) clientToServer() error {
 	}
 }
 
-func (s *session) fromClient(line []byte) error {
+// spool holds a frame too long to keep in memory: created on its first
+// byte (exclusively, mode 0600), removed once the frame is committed and
+// delivered.
+type spool struct {
+	dir string
+	f   *os.File
+	err error
+}
+
+func (sp *spool) write(b []byte) error {
+	if sp.f == nil && sp.err == nil {
+		sp.f, sp.err = os.CreateTemp(sp.dir, "tracectl-frame-*")
+	}
+	if sp.err == nil {
+		_, sp.err = sp.f.Write(b)
+	}
+	return nil // a spool failure does not stop the reading: the frame is still hashed and committed
+}
+
+// body reads the first n bytes (the frame without its terminator), or is nil
+// when the spool failed.
+func (sp *spool) body(n int64) io.Reader {
+	if sp == nil || sp.f == nil || sp.err != nil {
+		return nil
+	}
+	return io.NewSectionReader(sp.f, 0, n)
+}
+
+func (sp *spool) remove() {
+	if sp != nil && sp.f != nil {
+		sp.f.Close()
+		os.Remove(sp.f.Name())
+	}
+}
+
+func (s *session) fromClient(f frame, index int64) error {
 	s.mu.Lock()
 	stopped := s.stopped
 	s.mu.Unlock()
 	if stopped {
 		return io.ErrClosedPipe
 	}
-	body, term := splitTerminator(line)
-	m := parseMessage(body, int64(s.cfg.MaxInterpret))
-	if m.kind == kindRequest || m.kind == kindNotification {
+	if f.streamed {
+		r := &mcpwire.Refusal{Rule: mcpwire.RuleTooLarge, ID: "null", Detail: strconv.FormatInt(f.length, 10) + " bytes, over the gate's limit of " + strconv.Itoa(s.cfg.MaxInterpret)}
+		s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: f.spool.body(f.length), Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}))
+		return s.refuse(r)
+	}
+	line := f.data
+	m, ref := mcpwire.Read(line)
+	if ref != nil {
+		s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}))
+		return s.refuse(ref)
+	}
+	if m.Kind != mcpwire.KindResponse {
 		s.noteEra(m)
 	}
+	idKey := m.IDText()
+	forwardFrame := func(attempt AttemptRef) bool {
+		err := s.cfg.Sink.Frame(FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded, Attempt: attempt})
+		if err != nil {
+			s.noteSinkErr(err)
+			if m.Kind == mcpwire.KindRequest {
+				_ = s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+			}
+			return false
+		}
+		return true
+	}
 	switch {
-	case m.kind == kindUnrecordableCall:
-		return s.refuse(m.idKey, m.why)
-	case m.kind == kindRequest && m.method == "tools/call":
+	case m.IsToolCall():
 		// The attempt is made durable before anything else: no session
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
-		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: term, msg: m})
+		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
 		if errors.Is(err, ErrUnrecordable) {
-			return s.refuse(m.idKey, err.Error())
+			// Read by the gate, refused by the recorder: committed as
+			// refused, never forwarded.
+			s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}))
+			if m.Kind == mcpwire.KindRequest {
+				return s.writeClient(errorLine(idKey, codeRefused, "tracectl: not forwarded: "+err.Error()))
+			}
+			return nil
 		}
 		if err != nil {
 			// Fail closed: not forwarded; the client learns why.
 			s.noteSinkErr(err)
-			return s.writeClient(errorLine(m.idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+			if m.Kind == mcpwire.KindRequest {
+				return s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+			}
+			return nil
+		}
+		if m.Kind == mcpwire.KindNotification {
+			break // a tools/call without an id: recorded, forwarded, no response to wait for
 		}
 		// A second call in flight under the same id is still its own
 		// attempt, but a response to that id can then belong to either:
@@ -67,45 +140,72 @@ func (s *session) fromClient(line []byte) error {
 		// forwarded, and the transcript shows two overlapping attempts
 		// with one id.
 		s.mu.Lock()
-		p := &pending{what: reqCall, ref: ref}
-		if first, dup := s.inflight[m.idKey]; dup && first.what == reqCall {
+		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params)}
+		if p.token != "" {
+			s.progress[p.token] = ref
+		}
+		if first, dup := s.inflight[idKey]; dup && first.what == reqCall {
 			if first.timer != nil {
 				first.timer.Stop()
 			}
 			first.conflict = append(first.conflict, ref)
 			first.unattributed = 1 + len(first.conflict)
 		} else {
-			s.inflight[m.idKey] = p
-			delete(s.answered, m.idKey)
+			s.inflight[idKey] = p
+			delete(s.answered, idKey)
 			if s.cfg.CallTimeout > 0 {
-				key := m.idKey
-				p.timer = time.AfterFunc(s.cfg.CallTimeout, func() { s.timeout(key, p) })
+				p.timer = time.AfterFunc(s.cfg.CallTimeout, func() { s.timeout(idKey, p) })
 			}
 		}
 		s.mu.Unlock()
-	case m.kind == kindRequest && m.method == "tools/list":
-		s.track(m.idKey, &pending{what: reqList, listReq: append([]byte(nil), line...)})
-	case m.kind == kindRequest && m.method == "initialize":
-		s.track(m.idKey, &pending{what: reqInit})
-	case m.kind == kindRequest && m.method == "server/discover":
-		s.track(m.idKey, &pending{what: reqDiscover})
-	case m.kind == kindNotification && m.method == "notifications/cancelled":
-		if rid, ok := m.params.Get("requestId"); ok {
-			key := string(rid.Raw())
-			s.mu.Lock()
-			if p, ok := s.inflight[key]; ok && p.what == reqCall && len(p.conflict) == 0 {
-				p.canceled = true
-				p.mu.Lock()
-				s.mu.Unlock()
-				s.noteSinkErr(s.cfg.Sink.CancelSent(p.ref, line))
-				p.mu.Unlock()
-			} else {
-				s.mu.Unlock()
+	case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
+		if !s.cancel(m, line, index) && !forwardFrame(nil) {
+			return nil
+		}
+	default:
+		var p *pending
+		if m.Kind == mcpwire.KindRequest {
+			switch m.Method {
+			case mcpwire.MethodToolsList:
+				p = &pending{what: reqList, listReq: append([]byte(nil), line...)}
+			case mcpwire.MethodInitialize:
+				p = &pending{what: reqInit}
+			case mcpwire.MethodDiscover:
+				p = &pending{what: reqDiscover}
 			}
+		}
+		if !forwardFrame(nil) {
+			return nil
+		}
+		if p != nil {
+			s.track(idKey, p)
 		}
 	}
 	_, err := s.serverIn.Write(line)
 	return err
+}
+
+// cancel commits a notifications/cancelled that names a call in flight (the
+// notification line and the unknown outcome it leaves); false when it names
+// none, so the caller commits it as a plain frame.
+func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
+	rid, ok := m.Params.Get("requestId")
+	if !ok {
+		return false
+	}
+	key := string(rid.Raw())
+	s.mu.Lock()
+	p, ok := s.inflight[key]
+	if !ok || p.what != reqCall || len(p.conflict) > 0 {
+		s.mu.Unlock()
+		return false
+	}
+	p.canceled = true
+	p.mu.Lock()
+	s.mu.Unlock()
+	s.noteSinkErr(s.cfg.Sink.CancelSent(p.ref, NotificationObs{Line: line, Msg: m, Index: index}))
+	p.mu.Unlock()
+	return true
 }
 
 func (s *session) track(key string, p *pending) {
@@ -127,39 +227,30 @@ func (s *session) timeout(key string, p *pending) {
 	s.noteSinkErr(s.cfg.Sink.Timeout(p.ref))
 }
 
-// refuse answers a tools/call the proxy will not forward because it cannot
-// record it exactly.
-func (s *session) refuse(idKey, why string) error {
-	if idKey == "" {
-		idKey = "null"
-	}
-	return s.writeClient(errorLine(idKey, codeUnrecordable, "tracectl: not forwarded: "+ErrUnrecordable.Error()+": "+why))
+// refuse answers a frame the gate refused, naming the rule it broke.
+func (s *session) refuse(r *mcpwire.Refusal) error {
+	return s.writeClient(errorLine(r.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(r.Rule)+"): "+r.Detail))
 }
 
-// serverToClient forwards server lines to the client, recording responses
-// (durably, before forwarding), tools/list pages and list_changed.
+// serverToClient commits every server frame before it is delivered:
+// responses to attempts durably (strict), the rest written to the journal.
+// A frame over the limit is spooled while it is hashed, committed, then
+// delivered from the spool.
 func (s *session) serverToClient(r io.Reader) error {
 	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
+	var index int64
 	for {
-		streaming := false
-		f, err := lr.next(func(b []byte) error {
-			if !streaming {
-				s.outMu.Lock() // held for the whole streamed line
-				streaming = true
-			}
-			return s.writeClientLocked(b)
-		})
-		if streaming {
-			s.outMu.Unlock()
-		}
+		sp := &spool{dir: s.cfg.SpoolDir}
+		f, err := lr.next(sp.write)
 		if f.streamed {
-			s.mu.Lock()
-			s.noteSinkErr(s.cfg.Sink.Oversized("server_to_client", f.digest, f.length))
-			s.mu.Unlock()
+			s.fromServerStreamed(f, index, sp)
+			sp.remove()
+			index++
 		} else if f.data != nil {
-			if werr := s.fromServer(f.data); werr != nil {
+			if werr := s.fromServer(f.data, index); werr != nil {
 				return werr
 			}
+			index++
 		}
 		if err != nil {
 			return err
@@ -167,10 +258,31 @@ func (s *session) serverToClient(r io.Reader) error {
 	}
 }
 
-func (s *session) fromServer(line []byte) error {
-	body, _ := splitTerminator(line)
-	m := parseMessage(body, int64(s.cfg.MaxInterpret))
-	forward, synth := s.observeServer(m, line)
+// fromServerStreamed commits a frame too long to read, then delivers it
+// from its spool.
+func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
+	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded})
+	if err != nil {
+		s.noteSinkErr(err)
+		return // never delivered uncommitted
+	}
+	if sp.f == nil || sp.err != nil {
+		s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
+		return
+	}
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if s.clientGone {
+		return
+	}
+	if _, err := io.Copy(s.cfg.ClientOut, io.NewSectionReader(sp.f, 0, 1<<62)); err != nil {
+		s.clientGone = true
+	}
+}
+
+func (s *session) fromServer(line []byte, index int64) error {
+	m, ref := mcpwire.Read(line)
+	forward, synth := s.observeServer(m, ref, line, index)
 	if synth != nil {
 		if err := s.writeClient(synth); err != nil {
 			return err
@@ -182,89 +294,118 @@ func (s *session) fromServer(line []byte) error {
 	return s.writeClient(line)
 }
 
-// observeServer records what a server line means and decides whether it is
-// forwarded (it always is, unless the proxy already answered the client for
-// that id, or the response could not be recorded).
-func (s *session) observeServer(m message, line []byte) (forward bool, synth []byte) {
-	s.mu.Lock()
-	switch m.kind {
-	case kindResponse:
-		p, ok := s.inflight[m.idKey]
-		if !ok {
-			break
+// observeServer commits a server frame and decides whether it is delivered
+// (it is, unless the proxy already answered the client for that id, or the
+// frame could not be committed).
+func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, line []byte, index int64) (forward bool, synth []byte) {
+	obs := FrameObs{Line: line, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded, Msg: m, Refusal: refusal}
+	commit := func() bool {
+		if err := s.cfg.Sink.Frame(obs); err != nil {
+			s.noteSinkErr(err)
+			return false
 		}
-		delete(s.inflight, m.idKey)
+		return obs.Disposition == transcript.FrameForwarded
+	}
+	if m == nil {
+		// Not understood: committed as read, and delivered, so the
+		// evidence shows what the client received.
+		return commit(), nil
+	}
+	s.mu.Lock()
+	switch m.Kind {
+	case mcpwire.KindResponse:
+		key := m.IDText()
+		p, ok := s.inflight[key]
+		if !ok {
+			if s.answered[key] {
+				obs.Disposition = transcript.FrameWithheld
+			}
+			s.mu.Unlock()
+			return commit(), nil
+		}
+		delete(s.inflight, key)
 		switch p.what {
 		case reqList:
-			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.hasErr))
+			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.Error.Valid()))
 		case reqInit:
-			if !m.hasErr {
-				v, name, ver := initializeInfo(m.result)
+			if !m.Error.Valid() {
+				v, name, ver := initializeInfo(m.Result)
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "legacy", Version: v, Source: "initialize_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 			}
 		case reqDiscover:
-			if !m.hasErr {
-				name, ver := discoverInfo(m.result)
+			if !m.Error.Valid() {
+				name, ver := discoverInfo(m.Result)
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: s.modernVer, Source: "discover_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 			}
 		case reqCall:
 			if len(p.conflict) > 0 {
-				// Ambiguous: forwarded, attributed to no attempt. The
-				// entry stays until as many responses as attempts came;
-				// the attempts stay unknown.
+				// Ambiguous: committed and forwarded, attributed to no
+				// attempt. The entry stays until as many responses as
+				// attempts came; the attempts stay unknown.
 				if p.unattributed--; p.unattributed > 0 {
-					s.inflight[m.idKey] = p
+					s.inflight[key] = p
 				}
 				break
 			}
 			if p.timer != nil {
 				p.timer.Stop()
 			}
-			obs := responseObs(m, line)
-			obs.Late = p.timedOut || p.canceled
-			answered := s.answered[m.idKey]
-			delete(s.answered, m.idKey)
+			if p.token != "" && s.progress[p.token] == p.ref {
+				delete(s.progress, p.token)
+			}
+			ro := responseObs(m, line, index)
+			ro.Late = p.timedOut || p.canceled
+			answered := s.answered[key]
+			delete(s.answered, key)
 			// The response's durable wait runs without the session lock
 			// (the client direction keeps recording attempts meanwhile);
 			// p.mu keeps it after any timeout or cancellation already
 			// decided for this attempt.
 			p.mu.Lock()
 			s.mu.Unlock()
-			err := s.cfg.Sink.Response(p.ref, obs)
+			err := s.cfg.Sink.Response(p.ref, ro)
 			p.mu.Unlock()
 			if err != nil {
-				// Fail closed: a response is never forwarded unrecorded;
+				// Fail closed: a response is never delivered uncommitted;
 				// the client gets an error naming the reason instead.
 				s.noteSinkErr(err)
-				return false, errorLine(m.idKey, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())
+				return false, errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())
 			}
 			return !answered, nil
 		}
-	case kindNotification:
-		if m.method == "notifications/tools/list_changed" {
-			s.noteSinkErr(s.cfg.Sink.ListChanged(append([]byte(nil), line...)))
+	case mcpwire.KindNotification:
+		switch m.Method {
+		case mcpwire.NotifyToolsListChanged:
+			s.mu.Unlock()
+			if err := s.cfg.Sink.ListChanged(NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
+				s.noteSinkErr(err)
+				return false, nil
+			}
+			return true, nil
+		case mcpwire.NotifyProgress:
+			obs.Attempt = s.progress[notificationToken(m.Params)]
 		}
 	}
 	s.mu.Unlock()
-	return true, nil
+	return commit(), nil
 }
 
-func responseObs(m message, line []byte) ResponseObs {
-	obs := ResponseObs{Line: line}
-	if m.hasErr {
+func responseObs(m *mcpwire.Message, line []byte, index int64) ResponseObs {
+	obs := ResponseObs{Line: line, Msg: m, Index: index}
+	if m.Error.Valid() {
 		obs.ResultType = "error"
-		if m.errNum.Valid() {
-			if v, err := strconv.ParseInt(string(m.errNum.Raw()), 10, 64); err == nil {
+		if c, ok := m.Error.Get("code"); ok {
+			if v, err := strconv.ParseInt(string(c.Raw()), 10, 64); err == nil {
 				obs.ErrorCode = &v
 			}
 		}
 		return obs
 	}
 	obs.ResultType = "complete" // a legacy result without resultType is complete
-	if rt, ok := str(m.result, "resultType"); ok {
+	if rt, ok := str(m.Result, "resultType"); ok {
 		obs.ResultType = rt
 	}
-	if ie, ok := m.result.Get("isError"); ok {
+	if ie, ok := m.Result.Get("isError"); ok {
 		obs.IsError, _ = ie.Bool()
 	}
 	return obs
@@ -272,40 +413,19 @@ func responseObs(m message, line []byte) ResponseObs {
 
 // noteEra: initialize means legacy; a request carrying the modern _meta
 // protocol version means modern.
-func (s *session) noteEra(m message) {
+func (s *session) noteEra(m *mcpwire.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m.method == "initialize" {
+	if m.Method == mcpwire.MethodInitialize {
 		s.era = "legacy"
 		return
 	}
-	if state, v := m.protocolState(); state == "present" && s.era == "" {
+	if state, v := protocolState(m); state == "present" && s.era == "" {
 		s.era = "modern"
 		s.modernVer = v
 		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: v, Source: "request_meta"}))
 	}
 }
-
-func initializeInfo(result canon.Value) (version, name, ver string) {
-	version, _ = str(result, "protocolVersion")
-	if si, ok := result.Get("serverInfo"); ok {
-		name, _ = str(si, "name")
-		ver, _ = str(si, "version")
-	}
-	return
-}
-
-func discoverInfo(result canon.Value) (name, ver string) {
-	if meta, ok := result.Get("_meta"); ok {
-		if si, ok := meta.Get(MetaServerInfo); ok {
-			name, _ = str(si, "name")
-			ver, _ = str(si, "version")
-		}
-	}
-	return
-}
-
-var _ = errors.New
 
 // progressReader notes when bytes last arrived, so draining a server that
 // has exited waits as long as output keeps flowing.

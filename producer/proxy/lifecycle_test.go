@@ -77,6 +77,9 @@ func (e *events) wait(t *testing.T, step string) {
 	}
 }
 
+// pingLine is a frame the gate forwards (the servers here only read a line).
+const pingLine = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+
 // never is a grace period no test waits out: a Run that returns while it
 // is pending was released by something else.
 const never = 24 * time.Hour
@@ -234,13 +237,13 @@ func TestServerLifecycle(t *testing.T) {
 		// step, so a loaded machine cannot turn its exit into a SIGTERM.
 		slow bool
 	}{
-		{name: "exits 3 on its own", body: "read line; exit 3", client: "x", code: 3, own: true, ended: EndServerExit, absent: []string{"sigterm"}},
-		{name: "killed by a signal", body: "read line; kill -9 $$", client: "x", code: 128 + 9, own: true, ended: EndServerExit},
+		{name: "exits 3 on its own", body: "read line; exit 3", client: pingLine, code: 3, own: true, ended: EndServerExit, absent: []string{"sigterm"}},
+		{name: "killed by a signal", body: "read line; kill -9 $$", client: pingLine, code: 128 + 9, own: true, ended: EndServerExit},
 		{name: "exits on stdin close", body: "cat >/dev/null; exit 1", code: 1, own: false, ended: EndClientEOF, absent: []string{"sigterm"}, slow: true},
 		{name: "ignores stdin close, obeys SIGTERM", body: "while :; do sleep 1; done", code: 128 + 15, ended: EndClientEOF, steps: []string{"sigterm"}},
 		{name: "ignores stdin close and SIGTERM", body: "trap '' TERM; while :; do sleep 1; done", code: 128 + 9, ended: EndClientEOF, steps: []string{"sigterm", "sigkill"}},
 		{name: "leaves a grandchild holding stdout", body: "sleep 1000 & cat >/dev/null", code: 0, ended: EndClientEOF, steps: []string{"group sigterm"}, absent: []string{"drain cut", "sigterm"}, slow: true},
-		{name: "exits on its own, grandchild ignoring SIGTERM", body: "mkfifo ready; (trap '' TERM; echo > ready; exec sleep 1000) & read x < ready; read line; exit 0", client: "x", code: 0, own: true, ended: EndServerExit, steps: []string{"group sigterm", "group sigkill"}},
+		{name: "exits on its own, grandchild ignoring SIGTERM", body: "mkfifo ready; (trap '' TERM; echo > ready; exec sleep 1000) & read x < ready; read line; exit 0", client: pingLine, code: 0, own: true, ended: EndServerExit, steps: []string{"group sigterm", "group sigkill"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script, pidfile := shServer(t, tc.body)

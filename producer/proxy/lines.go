@@ -7,26 +7,32 @@ import (
 	"errors"
 	"hash"
 	"io"
+
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
-// MaxInterpretBytes bounds how much of one line the proxy holds in memory to
-// read it. A longer line is still forwarded unchanged, streamed, and
-// committed by digest and length only; it is not interpreted.
-const MaxInterpretBytes = 64 << 20
+// MaxInterpretBytes bounds how much of one frame the proxy holds in memory
+// to read it: the gate's limit. A longer client frame is refused (read to
+// its end, hashed, never forwarded); a longer server frame is spooled and
+// hashed as it streams, committed by digest and length, then delivered.
+const MaxInterpretBytes = mcpwire.MaxFrameBytes
 
-// frame is one line read from a peer: the exact bytes including the
-// terminator (if any), or, for a line over MaxInterpretBytes, only its
-// digest and length (the bytes were streamed to the other side already).
+// frame is one line read from a peer: its exact bytes including the
+// terminator (if any), or, for a line over the limit, what the streamed
+// bytes were (their digest and length without the terminator, and the
+// terminator).
 type frame struct {
 	data     []byte // nil when streamed
 	streamed bool
-	digest   string
-	length   int64
+	digest   string // streamed: sha256:<hex> of the bytes without the terminator
+	length   int64  // streamed: their length
+	term     string // streamed: the terminator
+	spool    *spool // streamed: where its bytes are, when they could be spooled
 }
 
-// lineReader reads lines of any length. Lines up to the interpret limit are
-// returned whole; longer lines are written through to `through` as they are
-// read, while being hashed.
+// lineReader reads lines of any length. Lines up to the limit are returned
+// whole; the bytes of a longer line are handed to `over` as they are read,
+// while being hashed.
 type lineReader struct {
 	r     *bufio.Reader
 	limit int
@@ -37,48 +43,83 @@ func newLineReader(r io.Reader, limit int) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit, h: sha256.New()}
 }
 
-// next returns the next frame. For a line over the limit it forwards the
-// bytes to through (under lock) as they arrive. io.EOF means no more bytes.
-func (lr *lineReader) next(through func([]byte) error) (frame, error) {
+// next returns the next frame. For a line over the limit it passes the
+// bytes to over as they arrive (over may be nil: they are then only
+// hashed). io.EOF means no more bytes.
+func (lr *lineReader) next(over func([]byte) error) (frame, error) {
 	var buf []byte
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
-		if len(buf)+len(chunk) > lr.limit {
-			return lr.stream(buf, chunk, err, through)
+		if len(buf)+len(chunk) > lr.limit+2 { // the terminator is not counted
+			return lr.stream(buf, chunk, err, over)
 		}
 		buf = append(buf, chunk...)
 		switch {
 		case err == nil:
-			return frame{data: buf, length: int64(len(buf))}, nil
+			if body, _ := mcpwire.SplitTerminator(buf); len(body) > lr.limit {
+				return lr.streamed(buf, over)
+			}
+			return frame{data: buf}, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF):
 			if len(buf) == 0 {
 				return frame{}, io.EOF
 			}
-			return frame{data: buf, length: int64(len(buf))}, nil // last line without terminator
+			if len(buf) > lr.limit {
+				return lr.streamed(buf, over)
+			}
+			return frame{data: buf}, nil // last line without terminator
 		default:
 			if len(buf) > 0 {
-				return frame{data: buf, length: int64(len(buf))}, err
+				return frame{data: buf}, err
 			}
 			return frame{}, err
 		}
 	}
 }
 
-func (lr *lineReader) stream(buf, chunk []byte, err error, through func([]byte) error) (frame, error) {
-	lr.h.Reset()
-	n := int64(0)
-	write := func(b []byte) error {
-		lr.h.Write(b)
-		n += int64(len(b))
-		return through(b)
+// streamed reports a whole line already in memory that is over the limit
+// (only by the few bytes the terminator allowance let through) the way a
+// streamed one is reported.
+func (lr *lineReader) streamed(buf []byte, over func([]byte) error) (frame, error) {
+	body, term := mcpwire.SplitTerminator(buf)
+	if over != nil {
+		if err := over(buf); err != nil {
+			return frame{}, err
+		}
 	}
-	if werr := write(buf); werr != nil {
+	sum := sha256.Sum256(body)
+	return frame{streamed: true, digest: "sha256:" + hex.EncodeToString(sum[:]), length: int64(len(body)), term: term}, nil
+}
+
+// stream hashes (and hands to over) a line too long to hold, to its end.
+// The hash covers the bytes without the terminator: the last two bytes
+// seen are held back until the line ends.
+func (lr *lineReader) stream(buf, chunk []byte, err error, over func([]byte) error) (frame, error) {
+	lr.h.Reset()
+	var n int64
+	var tail []byte // at most two bytes not yet hashed
+	feed := func(b []byte) error {
+		if over != nil {
+			if werr := over(b); werr != nil {
+				return werr
+			}
+		}
+		all := append(tail, b...)
+		if len(all) > 2 {
+			lr.h.Write(all[:len(all)-2])
+			n += int64(len(all) - 2)
+			all = all[len(all)-2:]
+		}
+		tail = append([]byte(nil), all...)
+		return nil
+	}
+	if werr := feed(buf); werr != nil {
 		return frame{}, werr
 	}
 	for {
-		if werr := write(chunk); werr != nil {
+		if werr := feed(chunk); werr != nil {
 			return frame{}, werr
 		}
 		if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
@@ -86,7 +127,10 @@ func (lr *lineReader) stream(buf, chunk []byte, err error, through func([]byte) 
 		}
 		chunk, err = lr.r.ReadSlice('\n')
 	}
-	f := frame{streamed: true, length: n, digest: "sha256:" + hex.EncodeToString(lr.h.Sum(nil))}
+	body, term := mcpwire.SplitTerminator(tail)
+	lr.h.Write(body)
+	n += int64(len(body))
+	f := frame{streamed: true, length: n, term: term, digest: "sha256:" + hex.EncodeToString(lr.h.Sum(nil))}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return f, err
 	}

@@ -122,9 +122,15 @@ func TestLegacySessionRecordsInOrder(t *testing.T) {
 	}
 	got := strings.Join(sink.log(), "\n")
 	want := strings.Join([]string{
+		"frame client_to_server forwarded request",
 		"protocol legacy 2025-11-25",
+		"frame server_to_client forwarded response",
+		"frame client_to_server forwarded request",
 		"page " + itoa(len(listLine)+1) + " " + itoa(len(page1)),
+		"frame server_to_client forwarded response",
+		"frame client_to_server forwarded request",
 		"page",
+		"frame server_to_client forwarded response",
 		"attempt a1",
 		"response a1 complete late=false",
 	}, "\n")
@@ -214,8 +220,8 @@ func TestExactIDsMatchResponses(t *testing.T) {
 		t.Fatalf("attempts %d responses %d, want %d each", len(sink.attempts), len(sink.responses), len(ids))
 	}
 	for i, a := range sink.attempts {
-		if a.msg.id.Text != ids[i] {
-			t.Errorf("attempt %d id text = %q, want %q", i, a.msg.id.Text, ids[i])
+		if a.Msg.IDText() != ids[i] {
+			t.Errorf("attempt %d id text = %q, want %q", i, a.Msg.IDText(), ids[i])
 		}
 	}
 }
@@ -255,7 +261,7 @@ func TestConflictingIDsAreNotGuessed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(sink.log(), ";"); got != "attempt a1;attempt a2" {
+	if got := strings.Join(sink.log(), ";"); got != "attempt a1;attempt a2;frame server_to_client forwarded response;frame server_to_client forwarded response" {
 		t.Fatalf("sink log = %q, want two attempts and no attributed response", got)
 	}
 	if res.TransportFailures != 0 || len(res.InFlight) != 0 {
@@ -275,25 +281,40 @@ func TestUnrecordableCallsAreRefused(t *testing.T) {
 		{"{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"raw-0000\",\"arguments\":{\"s\":\"\xff\"}}}", "12"},
 		{`{"jsonrpc":"2.0","id":13,"id":14,"method":"tools/call","params":{"name":"raw-0000"}}`, "null"},
 		{`{"jsonrpc":"2.0","id":15,"method":"ping","method":"tools/call","params":{"name":"raw-0000"}}`, "15"},
+		{`{"jsonrpc":"2.0","id":17,"Method":"tools/call","params":{"name":"raw-0000"}}`, "17"},
 	}
 	for _, tc := range cases {
 		c.send(tc.line)
 		got := c.recv()
-		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+tc.wantID+`,"error":{"code":-32600,`) || !strings.Contains(got, "cannot be recorded exactly") {
+		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+tc.wantID+`,"error":{"code":-32600,`) || !strings.Contains(got, "refused by the recorder's gate") {
 			t.Fatalf("for %q the client got %s", tc.line, got)
 		}
 	}
-	// The session goes on, and a line that is not a tools/call is still
-	// forwarded even when it is not strict JSON.
+	// A line that is not a tools/call is refused too when it is not
+	// strict JSON (the gate does not guess what a lenient server reads),
+	// and the session goes on.
 	c.send("{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"ping\",\"params\":{\"s\":\"\xff\"}}")
-	if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":16,`) {
+	if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":16,"error":{"code":-32600,`) {
+		t.Fatalf("non-UTF-8 ping: %s", got)
+	}
+	c.send(`{"jsonrpc":"2.0","id":18,"method":"ping"}`)
+	if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":18,"result"`) {
 		t.Fatalf("ping after the refusals: %s", got)
 	}
 	if _, err := c.finish(); err != nil {
 		t.Fatalf("Run: %v (a refusal is not an audit failure)", err)
 	}
-	if got := sink.log(); len(got) != 0 {
-		t.Fatalf("sink log = %q, want nothing recorded", got)
+	var refusedN int
+	for _, e := range sink.log() {
+		if strings.HasPrefix(e, "attempt") {
+			t.Errorf("an attempt was recorded for a refused frame: %q", sink.log())
+		}
+		if strings.Contains(e, " refused ") {
+			refusedN++
+		}
+	}
+	if refusedN != len(cases)+1 {
+		t.Errorf("%d refused frames committed, want %d: %q", refusedN, len(cases)+1, sink.log())
 	}
 }
 

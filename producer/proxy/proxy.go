@@ -25,56 +25,6 @@ import (
 	"time"
 )
 
-// Sink receives observations. Implementations make them durable according
-// to their durability mode before returning.
-type Sink interface {
-	// Attempt records a tools/call attempt before it is forwarded.
-	Attempt(c Call) (AttemptRef, error)
-	// Response records the response to an attempt before it is forwarded.
-	Response(a AttemptRef, r ResponseObs) error
-	// Timeout, CancelSent and TransportFailure record an unknown outcome.
-	Timeout(a AttemptRef) error
-	CancelSent(a AttemptRef, line []byte) error
-	TransportFailure(a AttemptRef, detail string) error
-	// Protocol records an era/revision observation.
-	Protocol(p ProtocolObs) error
-	// ListPage hands a tools/list request and its response to snapshot
-	// collection; ListChanged reports notifications/tools/list_changed.
-	ListPage(request, response []byte, isError bool) error
-	ListChanged(line []byte) error
-	// Oversized records a frame too long to interpret (forwarded unchanged).
-	Oversized(direction string, digest string, length int64) error
-	// ClientGone records, once, that a write to the client failed (it
-	// closed its end or died): the proxy stops writing to it and goes on
-	// recording what the server sends.
-	ClientGone(detail string) error
-}
-
-// AttemptRef identifies a recorded attempt.
-type AttemptRef interface{ AttemptID() string }
-
-// Call is what the proxy knows about a tools/call request.
-type Call struct {
-	Line       []byte // exact bytes including the terminator
-	Terminator string // "lf" | "crlf" | "none"
-	msg        message
-}
-
-// ResponseObs is a response to an attempt.
-type ResponseObs struct {
-	Line       []byte
-	ResultType string // complete | input_required | <ext> | "error"
-	IsError    bool
-	ErrorCode  *int64
-	Late       bool // after a timeout or cancellation
-}
-
-// ProtocolObs is an era observation.
-type ProtocolObs struct {
-	Era, Version, Source, ServerName, ServerVersion string
-	Line                                            []byte
-}
-
 // Config configures a proxy run.
 type Config struct {
 	Command string
@@ -100,9 +50,14 @@ type Config struct {
 	// "sigkill", "group sigterm", "group sigkill", "drain cut", "done"),
 	// so tests synchronize on events rather than on sleeps.
 	Event func(step string)
-	// MaxInterpret bounds the bytes of one line held in memory to read it
-	// (default MaxInterpretBytes). Longer lines are streamed through.
+	// MaxInterpret bounds the bytes of one frame held in memory to read it
+	// (default, and at most, MaxInterpretBytes). A longer client frame is
+	// refused; a longer server frame is spooled, committed, then delivered.
 	MaxInterpret int
+	// SpoolDir is where a server frame over MaxInterpret is spooled while
+	// it is hashed and committed (default os.TempDir()). The spool file is
+	// created exclusively, mode 0600, and removed once delivered.
+	SpoolDir string
 }
 
 // Result summarizes a run.
@@ -156,7 +111,8 @@ type pending struct {
 	// conflict holds further attempts sent under this id while it was in
 	// flight: responses to the id are then not attributed to any of them.
 	conflict     []AttemptRef
-	unattributed int // responses still expected for a conflicted id
+	unattributed int    // responses still expected for a conflicted id
+	token        string // exact text of the call's _meta.progressToken, or ""
 }
 
 type session struct {
@@ -166,7 +122,8 @@ type session struct {
 	clientGone bool       // a write to the client failed: keep recording, stop writing (guarded by outMu)
 	outMu      sync.Mutex // serializes whole lines written to the client; never held while taking mu
 	inflight   map[string]*pending
-	answered   map[string]bool // ids the proxy answered itself (late responses are then not forwarded)
+	answered   map[string]bool       // ids the proxy answered itself (late responses are then not forwarded)
+	progress   map[string]AttemptRef // progress token text -> the in-flight call that carries it
 	clientOut  io.Writer
 	serverIn   io.WriteCloser
 	era        string
@@ -243,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.KillAfter == 0 {
 		cfg.KillAfter = DefaultKillAfter
 	}
-	if cfg.MaxInterpret <= 0 {
+	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
 		cfg.MaxInterpret = MaxInterpretBytes
 	}
 	if cfg.After == nil {
@@ -302,7 +259,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Started != nil {
 		cfg.Started(cmd.Process.Pid)
 	}
-	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, clientOut: cfg.ClientOut, serverIn: serverIn}
+	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{}, clientOut: cfg.ClientOut, serverIn: serverIn}
 
 	exited := make(chan struct{})
 	var waitErr error
@@ -543,9 +500,9 @@ func (n notifySink) Response(a AttemptRef, r ResponseObs) error {
 	return n.Sink.Response(a, r)
 }
 
-func (n notifySink) CancelSent(a AttemptRef, line []byte) error {
+func (n notifySink) CancelSent(a AttemptRef, o NotificationObs) error {
 	defer n.wake()
-	return n.Sink.CancelSent(a, line)
+	return n.Sink.CancelSent(a, o)
 }
 
 func (n notifySink) TransportFailure(a AttemptRef, detail string) error {
@@ -623,7 +580,7 @@ func errorLine(idText string, code int, msg string) []byte {
 const (
 	codeAuditUnavailable = -32091 // not forwarded: evidence could not be made durable
 	codeTransportFailure = -32092 // the server went away with the call in flight
-	codeUnrecordable     = -32600 // Invalid Request: a tools/call the proxy cannot record exactly, not forwarded
+	codeRefused          = -32600 // Invalid Request: a frame the gate refused, not forwarded
 )
 
 func reasonOf(code int) string {
@@ -632,8 +589,8 @@ func reasonOf(code int) string {
 		return "audit_unavailable"
 	case codeTransportFailure:
 		return "transport_failure"
-	case codeUnrecordable:
-		return "unrecordable"
+	case codeRefused:
+		return "refused"
 	}
 	return "other"
 }

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/transcript"
 )
 
 // memSink records what the proxy reports. It is a test double for the
@@ -21,6 +24,8 @@ type memSink struct {
 	responses []ResponseObs
 	events    []string
 	failNext  error
+	next      map[string]int64 // per direction: the frame index expected next
+	gaps      []string         // frame indexes out of order
 }
 
 type ref string
@@ -35,6 +40,13 @@ func (s *memSink) Attempt(c Call) (AttemptRef, error) {
 	}
 	c.Line = append([]byte(nil), c.Line...)
 	s.attempts = append(s.attempts, c)
+	if s.next == nil {
+		s.next = map[string]int64{}
+	}
+	if c.Index != s.next[transcript.ClientToServer] {
+		s.gaps = append(s.gaps, fmt.Sprintf("attempt: frame %d, want %d", c.Index, s.next[transcript.ClientToServer]))
+	}
+	s.next[transcript.ClientToServer] = c.Index + 1
 	id := fmt.Sprintf("a%d", len(s.attempts))
 	s.events = append(s.events, "attempt "+id)
 	return ref(id), nil
@@ -47,6 +59,13 @@ func (s *memSink) Response(a AttemptRef, r ResponseObs) error {
 	}
 	r.Line = append([]byte(nil), r.Line...)
 	s.responses = append(s.responses, r)
+	if s.next == nil {
+		s.next = map[string]int64{}
+	}
+	if r.Index != s.next[transcript.ServerToClient] {
+		s.gaps = append(s.gaps, fmt.Sprintf("response: frame %d, want %d", r.Index, s.next[transcript.ServerToClient]))
+	}
+	s.next[transcript.ServerToClient] = r.Index + 1
 	s.events = append(s.events, fmt.Sprintf("response %s %s late=%v", a.AttemptID(), r.ResultType, r.Late))
 	return nil
 }
@@ -57,7 +76,8 @@ func (s *memSink) add(e string) error {
 	return nil
 }
 func (s *memSink) Timeout(a AttemptRef) error { return s.add("timeout " + a.AttemptID()) }
-func (s *memSink) CancelSent(a AttemptRef, _ []byte) error {
+func (s *memSink) CancelSent(a AttemptRef, n NotificationObs) error {
+	s.frame(transcript.ClientToServer, n.Index)
 	return s.add("cancel " + a.AttemptID())
 }
 func (s *memSink) TransportFailure(a AttemptRef, d string) error {
@@ -67,9 +87,32 @@ func (s *memSink) Protocol(p ProtocolObs) error { return s.add("protocol " + p.E
 func (s *memSink) ListPage(req, resp []byte, isErr bool) error {
 	return s.add(fmt.Sprintf("page %d %d", len(req), len(resp)))
 }
-func (s *memSink) ListChanged([]byte) error { return s.add("list_changed") }
-func (s *memSink) Oversized(dir, digest string, n int64) error {
-	return s.add(fmt.Sprintf("oversized %s %d", dir, n))
+func (s *memSink) ListChanged(n NotificationObs) error {
+	s.frame(transcript.ServerToClient, n.Index)
+	return s.add("list_changed")
+}
+func (s *memSink) Frame(f FrameObs) error {
+	s.frame(f.Direction, f.Index)
+	switch {
+	case f.Line == nil:
+		return s.add(fmt.Sprintf("streamed %s %s %d", f.Direction, f.Disposition, f.Length))
+	case f.Refusal != nil:
+		return s.add(fmt.Sprintf("frame %s %s %s", f.Direction, f.Disposition, f.Refusal.Rule))
+	}
+	return s.add(fmt.Sprintf("frame %s %s %s", f.Direction, f.Disposition, f.Msg.Kind))
+}
+
+// frame notes a frame index; indexes must come in order, per direction.
+func (s *memSink) frame(dir string, i int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = map[string]int64{}
+	}
+	if i != s.next[dir] {
+		s.gaps = append(s.gaps, fmt.Sprintf("%s: frame %d, want %d", dir, i, s.next[dir]))
+	}
+	s.next[dir] = i + 1
 }
 
 func (s *memSink) ClientGone(detail string) error { return s.add("client_gone") }
@@ -80,32 +123,48 @@ func (s *memSink) log() []string {
 	return append([]string(nil), s.events...)
 }
 
-// TestByteTransparencyThroughCat runs `cat` as the "server": every line the
-// client sends comes back, so the client must receive exactly the bytes it
-// sent, including lines no JSON parser accepts.
-func TestByteTransparencyThroughCat(t *testing.T) {
+// TestGateThroughCat runs `cat` as the "server": every line forwarded comes
+// straight back. Frames the gate understood reach the server (and so come
+// back) byte for byte, in order; frames it refused never reach it and are
+// answered with an error naming the rule; a frame over the limit is refused
+// from the client, and a server frame over the limit is spooled, committed
+// and delivered byte for byte.
+func TestGateThroughCat(t *testing.T) {
 	cat, err := exec.LookPath("cat")
 	if err != nil {
 		t.Skip("cat not found: cannot run the transparency peer")
 	}
-	big := bytes.Repeat([]byte("x"), 20<<20)
-	const interpret = 21 << 20 // holds the 20 MiB line; the next one is streamed
+	const interpret = 1 << 20
+	big := bytes.Repeat([]byte("x"), interpret-200)
 	huge := bytes.Repeat([]byte("y"), interpret+10)
+	accepted := []string{
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}` + "\r\n",
+		`{"jsonrpc":"2.0","method":"note","params":{"s":"` + string(big) + `"}}` + "\n",
+	}
+	refused := []struct {
+		line string
+		rule mcpwire.Rule
+	}{
+		{`{not json at all` + "\n", mcpwire.RuleInvalidJSON},
+		{"{\"jsonrpc\":\"2.0\",\"bad\":\"\xff\xfe\"}\n", mcpwire.RuleInvalidJSON},
+		{`{"jsonrpc":"2.0","id":2,"id":3,"method":"x"}` + "\n", mcpwire.RuleDuplicateMember},
+		{string(huge) + "\n", mcpwire.RuleTooLarge},
+		{`{"jsonrpc":"2.0","id":-0,"method":"ping"}`, mcpwire.RuleUnterminated}, // no terminator at EOF
+	}
 	var in bytes.Buffer
-	in.WriteString(`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n")
-	in.WriteString(`{not json at all` + "\n")
-	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}` + "\r\n")
-	in.WriteString("{\"bad\":\"\xff\xfe\"}\n")
-	in.WriteString(`{"jsonrpc":"2.0","id":2,"id":3,"method":"x"}` + "\n")
-	in.WriteString(`{"jsonrpc":"2.0","method":"note","params":{"s":"`)
-	in.Write(big)
-	in.WriteString(`"}` + "\n")
-	in.Write(huge)
-	in.WriteString("\n")
-	in.WriteString(`{"jsonrpc":"2.0","id":-0,"method":"ping"}`) // no terminator at EOF
-	want := append([]byte(nil), in.Bytes()...)
+	var want []byte
+	for i := range max(len(accepted), len(refused)) {
+		if i < len(accepted) {
+			in.WriteString(accepted[i])
+			want = append(want, accepted[i]...)
+		}
+		if i < len(refused) {
+			in.WriteString(refused[i].line)
+		}
+	}
 
-	var out bytes.Buffer
+	var out lockedBuf
 	sink := &memSink{}
 	res, err := Run(context.Background(), Config{
 		Command: cat, ClientIn: &in, ClientOut: &out, ServerErr: io.Discard, Sink: sink,
@@ -114,22 +173,82 @@ func TestByteTransparencyThroughCat(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Fatalf("client received %d bytes (sha256 %x), sent %d (sha256 %x)", out.Len(), sha256.Sum256(out.Bytes()), len(want), sha256.Sum256(want))
+	// Split what the client got into the proxy's refusals and the echo.
+	var echo []byte
+	var refusals []string
+	for _, l := range bytes.SplitAfter(out.Bytes(), []byte("\n")) {
+		if bytes.Contains(l, []byte("frame refused by the recorder's gate")) {
+			refusals = append(refusals, string(l))
+			continue
+		}
+		echo = append(echo, l...)
+	}
+	if !bytes.Equal(echo, want) {
+		t.Fatalf("server echoed %d bytes (sha256 %x), want the %d accepted bytes (sha256 %x)", len(echo), sha256.Sum256(echo), len(want), sha256.Sum256(want))
+	}
+	if len(refusals) != len(refused) {
+		t.Fatalf("%d refusals, want %d: %q", len(refusals), len(refused), refusals)
+	}
+	for i, r := range refused {
+		if !strings.Contains(refusals[i], "("+string(r.rule)+")") || !strings.Contains(refusals[i], `"code":-32600`) {
+			t.Errorf("refusal %d = %q, want rule %s", i, refusals[i], r.rule)
+		}
 	}
 	if len(res.InFlight) != 0 || res.TransportFailures != 0 {
 		t.Errorf("in flight at end = %d, transport failures %d, want 0, 0", len(res.InFlight), res.TransportFailures)
 	}
-	// The over-limit line was streamed in both directions and committed by
-	// digest and length only.
-	var oversized []string
+	if len(sink.gaps) != 0 {
+		t.Errorf("frame indexes out of order: %q", sink.gaps)
+	}
+	var frames []string
 	for _, e := range sink.log() {
-		if strings.HasPrefix(e, "oversized") {
-			oversized = append(oversized, e)
+		if strings.HasPrefix(e, "frame client") || strings.HasPrefix(e, "streamed") {
+			frames = append(frames, e)
 		}
 	}
-	wantOver := []string{fmt.Sprintf("oversized client_to_server %d", len(huge)+1), fmt.Sprintf("oversized server_to_client %d", len(huge)+1)}
-	if strings.Join(oversized, ";") != strings.Join(wantOver, ";") {
-		t.Errorf("oversized records = %q, want %q", oversized, wantOver)
+	wantFrames := []string{
+		"frame client_to_server forwarded request", "frame client_to_server refused invalid_json",
+		"frame client_to_server forwarded request", "frame client_to_server refused invalid_json",
+		"frame client_to_server forwarded notification", "frame client_to_server refused duplicate_member",
+		fmt.Sprintf("streamed client_to_server refused %d", len(huge)),
+		"frame client_to_server refused unterminated",
+	}
+	if strings.Join(frames, "; ") != strings.Join(wantFrames, "; ") {
+		t.Errorf("client frames committed:\n%s\nwant\n%s", strings.Join(frames, "\n"), strings.Join(wantFrames, "\n"))
+	}
+}
+
+// TestStreamedServerFrame: a server frame over the limit is spooled,
+// committed by digest and length (of the bytes without the terminator),
+// then delivered byte for byte.
+func TestStreamedServerFrame(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("sh not found")
+	}
+	const interpret = 1 << 20
+	// The "server" writes one line of interpret+5000 bytes and a normal
+	// notification after it.
+	script := fmt.Sprintf(`head -c %d /dev/zero | tr '\0' 'z'; printf '\r\n{"jsonrpc":"2.0","method":"notifications/message"}\n'`, interpret+5000)
+	var out lockedBuf
+	sink := &memSink{}
+	_, err = Run(context.Background(), Config{
+		Command: sh, Args: []string{"-c", script}, ClientIn: strings.NewReader(""), ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	body := bytes.Repeat([]byte("z"), interpret+5000)
+	want := append(append(append([]byte(nil), body...), "\r\n"...), `{"jsonrpc":"2.0","method":"notifications/message"}`+"\n"...)
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("client got %d bytes, want %d", len(out.Bytes()), len(want))
+	}
+	log := strings.Join(sink.log(), "; ")
+	if !strings.Contains(log, fmt.Sprintf("streamed server_to_client forwarded %d", len(body))) || !strings.Contains(log, "frame server_to_client forwarded notification") {
+		t.Errorf("committed: %s", log)
+	}
+	if len(sink.gaps) != 0 {
+		t.Errorf("frame indexes out of order: %q", sink.gaps)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -23,12 +24,15 @@ type RecordingSink struct {
 	mu         sync.Mutex
 	coll       *snapshot.Collector
 	proto      producer.Protocol // latest protocol observation, for snapshot manifests
-	oversized  int64
-	unreadable int64 // tools/list requests snapshot collection could not read
+	oversized  int64             // frames over the gate's limit
+	refused    int64             // client frames the gate refused
+	unreadable int64             // tools/list requests snapshot collection could not read
 }
 
-// NewRecordingSink returns a Sink over rec. captureID mints snapshot capture
-// ids from the caller's entropy (snapshot.NewCaptureID).
+// NewRecordingSink returns a Sink over rec, which must have been opened with
+// producer.Options.FramesCommitted (the proxy commits every frame).
+// captureID mints snapshot capture ids from the caller's entropy
+// (snapshot.NewCaptureID).
 func NewRecordingSink(rec *producer.Recorder, captureID func() (string, error), limits snapshot.Limits) *RecordingSink {
 	return &RecordingSink{rec: rec, captureID: captureID, limits: limits}
 }
@@ -42,7 +46,8 @@ func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
 // Attempt records the attempt; in strict durability it is on disk when this
 // returns.
 func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
-	h, err := s.rec.Attempt(context.Background(), producer.Call{Line: c.Line})
+	i := c.Index
+	h, err := s.rec.Attempt(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
 	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
 		return nil, fmt.Errorf("%w: %v", ErrUnrecordable, err)
 	}
@@ -55,15 +60,16 @@ func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
 // Response records a response (a late one after a timeout or cancellation:
 // the producer keeps the earlier observation).
 func (s *RecordingSink) Response(a AttemptRef, r ResponseObs) error {
-	return handleOf(a).Response(r.Line)
+	return handleOf(a).ResponseFrame(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
 }
 
 func (s *RecordingSink) Timeout(a AttemptRef) error { return handleOf(a).Timeout() }
 
 // CancelSent records the client's notifications/cancelled line and the
 // unknown outcome it leaves.
-func (s *RecordingSink) CancelSent(a AttemptRef, line []byte) error {
-	if err := s.rec.RecordNotification(producer.Notification{Line: line, Direction: transcript.ClientToServer}); err != nil {
+func (s *RecordingSink) CancelSent(a AttemptRef, n NotificationObs) error {
+	i := n.Index
+	if err := s.rec.RecordNotification(producer.Notification{Line: n.Line, Message: n.Msg, Frame: &i, Direction: transcript.ClientToServer}); err != nil {
 		return err
 	}
 	return handleOf(a).CancelSent()
@@ -87,8 +93,8 @@ func (s *RecordingSink) Protocol(p ProtocolObs) error {
 // without a cursor starts a new collection; a finished collection is
 // recorded at once, so attempts that follow bind it.
 func (s *RecordingSink) ListPage(req, resp []byte, isErr bool) error {
-	req, _ = splitTerminator(req)
-	resp, _ = splitTerminator(resp)
+	req, _ = mcpwire.SplitTerminator(req)
+	resp, _ = mcpwire.SplitTerminator(resp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.coll == nil {
@@ -182,22 +188,35 @@ func (s *RecordingSink) recordLocked() error {
 
 // ListChanged records the notification; during a collection it makes that
 // collection incomplete.
-func (s *RecordingSink) ListChanged(line []byte) error {
+func (s *RecordingSink) ListChanged(n NotificationObs) error {
 	s.mu.Lock()
 	if s.coll != nil {
 		s.coll.NotifyListChanged()
 	}
 	s.mu.Unlock()
-	return s.rec.RecordNotification(producer.Notification{Line: line, Direction: transcript.ServerToClient})
+	i := n.Index
+	return s.rec.RecordNotification(producer.Notification{Line: n.Line, Message: n.Msg, Frame: &i, Direction: transcript.ServerToClient})
 }
 
-// Oversized counts frames too long to interpret. They were forwarded
-// unchanged; the journal has no line for them (spec/transcript.md, limits).
-func (s *RecordingSink) Oversized(direction, digest string, length int64) error {
+// Frame commits any other frame (spec/transcript.md, "frame").
+func (s *RecordingSink) Frame(f FrameObs) error {
 	s.mu.Lock()
-	s.oversized++
+	if f.Line == nil {
+		s.oversized++
+	}
+	if f.Disposition == transcript.FrameRefused {
+		s.refused++
+	}
 	s.mu.Unlock()
-	return nil
+	fr := producer.FrameRecord{
+		Line: f.Line, Digest: f.Digest, Length: f.Length, Terminator: f.Terminator, Body: f.Body,
+		Direction: f.Direction, Index: f.Index, Disposition: f.Disposition,
+		Message: f.Msg, Refusal: f.Refusal,
+	}
+	if f.Attempt != nil {
+		fr.AttemptID = f.Attempt.AttemptID()
+	}
+	return s.rec.RecordFrame(fr)
 }
 
 // Finish records a collection the session left unfinished (incomplete: the
@@ -210,6 +229,13 @@ func (s *RecordingSink) Finish() error {
 	}
 	s.coll.Stop(snapshot.StopTransportClosed, "the session ended before the last page")
 	return s.recordLocked()
+}
+
+// RefusedFrames returns how many client frames the gate refused.
+func (s *RecordingSink) RefusedFrames() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // OversizedFrames returns how many frames were too long to interpret.

@@ -21,7 +21,7 @@ func TestSpecListsInjectedCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, code := range []int{codeAuditUnavailable, codeTransportFailure, codeUnrecordable} {
+	for _, code := range []int{codeAuditUnavailable, codeTransportFailure, codeRefused} {
 		row := "| " + strconv.Itoa(code) + " | `" + reasonOf(code) + "` |"
 		if !strings.Contains(string(b), row) {
 			t.Errorf("spec/wrap.md has no row %q", row)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -100,6 +101,7 @@ type wrapOpts struct {
 	callTimeout time.Duration // Config.CallTimeout
 	grace       time.Duration // default 2s
 	fs          producer.FS   // default OSFS
+	maxFrame    int64         // producer.Limits.MaxFrameBytes (0: the default)
 }
 
 // wrapRun is one recorded proxy session. The client side is a pair of
@@ -142,7 +144,7 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 		Clock: time.Now, Entropy: rand.Reader, FS: o.fs, Durability: o.durability,
 		Producer: transcript.Producer{Name: "tracectl-proxy-test", Version: "test"},
 		Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: server, ArgsDigest: canon.SHA256(argv), Argc: int64(len(args))},
-		Limits:   producer.Limits{CallTimeout: o.callTimeout},
+		Limits:   producer.Limits{CallTimeout: o.callTimeout, MaxFrameBytes: o.maxFrame}, FramesCommitted: true,
 	})
 	if err != nil {
 		t.Fatalf("producer.Open: %v", err)
@@ -491,7 +493,7 @@ func splitWire(t *testing.T, b []byte) []wireLine {
 		}
 		raw := b[:n]
 		b = b[n:]
-		body, _ := splitTerminator(raw)
+		body, _ := mcpwire.SplitTerminator(raw)
 		l := wireLine{raw: raw, body: body}
 		if err := json.Unmarshal(body, &l); err != nil {
 			t.Fatalf("a peer wrote a line that is not JSON: %q: %v", raw, err)

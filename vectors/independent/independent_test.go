@@ -39,7 +39,8 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-const dir = "../testdata/v1"
+// dirs: the current vectors and the frozen v1-format ones.
+var dirs = []string{"../testdata/v2", "../testdata/v1"}
 
 type manifest struct {
 	ID       string `json:"id"`
@@ -59,11 +60,23 @@ func (m *manifest) requires(c string) bool { return slices.Contains(m.Expect.Req
 func (m *manifest) forbids(c string) bool  { return slices.Contains(m.Expect.Forbidden, c) }
 
 func TestIndependent(t *testing.T) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := map[string]int{}
+	for _, dir := range dirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		independentDir(t, dir, ents, checked)
+	}
+	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted", "frames", "frame gap"} {
+		if checked[k] == 0 {
+			t.Errorf("no vector had its %s checked", k)
+		}
+	}
+	t.Logf("checked: %v", checked)
+}
+
+func independentDir(t *testing.T, dir string, ents []os.DirEntry, checked map[string]int) {
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
@@ -76,7 +89,7 @@ func TestIndependent(t *testing.T) {
 		if m.Kind != "bundle" {
 			continue
 		}
-		t.Run(m.ID, func(t *testing.T) {
+		t.Run(filepath.Base(dir)+"/"+m.ID, func(t *testing.T) {
 			b, err := load(vdir, m.Verifier.TrustedKey)
 			if err != nil {
 				t.Fatal(err)
@@ -137,14 +150,64 @@ func TestIndependent(t *testing.T) {
 					checked["claim contradicted"]++
 				}
 			}
+			if gap, framed := b.frameGap(); framed {
+				switch {
+				case m.requires("frame_sequence"):
+					checked["frame gap"]++
+					if gap == "" {
+						t.Error("the vector names a frame_sequence finding, and every direction's frames run 0, 1, 2, ...")
+					}
+				case verified:
+					checked["frames"]++
+					if gap != "" {
+						t.Errorf("frames: %s", gap)
+					}
+				}
+			}
 		})
 	}
-	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted"} {
-		if checked[k] == 0 {
-			t.Errorf("no vector had its %s checked", k)
-		}
+}
+
+// frameGap follows the frame indexes of a transcript whose header says
+// frames_committed (spec/transcript.md, "Frames"): per direction, the
+// "frame" member of attempts, response observations and notifications and
+// the "index" of frame lines must run 0, 1, 2, ... in line order. It
+// returns the first departure ("" when none) and whether the transcript
+// commits to frames at all.
+func (b *bundle) frameGap() (gap string, framed bool) {
+	if len(b.events) == 0 || b.events[0]["frames_committed"] != true {
+		return "", false
 	}
-	t.Logf("checked: %v", checked)
+	next := map[string]int64{}
+	for i, e := range b.events {
+		var dir string
+		var idx any
+		switch e["type"] {
+		case "attempt":
+			dir, idx = "client_to_server", e["frame"]
+		case "observation":
+			if e["kind"] != "response" && e["kind"] != "late_response" {
+				continue
+			}
+			dir, idx = "server_to_client", e["frame"]
+		case "notification":
+			dir, idx = e["direction"].(string), e["frame"]
+		case "frame":
+			dir, idx = e["direction"].(string), e["index"]
+		default:
+			continue
+		}
+		n, ok := idx.(json.Number)
+		if !ok {
+			return fmt.Sprintf("line %d commits to a %s frame without its index", i, dir), true
+		}
+		v, err := n.Int64()
+		if err != nil || v != next[dir] {
+			return fmt.Sprintf("line %d: %s frame %s where %d comes next", i, dir, n, next[dir]), true
+		}
+		next[dir]++
+	}
+	return "", true
 }
 
 func readJSON(path string, v any) error {
@@ -325,15 +388,42 @@ func (b *bundle) checkSnapshotBindings() error {
 	return nil
 }
 
+// frameRuleDiffers reports a frame line whose gate rule its retained bytes
+// certainly contradict, judged without tracectl's gate: a valid JSON array
+// is a batch, and bytes encoding/json cannot read at all (with no BOM or CR
+// to blame) are invalid JSON.
+func frameRuleDiffers(b *bundle, e map[string]any) bool {
+	p, _ := e["payload"].(map[string]any)
+	d, _ := p["digest"].(string)
+	data, err := os.ReadFile(b.blobPath(d))
+	if err != nil || bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) || bytes.ContainsRune(data, '\r') {
+		return false
+	}
+	rule, _ := e["rule"].(string)
+	trimmed := bytes.TrimLeft(data, " \t")
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(data):
+		return rule != "batch"
+	case !json.Valid(data):
+		return rule != "invalid_json" && rule != "frame_too_large" && rule != "too_deep"
+	}
+	return false
+}
+
 // claimsDiffer counts the attempt and response observation lines whose
 // tool, arguments_digest (SHA-256 of the RFC 8785 arguments),
-// jsonrpc_id.text or is_error differ from their retained bytes
-// (spec/transcript.md, "attempt", "observation").
+// jsonrpc_id.text or is_error differ from their retained bytes, and the
+// frame lines whose rule does (spec/transcript.md, "attempt",
+// "observation", "frame").
 func (b *bundle) claimsDiffer() int {
 	n := 0
 	for _, e := range b.events {
 		var p map[string]any
 		var ok bool
+		if e["type"] == "frame" && frameRuleDiffers(b, e) {
+			n++
+			continue
+		}
 		switch e["type"] {
 		case "attempt":
 			p, ok = e["request"].(map[string]any)

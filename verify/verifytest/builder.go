@@ -113,6 +113,8 @@ func (b *Builder) Add(ev any) {
 		e.Type, e.Seq, e.AtMs = transcript.TypeProtocol, seq, b.atMs
 	case *transcript.Recovery:
 		e.Type, e.Seq, e.AtMs = transcript.TypeRecovery, seq, b.atMs
+	case *transcript.Frame:
+		e.Type, e.Seq, e.AtMs = transcript.TypeFrame, seq, b.atMs
 	default:
 		b.T.Fatalf("builder: unknown event %T", ev)
 	}

@@ -99,9 +99,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -140,6 +142,11 @@ type config struct {
 	cacheScope string
 	verbose    bool
 	callDelay  time.Duration
+	// changedAfter: after each terminal tools/list page, send
+	// notifications/tools/list_changed after a pseudo-random delay in
+	// [0, changedAfter] (seeded, so a run is reproducible).
+	changedAfter time.Duration
+	seed         int64
 }
 
 func main() {
@@ -158,6 +165,8 @@ func run(args []string, stdin io.Reader, stdout *os.File, stderr io.Writer) int 
 	fs.StringVar(&cfg.cacheScope, "cache-scope", "public", "cacheScope on modern cacheable results")
 	fs.BoolVar(&cfg.verbose, "v", false, "log every message to stderr")
 	fs.DurationVar(&cfg.callDelay, "call-delay", 0, "wait this long before answering each tools/call (requests are still read in order)")
+	fs.DurationVar(&cfg.changedAfter, "changed-after", 0, "after each terminal tools/list page, send list_changed within this delay (0: never)")
+	fs.Int64Var(&cfg.seed, "seed", 1, "seed of the -changed-after delays")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -176,6 +185,7 @@ func run(args []string, stdin io.Reader, stdout *os.File, stderr io.Writer) int 
 		}
 	}
 	s := &server{
+		rnd:    rand.New(rand.NewSource(cfg.seed)),
 		cfg:    cfg,
 		list:   newListing(cfg),
 		stdout: stdout,
@@ -186,6 +196,8 @@ func run(args []string, stdin io.Reader, stdout *os.File, stderr io.Writer) int 
 }
 
 type server struct {
+	mu     sync.Mutex // serializes writes: -changed-after writes from timers
+	rnd    *rand.Rand
 	cfg    config
 	list   *listing
 	stdout *os.File
@@ -433,6 +445,10 @@ func (s *server) toolsList(id string, e era, params json.RawMessage) (int, bool)
 	}
 	s.writeResult(id, s.result(e, "complete", true, b.String()))
 	s.listsServed++
+	if s.cfg.changedAfter > 0 && len(s.list.next[page]) == 0 {
+		d := time.Duration(s.rnd.Int63n(int64(s.cfg.changedAfter) + 1))
+		time.AfterFunc(d, func() { s.writeLine(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`) })
+	}
 	if s.cfg.script == "die-mid-pagination" && page == 1 {
 		s.logf("die-mid-pagination: exiting after page 2 of %d", len(s.list.pages))
 		return 1, true
@@ -528,6 +544,8 @@ func (s *server) writeError(id string, code int, message, data string) {
 }
 
 func (s *server) writeLine(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cfg.verbose {
 		if len(line) > 300 {
 			s.logf("-> %s... (%d bytes)", line[:300], len(line))

@@ -1,0 +1,347 @@
+package mcpwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// Limits of the gate (spec/transcript.md, "The gate").
+const (
+	// MaxFrameBytes bounds the bytes of one frame the gate reads, terminator
+	// excluded. A client frame over it is refused; a server frame over it is
+	// committed by digest and length, unread.
+	MaxFrameBytes = canon.DefaultMaxBytes
+	// MaxFrameDepth bounds nesting. Deeper frames are refused rather than
+	// forwarded unread: a server with a deeper limit would execute them.
+	MaxFrameDepth = canon.DefaultMaxDepth
+)
+
+// Rule names the gate rule a frame broke. Rules are stable, documented in
+// spec/transcript.md ("Refusal rules") and never renamed.
+type Rule string
+
+// The gate's rules, in the order Read applies them.
+const (
+	RuleTooLarge        Rule = "frame_too_large"     // over MaxFrameBytes
+	RuleUnterminated    Rule = "unterminated"        // the stream ended without LF: a line reader may still take it
+	RuleBOM             Rule = "bom"                 // starts with a UTF-8 byte order mark, which lenient decoders skip
+	RuleBareCR          Rule = "bare_cr"             // a CR other than the CRLF terminator: a line reader may split there
+	RuleDuplicateMember Rule = "duplicate_member"    // a member name repeated in one object, at any depth
+	RuleTooDeep         Rule = "too_deep"            // nesting deeper than MaxFrameDepth
+	RuleInvalidJSON     Rule = "invalid_json"        // not strict RFC 8259 JSON (NaN, Infinity, invalid UTF-8, lone surrogates, two values, ...)
+	RuleBatch           Rule = "batch"               // a JSON-RPC batch array (removed from MCP in 2025-06-18)
+	RuleNotObject       Rule = "not_object"          // a JSON value that is not an object
+	RuleCaseVariant     Rule = "case_variant_member" // a member name that differs from an envelope or tools/call member only by letter case
+	RuleNotJSONRPC      Rule = "not_jsonrpc"         // jsonrpc is not "2.0", or the members fit no JSON-RPC message
+	RuleBadMethod       Rule = "bad_method"          // method is not a string
+	RuleBadID           Rule = "bad_id"              // id is an object, array or boolean
+)
+
+// Rules lists every rule, for documentation and tests.
+var Rules = []Rule{
+	RuleTooLarge, RuleUnterminated, RuleBOM, RuleBareCR, RuleDuplicateMember, RuleTooDeep,
+	RuleInvalidJSON, RuleBatch, RuleNotObject, RuleCaseVariant, RuleNotJSONRPC, RuleBadMethod, RuleBadID,
+}
+
+// Refusal says why a frame is not understood. A client frame refused is
+// never forwarded; a server frame refused is still committed and delivered.
+type Refusal struct {
+	Rule   Rule
+	Detail string // which member or byte, bounded; never the frame itself
+	// ID is the exact JSON text of the frame's id when it can be read
+	// unambiguously (a string or number), else "null": the id the refusal
+	// answers with.
+	ID  string
+	Err error // the *canon.Error behind RuleInvalidJSON, RuleDuplicateMember, RuleTooDeep
+}
+
+func (r *Refusal) Error() string {
+	if r.Detail == "" {
+		return "frame refused: " + string(r.Rule)
+	}
+	return "frame refused: " + string(r.Rule) + ": " + r.Detail
+}
+
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Kind is what a frame the gate understood is.
+type Kind uint8
+
+// Message kinds.
+const (
+	KindRequest      Kind = iota + 1 // method and id
+	KindNotification                 // method, no id
+	KindResponse                     // id and exactly one of result and error
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	}
+	return "invalid"
+}
+
+// Message is a frame the gate understood: one strict JSON-RPC object. The
+// values point into the parsed frame; the frame bytes are never changed.
+type Message struct {
+	Kind       Kind
+	Body       []byte // the exact frame without its terminator
+	Terminator string // TermLF or TermCRLF
+	Root       canon.Value
+	Method     string      // requests and notifications
+	ID         canon.Value // valid when the id member is present
+	Params     canon.Value // valid when present
+	Result     canon.Value // responses: valid when a result
+	Error      canon.Value // responses: valid when an error
+}
+
+// HasID reports whether the id member is present.
+func (m *Message) HasID() bool { return m.ID.Valid() }
+
+// IDText is the exact JSON text of the id ("" when absent): what responses
+// and cancellations are matched by.
+func (m *Message) IDText() string {
+	if !m.ID.Valid() {
+		return ""
+	}
+	return string(m.ID.Raw())
+}
+
+// IsToolCall reports whether the message is a tools/call, with or without
+// an id (a tools/call without an id is still dispatched by lenient servers).
+func (m *Message) IsToolCall() bool {
+	return (m.Kind == KindRequest || m.Kind == KindNotification) && m.Method == MethodToolsCall
+}
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// envelope and toolCallParams are the members whose case variants a
+// lenient decoder (Go's encoding/json, for one) would read as them.
+var (
+	envelope       = []string{MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError}
+	toolCallParams = []string{"name", "arguments", "_meta"}
+)
+
+// Read is the gate: the one strict reading of one stdio frame (its exact
+// bytes, terminator included). It returns the message when the frame is
+// exactly one JSON-RPC 2.0 object on one LF- or CRLF-terminated line, in the
+// canon grammar within MaxFrameBytes and MaxFrameDepth, with no repeated
+// member at any depth and no member name that differs from an envelope
+// member (or, in a tools/call, from name, arguments or _meta) only by letter
+// case. Anything else is refused, with the rule it broke.
+//
+// The rules exist because real servers parse leniently (NaN, BOMs,
+// case-insensitive names, the last of repeated members, several values per
+// line, batches): a frame the monitor did not understand exactly may be a
+// tool call it did not record.
+func Read(line []byte) (*Message, *Refusal) {
+	body, term := SplitTerminator(line)
+	if int64(len(body)) > MaxFrameBytes {
+		return nil, &Refusal{Rule: RuleTooLarge, Detail: "over the gate's limit", ID: "null"}
+	}
+	if term == TermNone {
+		return nil, &Refusal{Rule: RuleUnterminated, Detail: "no LF before the end of the stream", ID: readableID(body)}
+	}
+	if bytes.HasPrefix(body, bom) {
+		return nil, &Refusal{Rule: RuleBOM, Detail: "a UTF-8 byte order mark at byte 0", ID: readableID(body[len(bom):])}
+	}
+	if i := bytes.IndexByte(body, '\r'); i >= 0 {
+		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
+	}
+	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
+	if err != nil {
+		r := &Refusal{Rule: RuleInvalidJSON, ID: lenientID(body), Err: err}
+		var ce *canon.Error
+		if errors.As(err, &ce) {
+			switch ce.Code {
+			case canon.CodeDuplicateKey:
+				r.Rule = RuleDuplicateMember
+			case canon.CodeDepthLimit:
+				r.Rule = RuleTooDeep
+			case canon.CodeSizeLimit:
+				r.Rule = RuleTooLarge
+			}
+			r.Detail = string(ce.Code) + " at byte " + strconv.Itoa(int(ce.Offset))
+			if ce.Pointer != "" {
+				r.Detail += " (" + bounded(ce.Pointer) + ")"
+			}
+		}
+		return nil, r
+	}
+	root := doc.Root()
+	switch root.Kind() {
+	case canon.KindObject:
+	case canon.KindArray:
+		return nil, &Refusal{Rule: RuleBatch, Detail: "a JSON-RPC batch of " + strconv.Itoa(root.Len()) + " values", ID: "null"}
+	default:
+		return nil, &Refusal{Rule: RuleNotObject, Detail: "a JSON " + root.Kind().String(), ID: "null"}
+	}
+	id := readableIDOf(root)
+	if name, want, ok := caseVariant(root, envelope); ok {
+		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(name) + " is not " + want, ID: id}
+	}
+	m := &Message{Body: body, Terminator: term, Root: root}
+	if v, ok := root.Get(MemberJSONRPC); !ok {
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: id}
+	} else if s, _ := v.Str(); s != "2.0" {
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: id}
+	}
+	m.ID, _ = root.Get(MemberID)
+	if m.ID.Valid() {
+		switch m.ID.Kind() {
+		case canon.KindString, canon.KindNumber, canon.KindNull:
+		default:
+			return nil, &Refusal{Rule: RuleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
+		}
+	}
+	m.Params, _ = root.Get(MemberParams)
+	m.Result, _ = root.Get(MemberResult)
+	m.Error, _ = root.Get(MemberError)
+	if meth, ok := root.Get(MemberMethod); ok {
+		s, isStr := meth.Str()
+		if !isStr {
+			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: id}
+		}
+		if m.Result.Valid() || m.Error.Valid() {
+			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: id}
+		}
+		m.Method = s
+		m.Kind = KindNotification
+		if m.ID.Valid() {
+			m.Kind = KindRequest
+		}
+		if s == MethodToolsCall && m.Params.Kind() == canon.KindObject {
+			if name, want, ok := caseVariant(m.Params, toolCallParams); ok {
+				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: id}
+			}
+		}
+		return m, nil
+	}
+	switch {
+	case !m.ID.Valid():
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: id}
+	case m.Result.Valid() == m.Error.Valid():
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: id}
+	}
+	m.Kind = KindResponse
+	return m, nil
+}
+
+// caseVariant finds a member whose name equals one of names under Unicode
+// simple case folding (as encoding/json matches field names) without being
+// it.
+func caseVariant(obj canon.Value, names []string) (got, want string, found bool) {
+	for _, mem := range obj.Members() {
+		for _, n := range names {
+			if mem.Name != n && strings.EqualFold(mem.Name, n) {
+				return mem.Name, n, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// readableID strictly parses body for its id alone; "null" unless it is one
+// unambiguous string or number.
+func readableID(body []byte) string {
+	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
+	if err != nil {
+		return lenientID(body)
+	}
+	if doc.Root().Kind() != canon.KindObject {
+		return "null"
+	}
+	return readableIDOf(doc.Root())
+}
+
+// lenientID finds the id a client expects an answer under in a frame the
+// strict parser refused (say, for a lone surrogate deep in the arguments):
+// the frame's top level, read by a lenient decoder, must hold exactly one
+// member named like "id" in any letter case, named exactly "id", whose
+// value is a strict JSON string or number. It only addresses the refusal:
+// nothing is recorded or forwarded on its word.
+func lenientID(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "null"
+	}
+	var id json.RawMessage
+	seen := 0
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "null"
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "null" // an id may follow where it cannot be read
+		}
+		if strings.EqualFold(name, MemberID) {
+			seen++
+			if name == MemberID {
+				id = v
+			}
+		}
+	}
+	if seen != 1 || id == nil {
+		return "null"
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return "null"
+	}
+	if _, err := dec.Token(); err != io.EOF { // a second value: whose id?
+		return "null"
+	}
+	doc, err := canon.Parse(id, canon.ParseOptions{})
+	if err != nil || doc.Root().Kind() != canon.KindString && doc.Root().Kind() != canon.KindNumber {
+		return "null"
+	}
+	return string(id)
+}
+
+func readableIDOf(root canon.Value) string {
+	if _, _, v := caseVariant(root, []string{MemberID}); v {
+		return "null"
+	}
+	id, ok := root.Get(MemberID)
+	if !ok || id.Kind() != canon.KindString && id.Kind() != canon.KindNumber {
+		return "null"
+	}
+	return string(id.Raw())
+}
+
+// bounded quotes a peer-supplied name for a detail: at most 64 bytes, every
+// byte outside printable ASCII escaped.
+func bounded(s string) string {
+	const max = 64
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s) && i < max; i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			const hex = "0123456789abcdef"
+			b.WriteString(`\x`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	if len(s) > max {
+		b.WriteString("...")
+	}
+	b.WriteByte('"')
+	return b.String()
+}

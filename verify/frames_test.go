@@ -1,0 +1,112 @@
+package verify_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
+	"github.com/tracectl/tracectl/verify/verifytest"
+)
+
+func idx(i int64) *int64 { return &i }
+
+// framed writes a proxy's session: a header with frames_committed, a
+// forwarded ping (client frame 0), its response (server frame 0), one call
+// (client frame 1) and its response (server frame 1). edit may change the
+// events before they are written.
+func framed(t *testing.T, committed bool, edit func(ping *transcript.Frame, a *transcript.Attempt, o *transcript.Observation)) *verifytest.Builder {
+	b := verifytest.New(t)
+	b.Header()
+	if committed {
+		h, err := transcript.DecodeLine(b.Lines[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		hh := h.(*transcript.Header)
+		hh.FramesCommitted = true
+		if b.Lines[0], err = canon.Marshal(hh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pingBytes := []byte(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	ping := &transcript.Frame{Direction: transcript.ClientToServer, Index: 0, Disposition: transcript.FrameForwarded,
+		Kind: transcript.FrameRequest, Method: "ping", RPCID: &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"p"`},
+		Payload: b.Blob(pingBytes), Terminator: transcript.TermLF}
+	pong := &transcript.Frame{Direction: transcript.ServerToClient, Index: 0, Disposition: transcript.FrameForwarded,
+		Kind: transcript.FrameResponse, RPCID: &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"p"`},
+		Payload: b.Blob([]byte(`{"jsonrpc":"2.0","id":"p","result":{}}`)), Terminator: transcript.TermLF}
+	var a *transcript.Attempt
+	var o *transcript.Observation
+	edit(ping, nil, nil)
+	b.Add(ping)
+	b.Add(pong)
+	ref := b.Snapshot("s1", 3, 3)
+	b.Attempt("a1", ref, func(at *transcript.Attempt) {
+		at.Frame = idx(1)
+		a = at
+		edit(nil, a, nil)
+	})
+	resp := []byte(`{"id":"a1","jsonrpc":"2.0","result":{"content":[]}}`)
+	p := b.Blob(resp)
+	o = &transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer, Frame: idx(1)}
+	edit(nil, nil, o)
+	b.Add(o)
+	b.Seal()
+	return b
+}
+
+// TestFrameSequence: the frame numbering of a proxy's transcript, and the
+// claims of a frame line against its bytes.
+func TestFrameSequence(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		committed bool
+		edit      func(ping *transcript.Frame, a *transcript.Attempt, o *transcript.Observation)
+		verdict   verify.Verdict
+		want      []verify.Code // problems
+		pass      verify.Code   // a pass finding that must (or, with problems, must not) be there
+	}{
+		{"every frame once, in order", true, func(*transcript.Frame, *transcript.Attempt, *transcript.Observation) {}, verify.Verified, nil, verify.CodeFramesAccounted},
+		{"a client frame skipped", true, func(_ *transcript.Frame, a *transcript.Attempt, _ *transcript.Observation) {
+			if a != nil {
+				a.Frame = idx(2)
+			}
+		}, verify.Failed, []verify.Code{verify.CodeFrameSequence}, verify.CodeFramesAccounted},
+		{"a server frame committed twice", true, func(_ *transcript.Frame, _ *transcript.Attempt, o *transcript.Observation) {
+			if o != nil {
+				o.Frame = idx(0)
+			}
+		}, verify.Failed, []verify.Code{verify.CodeFrameSequence}, verify.CodeFramesAccounted},
+		{"a response without its index", true, func(_ *transcript.Frame, _ *transcript.Attempt, o *transcript.Observation) {
+			if o != nil {
+				o.Frame = nil
+			}
+		}, verify.Failed, []verify.Code{verify.CodeFrameSequence}, verify.CodeFramesAccounted},
+		{"frames in a transcript that does not commit to them", false, func(*transcript.Frame, *transcript.Attempt, *transcript.Observation) {}, verify.Failed, []verify.Code{verify.CodeFrameSequence}, verify.CodeFramesAccounted},
+		{"a frame line's method against its bytes", true, func(ping *transcript.Frame, _ *transcript.Attempt, _ *transcript.Observation) {
+			if ping != nil {
+				ping.Method = "tools/list"
+			}
+		}, verify.Failed, []verify.Code{verify.CodeEvidenceMismatch}, ""},
+		{"a refused frame claimed forwarded-readable", true, func(ping *transcript.Frame, _ *transcript.Attempt, _ *transcript.Observation) {
+			if ping != nil {
+				ping.Disposition, ping.Kind, ping.Rule, ping.Method, ping.RPCID = transcript.FrameRefused, transcript.FrameUnread, "bom", "", nil
+			}
+		}, verify.Failed, []verify.Code{verify.CodeEvidenceMismatch}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, codes := verdictCodes(t, framed(t, tc.committed, tc.edit).FS(), trusted(t))
+			if rep.Verdict != tc.verdict || !slices.Equal(codes, tc.want) {
+				t.Fatalf("verdict %s, problems %v; want %s, %v\n%s", rep.Verdict, codes, tc.verdict, tc.want, dump(rep))
+			}
+			if tc.pass != "" {
+				has := slices.ContainsFunc(rep.Findings, func(f verify.Finding) bool { return f.Code == tc.pass })
+				if has != (len(tc.want) == 0) {
+					t.Errorf("%s reported %v, want %v\n%s", tc.pass, has, len(tc.want) == 0, dump(rep))
+				}
+			}
+		})
+	}
+}
