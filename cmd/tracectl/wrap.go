@@ -278,7 +278,11 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) { // started under nohup: leave it ignored
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
 	sum, err := recordSession(ctx, s, sessionOptions{
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain,
