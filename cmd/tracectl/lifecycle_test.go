@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -333,40 +334,42 @@ func (l *lineLog) waitFor(t *testing.T, sub string) {
 }
 
 // TestWrapSIGTERMDuringGrace: the client closed with a call still running
-// at the server (5 s of grace by default); SIGTERM stops waiting: the open
-// call is resolved unknown, the bundle sealed and signed, exit 0.
+// at the server (5 s of grace by default); SIGTERM (or SIGINT, SIGHUP)
+// stops waiting: the open call is resolved unknown, the bundle sealed and
+// signed, exit 0.
 func TestWrapSIGTERMDuringGrace(t *testing.T) {
 	k := newKit(t)
 	raw := mcptest.Build(t, "rawserver")
-	out, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	w := k.start(t, outW, raw, "-script", "never-answer", "-pages", "1")
-	outW.Close()
-	listed(t, w, out)
-	io.WriteString(w.in, callLine(7)+"\n")
-	w.stderr.waitFor(t, "never-answer: holding tools/call id 7")
-	w.in.Close()
-	t0 := time.Now()
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code := w.wait(t); code != 0 {
-		t.Fatalf("exit %d, want 0; stderr:\n%s", code, w.stderr)
-	}
-	took := time.Since(t0)
-	t.Logf("SIGTERM to exit: %s", took)
-	if took >= 2*time.Second {
-		t.Errorf("SIGTERM to exit took %s: the grace period was not cut", took)
-	}
-	b := k.bundleList(t)
-	if len(b) != 1 {
-		t.Fatalf("bundles %q", b)
-	}
-	if rep := k.verified(t, b[0]); !strings.Contains(rep, "1 attempts (0 responses, 0 transport failures, 1 unknown)") {
-		t.Errorf("report:\n%s", rep)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			before := k.bundleList(t)
+			out, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			w := k.start(t, outW, raw, "-script", "never-answer", "-pages", "1")
+			outW.Close()
+			listed(t, w, out)
+			io.WriteString(w.in, callLine(7)+"\n")
+			w.stderr.waitFor(t, "never-answer: holding tools/call id 7")
+			w.in.Close()
+			t0 := time.Now()
+			if err := w.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := w.wait(t); code != 0 {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, w.stderr)
+			}
+			took := time.Since(t0)
+			t.Logf("%s to exit: %s", sig, took)
+			if took >= 2*time.Second {
+				t.Errorf("%s to exit took %s: the grace period was not cut", sig, took)
+			}
+			if rep := k.verified(t, added(t, before, k.bundleList(t))); !strings.Contains(rep, "1 attempts (0 responses, 0 transport failures, 1 unknown)") {
+				t.Errorf("report:\n%s", rep)
+			}
+		})
 	}
 }
 
@@ -440,7 +443,7 @@ func TestWrapServerEndings(t *testing.T) {
 			pidfile := filepath.Join(dir, "pid")
 			script := filepath.Join(dir, "server.sh")
 			os.WriteFile(script, []byte("echo $$ > "+pidfile+"\n"+tc.body+"\n"), 0o700)
-			before := len(k.bundleList(t))
+			before := k.bundleList(t)
 			w := k.start(t, io.Discard, "--shutdown-timeout", "100ms", "sh", script)
 			io.WriteString(w.in, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
 			if tc.close {
@@ -452,11 +455,7 @@ func TestWrapServerEndings(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, w.stderr)
 			}
-			b := k.bundleList(t)
-			if len(b) != before+1 {
-				t.Fatalf("%d bundles, want %d", len(b), before+1)
-			}
-			k.verified(t, newest(b))
+			k.verified(t, added(t, before, k.bundleList(t)))
 			pgid := readPid(t, pidfile)
 			if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) && liveInGroup(pgid) {
 				t.Errorf("process group %d still has a live process", pgid)
@@ -465,14 +464,19 @@ func TestWrapServerEndings(t *testing.T) {
 	}
 }
 
-func newest(b []string) string {
-	n := b[0]
-	for _, x := range b {
-		if x > n {
-			n = x
+// added is the one bundle in after that is not in before.
+func added(t *testing.T, before, after []string) string {
+	t.Helper()
+	var n []string
+	for _, x := range after {
+		if !slices.Contains(before, x) {
+			n = append(n, x)
 		}
 	}
-	return n
+	if len(n) != 1 {
+		t.Fatalf("new bundles %q, want exactly one", n)
+	}
+	return n[0]
 }
 
 func readPid(t *testing.T, f string) int {
