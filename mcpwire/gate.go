@@ -40,7 +40,7 @@ const (
 	RuleCaseVariant     Rule = "case_variant_member" // a member name that differs from an envelope or tools/call member only by letter case
 	RuleNotJSONRPC      Rule = "not_jsonrpc"         // jsonrpc is not "2.0", or the members fit no JSON-RPC message
 	RuleBadMethod       Rule = "bad_method"          // method is not a string
-	RuleBadID           Rule = "bad_id"              // id is an object, array or boolean
+	RuleBadID           Rule = "bad_id"              // a request's id is an object, array or boolean, or not in canonical form
 )
 
 // Rules lists every rule, for documentation and tests.
@@ -205,6 +205,13 @@ func Read(line []byte) (*Message, *Refusal) {
 			return nil, &Refusal{Rule: RuleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
 		}
 	}
+	if _, isReq := root.Get(MemberMethod); isReq && m.ID.Valid() && !canonicalID(m.ID) {
+		// Servers match ids by value (the Go SDK through float64, Python
+		// and JavaScript after unescaping): 7, 7.0 and 7e0, or "a" and
+		// "\u0061", are one id to them and several to a matcher of exact
+		// text, which would then bind one call's response to another.
+		return nil, &Refusal{Rule: RuleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
+	}
 	m.Params, _ = root.Get(MemberParams)
 	m.Result, _ = root.Get(MemberResult)
 	m.Error, _ = root.Get(MemberError)
@@ -236,6 +243,25 @@ func Read(line []byte) (*Message, *Refusal) {
 	}
 	m.Kind = KindResponse
 	return m, nil
+}
+
+// canonicalID reports whether an id is written in its one canonical form
+// (RFC 8785 under the TRACE v0.2 integer policy): equal ids then have equal
+// text.
+func canonicalID(id canon.Value) bool {
+	c, err := id.Canonical(canon.PolicyV02)
+	return err == nil && bytes.Equal(c, id.Raw())
+}
+
+// Key is the text an id-like value (a request id, a cancellation's
+// requestId, a progress token) is matched by: its canonical form when it
+// has one (so 7.0 and 7, or "\u0061" and "a", match, as they do for the
+// peers), else its exact text.
+func Key(v canon.Value) string {
+	if c, err := v.Canonical(canon.PolicyMCPDecl); err == nil {
+		return string(c)
+	}
+	return string(v.Raw())
 }
 
 // caseVariant finds a member whose name equals one of names under Unicode

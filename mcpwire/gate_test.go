@@ -50,6 +50,12 @@ var hostile = []struct {
 	{"string", `"tools/call"` + "\n", RuleNotObject, "null"},
 	{"empty line", "\n", RuleInvalidJSON, "null"},
 	{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{}}` + "\n", RuleNotJSONRPC, "1"},
+	{"id 7.5 (the Go SDK reads 7)", `{"jsonrpc":"2.0","id":7.5,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBadID, "null"},
+	{"id 7.0", `{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBadID, "null"},
+	{"id 7e0", `{"jsonrpc":"2.0","id":7e0,"method":"ping"}` + "\n", RuleBadID, "null"},
+	{"id -0", `{"jsonrpc":"2.0","id":-0,"method":"ping"}` + "\n", RuleBadID, "null"},
+	{"id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n", RuleBadID, "null"},
+	{"id with a needless escape", `{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBadID, "null"},
 }
 
 func TestReadRefuses(t *testing.T) {
@@ -82,10 +88,13 @@ func TestReadAccepts(t *testing.T) {
 		{"call lf", call + "\n", KindRequest, MethodToolsCall, "7", TermLF},
 		{"call crlf", call + "\r\n", KindRequest, MethodToolsCall, "7", TermCRLF},
 		{"escaped names", `{"jsonrpc":"2.0","\u0069d":"x","m\u0065thod":"tools\/call"}` + "\n", KindRequest, MethodToolsCall, `"x"`, TermLF},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}` + "\n", KindRequest, "ping", "null", TermLF},
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", KindNotification, NotifyInitialized, "", TermLF},
 		{"tools/call without id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}` + "\n", KindNotification, MethodToolsCall, "", TermLF},
 		{"response", `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}` + "\n", KindResponse, "", "1", TermLF},
 		{"error response null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}` + "\n", KindResponse, "", "null", TermLF},
+		{"a response keeps its id as sent", `{"jsonrpc":"2.0","id":7.0,"result":{}}` + "\n", KindResponse, "", "7.0", TermLF},
+		{"string id with raw UTF-8 and a needed escape", `{"jsonrpc":"2.0","id":"é\"","method":"ping"}` + "\n", KindRequest, "ping", `"é\""`, TermLF},
 		{"whitespace around", " \t" + call + " \n", KindRequest, MethodToolsCall, "7", TermLF},
 		{"extra member", `{"jsonrpc":"2.0","id":1,"method":"ping","x-vendor":true}` + "\n", KindRequest, "ping", "1", TermLF},
 		{"depth at the limit", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":` + strings.Repeat("[", MaxFrameDepth-3) + strings.Repeat("]", MaxFrameDepth-3) + `}}}` + "\n", KindRequest, MethodToolsCall, "1", TermLF},
@@ -345,7 +354,7 @@ func notIn(got, want []toolCall) []toolCall {
 
 // notACall are hostile frames that no lenient decoder reads as a call: the
 // gate refuses them for being outside JSON-RPC, not for hiding a call.
-var notACall = map[string]bool{"pretty-printed first line": true, "method not string": true, "string": true, "empty line": true, "result and error": true, "case METHOD beside method": true}
+var notACall = map[string]bool{"id 7e0": true, "id -0": true, "id beyond 2^53": true, "pretty-printed first line": true, "method not string": true, "string": true, "empty line": true, "result and error": true, "case METHOD beside method": true}
 
 func TestGateDifferentialClasses(t *testing.T) {
 	// Before the gate, each hostile frame made some lenient decoder read a
@@ -376,5 +385,20 @@ func TestGateDifferentialClasses(t *testing.T) {
 	forwarded, recorded := gate(stream)
 	if !bytes.Equal(forwarded, stream) || !reflect.DeepEqual(recorded, lenient["go-lines"](stream)) {
 		t.Errorf("plain calls: forwarded %q, recorded %+v", forwarded, recorded)
+	}
+}
+
+func TestKeyMatchesByValue(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{{"7", "7.0"}, {"7", "7e0"}, {`"a"`, `"\u0061"`}, {"0", "-0"}} {
+		da, _ := canon.Parse([]byte(tc.a), canon.ParseOptions{})
+		db, _ := canon.Parse([]byte(tc.b), canon.ParseOptions{})
+		if Key(da.Root()) != Key(db.Root()) {
+			t.Errorf("Key(%s) = %q, Key(%s) = %q: want one key", tc.a, Key(da.Root()), tc.b, Key(db.Root()))
+		}
+	}
+	da, _ := canon.Parse([]byte(`"7"`), canon.ParseOptions{})
+	db, _ := canon.Parse([]byte(`7`), canon.ParseOptions{})
+	if Key(da.Root()) == Key(db.Root()) {
+		t.Error(`"7" and 7 share a key: a string and a number are different ids`)
 	}
 }

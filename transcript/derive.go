@@ -270,7 +270,8 @@ func DeriveResponseFrom(root canon.Value) ResponseFacts {
 type NotificationFacts struct {
 	Method        string     // method
 	RequestID     *JSONRPCID // request_id: a notifications/cancelled's params.requestId
-	RequestIDText string     // its exact text ("" when absent)
+	RequestIDText string     // the key it is matched by (mcpwire.Key: its canonical form, by value), "" when absent
+	HasID         bool       // the message has an id member: it is a request, not a notification
 }
 
 // DeriveNotification derives a notification's members from its exact bytes
@@ -292,11 +293,12 @@ func DeriveNotificationFrom(root canon.Value) (NotificationFacts, error) {
 		return NotificationFacts{}, ErrNoMethod
 	}
 	n := NotificationFacts{Method: s}
+	_, n.HasID, _ = member(root, "id")
 	if s == mcpwire.NotifyCancelled {
 		params, _, _ := member(root, "params")
 		if rid, present, _ := member(params, "requestId"); present {
 			id := rpcID(rid, true)
-			n.RequestID, n.RequestIDText = &id, string(rid.Raw())
+			n.RequestID, n.RequestIDText = &id, mcpwire.Key(rid)
 		}
 	}
 	return n, nil

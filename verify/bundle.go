@@ -443,6 +443,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 }
 
 func (b *bundleCheck) onNotification(n *transcript.Notification) {
+	b.notificationRules(n)
 	if n.Method == mcpwire.NotifyToolsListChanged {
 		b.lastChanged = n.Seq
 	}

@@ -182,6 +182,9 @@ func (b *bundleCheck) notificationClaims(n *transcript.Notification, body []byte
 	}
 	var d diffs
 	d.str("method", n.Method, f.Method)
+	if f.HasID {
+		d.text("payload", "a notification", "a request (it has an id)")
+	}
 	switch {
 	case n.RequestID == nil && f.RequestID == nil:
 	case n.RequestID == nil:

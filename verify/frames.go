@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -21,6 +22,13 @@ const (
 	// CodeFramesRefused is info: client frames the producer's gate refused
 	// (committed, never forwarded to the server).
 	CodeFramesRefused Code = "frames_refused"
+	// CodeFrameMisrecorded: a frame line the format forbids for what it
+	// commits to: a client tools/call committed as a plain frame (it
+	// reached the server, or was turned away, without an attempt), a client
+	// frame the gate cannot read marked forwarded, a readable one marked
+	// refused, frame_too_large on a frame within the gate's limit, a
+	// withheld frame that is not a server response.
+	CodeFrameMisrecorded Code = "frame_misrecorded"
 )
 
 // frameState follows the frame numbering of both directions.
@@ -108,6 +116,7 @@ func (b *bundleCheck) onFrame(f *transcript.Frame) {
 		}
 	}
 	subject := fmt.Sprintf("frame %s %d (seq %d)", f.Direction, f.Index, f.Seq)
+	b.frameRules(f, f.Kind, f.Method, subject)
 	if f.Rule == "frame_too_large" {
 		// Longer than the producer's gate reads (a limit of the producer,
 		// not of the bytes): the line claims nothing else, and only the
@@ -141,7 +150,33 @@ func (b *bundleCheck) onFrame(f *transcript.Frame) {
 	default:
 		idClaims(&d, "jsonrpc_id", *f.RPCID, *got.RPCID)
 	}
+	if len(d) == 0 && (got.Kind != f.Kind || got.Method != f.Method) {
+		b.frameRules(f, got.Kind, got.Method, subject)
+	}
 	b.mismatchClaims(subject, "the frame line", d)
+}
+
+// frameRules judges what a frame line says it did with a frame of this
+// kind and method (spec/transcript.md, "frame"): the rules a reference
+// monitor's transcript keeps whatever its bytes.
+func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject string) {
+	bad := func(why string) {
+		b.fr.bad++
+		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject, why)
+	}
+	c2s := f.Direction == transcript.ClientToServer
+	switch {
+	case c2s && method == mcpwire.MethodToolsCall:
+		bad("a client tools/call committed as a plain frame (" + f.Disposition + "): a call is committed by an attempt line, before it is forwarded")
+	case c2s && kind == transcript.FrameUnread && f.Disposition != transcript.FrameRefused:
+		bad("a client frame the gate cannot read (" + f.Rule + ") marked " + f.Disposition + ": it is never forwarded")
+	case c2s && f.Disposition == transcript.FrameRefused && kind != transcript.FrameUnread:
+		bad("a client frame the gate reads as a " + kind + " marked refused")
+	case f.Rule == string(mcpwire.RuleTooLarge) && f.Payload.Length <= mcpwire.MaxFrameBytes:
+		bad(fmt.Sprintf("frame_too_large on %d bytes, within the gate's limit of %d", f.Payload.Length, mcpwire.MaxFrameBytes))
+	case f.Disposition == transcript.FrameWithheld && kind != transcript.FrameResponse && f.Rule != string(mcpwire.RuleTooLarge):
+		bad("a withheld frame that is neither a response nor too large to spool: the proxy withholds only a response to an id it answered itself, or a frame it cannot hold whole")
+	}
 }
 
 func terminatorBytes(t string) []byte {
@@ -167,5 +202,15 @@ func (b *bundleCheck) finishFrames() {
 	if b.fr.bad == 0 && b.malformedAt < 0 {
 		b.r.add(CodeFramesAccounted, CheckTranscript, StatusPass, "frames",
 			fmt.Sprintf("%d client and %d server frames, each committed once, in order", b.fr.next[transcript.ClientToServer], b.fr.next[transcript.ServerToClient]))
+	}
+}
+
+// notificationRules: a client tools/call is committed by an attempt line,
+// never by a notification line, id or no id.
+func (b *bundleCheck) notificationRules(n *transcript.Notification) {
+	if n.Direction == transcript.ClientToServer && n.Method == mcpwire.MethodToolsCall {
+		b.fr.bad++
+		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq),
+			"a client tools/call committed as a notification line: a call is committed by an attempt line, before it is forwarded")
 	}
 }

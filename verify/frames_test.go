@@ -17,6 +17,12 @@ func idx(i int64) *int64 { return &i }
 // (client frame 1) and its response (server frame 1). edit may change the
 // events before they are written.
 func framed(t *testing.T, committed bool, edit func(ping *transcript.Frame, a *transcript.Attempt, o *transcript.Observation)) *verifytest.Builder {
+	return framedWith(t, committed, func(_ *verifytest.Builder, ping *transcript.Frame, a *transcript.Attempt, o *transcript.Observation) {
+		edit(ping, a, o)
+	})
+}
+
+func framedWith(t *testing.T, committed bool, edit func(b *verifytest.Builder, ping *transcript.Frame, a *transcript.Attempt, o *transcript.Observation)) *verifytest.Builder {
 	b := verifytest.New(t)
 	b.Header()
 	if committed {
@@ -39,19 +45,19 @@ func framed(t *testing.T, committed bool, edit func(ping *transcript.Frame, a *t
 		Payload: b.Blob([]byte(`{"jsonrpc":"2.0","id":"p","result":{}}`)), Terminator: transcript.TermLF}
 	var a *transcript.Attempt
 	var o *transcript.Observation
-	edit(ping, nil, nil)
+	edit(b, ping, nil, nil)
 	b.Add(ping)
 	b.Add(pong)
 	ref := b.Snapshot("s1", 3, 3)
 	b.Attempt("a1", ref, func(at *transcript.Attempt) {
 		at.Frame = idx(1)
 		a = at
-		edit(nil, a, nil)
+		edit(b, nil, a, nil)
 	})
 	resp := []byte(`{"id":"a1","jsonrpc":"2.0","result":{"content":[]}}`)
 	p := b.Blob(resp)
 	o = &transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer, Frame: idx(1)}
-	edit(nil, nil, o)
+	edit(b, nil, nil, o)
 	b.Add(o)
 	b.Seal()
 	return b
@@ -106,6 +112,48 @@ func TestFrameSequence(t *testing.T) {
 				if has != (len(tc.want) == 0) {
 					t.Errorf("%s reported %v, want %v\n%s", tc.pass, has, len(tc.want) == 0, dump(rep))
 				}
+			}
+		})
+	}
+}
+
+// TestFrameMisrecorded: what a frame line says the proxy did must be what
+// a reference monitor does with those bytes.
+func TestFrameMisrecorded(t *testing.T) {
+	call := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"name":"delete_everything"}}`)
+	batch := []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`)
+	list := []byte(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+	for _, tc := range []struct {
+		name string
+		edit func(b *verifytest.Builder, ping *transcript.Frame)
+	}{
+		{"a tools/call forwarded as a plain frame", func(b *verifytest.Builder, f *transcript.Frame) {
+			f.Method, f.RPCID, f.Payload = "tools/call", &transcript.JSONRPCID{Present: true, Kind: transcript.IDNumber, Text: "1"}, b.Blob(call)
+		}},
+		{"a tools/call committed digest-only", func(b *verifytest.Builder, f *transcript.Frame) {
+			p := b.Blob(call)
+			p.Retained = false
+			f.Method, f.RPCID, f.Payload = "tools/call", &transcript.JSONRPCID{Present: true, Kind: transcript.IDNumber, Text: "1"}, p
+		}},
+		{"an unreadable client frame forwarded", func(b *verifytest.Builder, f *transcript.Frame) {
+			f.Kind, f.Rule, f.Method, f.RPCID, f.Payload = transcript.FrameUnread, "batch", "", nil, b.Blob(batch)
+		}},
+		{"frame_too_large on 100 bytes", func(b *verifytest.Builder, f *transcript.Frame) {
+			f.Kind, f.Rule, f.Method, f.RPCID, f.Disposition, f.Payload = transcript.FrameUnread, "frame_too_large", "", nil, transcript.FrameRefused, b.Blob(call)
+		}},
+		{"a readable tools/list refused", func(b *verifytest.Builder, f *transcript.Frame) {
+			f.Disposition, f.Method, f.RPCID, f.Payload = transcript.FrameRefused, "tools/list", &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"l"`}, b.Blob(list)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := framedWith(t, true, func(b *verifytest.Builder, ping *transcript.Frame, _ *transcript.Attempt, _ *transcript.Observation) {
+				if ping != nil {
+					tc.edit(b, ping)
+				}
+			})
+			rep, codes := verdictCodes(t, b.FS(), trusted(t))
+			if rep.Verdict != verify.Failed || !slices.Contains(codes, verify.CodeFrameMisrecorded) {
+				t.Fatalf("verdict %s, problems %v; want failed with frame_misrecorded\n%s", rep.Verdict, codes, dump(rep))
 			}
 		})
 	}

@@ -93,7 +93,7 @@ func AllCodes() []Code {
 		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
-		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused,
+		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded,
 	}
 }
 

@@ -22,8 +22,10 @@ func (s *session) clientToServer() error {
 	lr := newLineReader(s.cfg.ClientIn, s.cfg.MaxInterpret)
 	var index int64
 	for {
-		sp := &spool{dir: s.cfg.SpoolDir}
-		f, err := lr.next(sp.write) // an oversized client frame is spooled for the record, never forwarded
+		// An oversized client frame is spooled for the record (up to what
+		// the recorder retains), never forwarded.
+		sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxRetain}
+		f, err := lr.next(sp.write)
 		if f.streamed || f.data != nil {
 			f.spool = sp
 			werr := s.fromClient(f, index)
@@ -43,13 +45,30 @@ func (s *session) clientToServer() error {
 // byte (exclusively, mode 0600), removed once the frame is committed and
 // delivered.
 type spool struct {
-	dir string
-	f   *os.File
-	err error
+	dir   string
+	limit int64 // bytes kept at most; past it the frame is only hashed
+	n     int64
+	f     *os.File
+	err   error
 }
 
+// errSpoolFull: the frame outgrew the spool's limit.
+var errSpoolFull = errors.New("frame longer than the spool limit")
+
 func (sp *spool) write(b []byte) error {
-	if sp.f == nil && sp.err == nil {
+	if sp.err != nil {
+		return nil
+	}
+	if sp.n += int64(len(b)); sp.n > sp.limit {
+		sp.err = errSpoolFull
+		if sp.f != nil { // give the disk back at once
+			sp.f.Close()
+			os.Remove(sp.f.Name())
+			sp.f = nil
+		}
+		return nil
+	}
+	if sp.f == nil {
 		sp.f, sp.err = os.CreateTemp(sp.dir, "tracectl-frame-*")
 	}
 	if sp.err == nil {
@@ -59,7 +78,7 @@ func (sp *spool) write(b []byte) error {
 }
 
 // body reads the first n bytes (the frame without its terminator), or is nil
-// when the spool failed.
+// when the spool failed or the frame outgrew it.
 func (sp *spool) body(n int64) io.Reader {
 	if sp == nil || sp.f == nil || sp.err != nil {
 		return nil
@@ -113,17 +132,13 @@ func (s *session) fromClient(f frame, index int64) error {
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
 		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
-		if errors.Is(err, ErrUnrecordable) {
-			// Read by the gate, refused by the recorder: committed as
-			// refused, never forwarded.
-			s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}))
-			if m.Kind == mcpwire.KindRequest {
-				return s.writeClient(errorLine(idKey, codeRefused, "tracectl: not forwarded: "+err.Error()))
-			}
-			return nil
-		}
 		if err != nil {
-			// Fail closed: not forwarded; the client learns why.
+			// Fail closed: not forwarded; the client learns why. (A call
+			// the gate read but the recorder cannot record would be a
+			// bug: it is an audit failure too, never a plain frame.)
+			if errors.Is(err, ErrUnrecordable) {
+				err = fmt.Errorf("%w: the recorder refused a call the gate read: %v", ErrAuditUnavailable, err)
+			}
 			s.noteSinkErr(err)
 			if m.Kind == mcpwire.KindRequest {
 				return s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
@@ -193,10 +208,15 @@ func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
 	if !ok {
 		return false
 	}
-	key := string(rid.Raw())
+	// Matched by value, as the server matches it: a requestId of 7.0
+	// cancels call 7. (Call ids themselves are canonical: the gate refuses
+	// others.)
+	key := mcpwire.Key(rid)
 	s.mu.Lock()
 	p, ok := s.inflight[key]
-	if !ok || p.what != reqCall || len(p.conflict) > 0 {
+	if !ok || p.what != reqCall || len(p.conflict) > 0 || p.canceled {
+		// Not a call in flight, or cancelled already (a repeated
+		// cancellation changes no outcome): a plain frame.
 		s.mu.Unlock()
 		return false
 	}
@@ -240,7 +260,7 @@ func (s *session) serverToClient(r io.Reader) error {
 	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
 	var index int64
 	for {
-		sp := &spool{dir: s.cfg.SpoolDir}
+		sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxServerFrame}
 		f, err := lr.next(sp.write)
 		if f.streamed {
 			s.fromServerStreamed(f, index, sp)
@@ -259,9 +279,18 @@ func (s *session) serverToClient(r io.Reader) error {
 }
 
 // fromServerStreamed commits a frame too long to read, then delivers it
-// from its spool.
+// from its spool; a frame longer than MaxServerFrame could not be spooled
+// whole, so it is committed withheld: never delivered uncommitted.
 func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
-	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded})
+	disp := transcript.FrameForwarded
+	if errors.Is(sp.err, errSpoolFull) {
+		disp = transcript.FrameWithheld
+	}
+	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: disp})
+	if disp == transcript.FrameWithheld {
+		s.noteSinkErr(err)
+		return
+	}
 	if err != nil {
 		s.noteSinkErr(err)
 		return // never delivered uncommitted

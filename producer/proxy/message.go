@@ -49,7 +49,7 @@ func protocolState(m *mcpwire.Message) (state, version string) {
 	return "present", s
 }
 
-// progressToken returns the exact text of a request's
+// progressToken returns the key (mcpwire.Key: by value) of a request's
 // params._meta.progressToken, or "".
 func progressToken(params canon.Value) string {
 	if !params.Valid() {
@@ -60,19 +60,20 @@ func progressToken(params canon.Value) string {
 		return ""
 	}
 	if tok, ok := meta.Get(mcpwire.MetaProgressToken); ok {
-		return string(tok.Raw())
+		return mcpwire.Key(tok)
 	}
 	return ""
 }
 
-// notificationToken returns the exact text of a progress notification's
-// params.progressToken, or "".
+// notificationToken returns the key of a progress notification's
+// params.progressToken, or "": a server that re-encodes the token still
+// names the same call.
 func notificationToken(params canon.Value) string {
 	if !params.Valid() {
 		return ""
 	}
 	if tok, ok := params.Get("progressToken"); ok {
-		return string(tok.Raw())
+		return mcpwire.Key(tok)
 	}
 	return ""
 }

@@ -161,10 +161,10 @@ func TestServerClosesStdoutWithCallInFlight(t *testing.T) {
 	raw := mcptest.Build(t, "rawserver")
 	sink := &memSink{}
 	c := startProxy(t, sink, Config{}, raw, "-script", "close-stdout-unanswered")
-	c.send(callLine("9007199254740993", "raw-0000"))
+	c.send(callLine("9007199254740991", "raw-0000"))
 	got := c.recv()
 	// The client gets a JSON-RPC error for its exact id.
-	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":9007199254740993,"error":{"code":`+strconv.Itoa(codeTransportFailure)+`,`) {
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":9007199254740991,"error":{"code":`+strconv.Itoa(codeTransportFailure)+`,`) {
 		t.Fatalf("client got %s", got)
 	}
 	res, err := c.finish()
@@ -204,11 +204,19 @@ func TestExactIDsMatchResponses(t *testing.T) {
 	raw := mcptest.Build(t, "rawserver")
 	sink := &memSink{}
 	c := startProxy(t, sink, Config{}, raw, "-script", "echo-ids")
-	ids := []string{"9007199254740993", "-0", "1.5", `""`, `"a\u0062"`}
+	ids := []string{"9007199254740991", "-9007199254740991", "0", `""`, `"ab"`, `"é\n"`}
 	for _, id := range ids {
 		c.send(callLine(id, "raw-0000"))
 		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+id+`,`) {
 			t.Fatalf("id %s: got %s", id, got)
+		}
+	}
+	// Ids a server would read as another id are refused: it matches by
+	// value (through float64, after unescaping), the recorder by text.
+	for _, id := range []string{"9007199254740993", "-0", "1.5", "1.0", "1e0", `"a\u0062"`} {
+		c.send(callLine(id, "raw-0000"))
+		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`) || !strings.Contains(got, "(bad_id)") {
+			t.Fatalf("id %s: got %s, want a bad_id refusal", id, got)
 		}
 	}
 	if _, err := c.finish(); err != nil {

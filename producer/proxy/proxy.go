@@ -23,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tracectl/tracectl/producer"
 )
 
 // Config configures a proxy run.
@@ -58,7 +60,20 @@ type Config struct {
 	// it is hashed and committed (default os.TempDir()). The spool file is
 	// created exclusively, mode 0600, and removed once delivered.
 	SpoolDir string
+	// MaxRetain bounds how much of a refused oversized client frame is
+	// spooled so the recorder can retain it (default
+	// producer.DefaultMaxFrameBytes; set it to the recorder's
+	// MaxFrameBytes): past it the frame is only hashed.
+	MaxRetain int64
+	// MaxServerFrame bounds a server frame the proxy spools to deliver
+	// (default DefaultMaxServerFrame). A longer one is committed by digest
+	// and length and withheld: it cannot be committed before delivery
+	// without holding it whole.
+	MaxServerFrame int64
 }
+
+// DefaultMaxServerFrame is the default Config.MaxServerFrame.
+const DefaultMaxServerFrame = 1 << 30
 
 // Result summarizes a run.
 type Result struct {
@@ -202,6 +217,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
 		cfg.MaxInterpret = MaxInterpretBytes
+	}
+	if cfg.MaxRetain <= 0 {
+		cfg.MaxRetain = producer.DefaultMaxFrameBytes
+	}
+	if cfg.MaxServerFrame <= 0 {
+		cfg.MaxServerFrame = DefaultMaxServerFrame
 	}
 	if cfg.After == nil {
 		cfg.After = time.After

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ type memSink struct {
 	failNext  error
 	next      map[string]int64 // per direction: the frame index expected next
 	gaps      []string         // frame indexes out of order
+	bodies    []bool           // per streamed frame: whether its spooled bytes came with it
 }
 
 type ref string
@@ -93,6 +95,11 @@ func (s *memSink) ListChanged(n NotificationObs) error {
 }
 func (s *memSink) Frame(f FrameObs) error {
 	s.frame(f.Direction, f.Index)
+	if f.Line == nil {
+		s.mu.Lock()
+		s.bodies = append(s.bodies, f.Body != nil)
+		s.mu.Unlock()
+	}
 	switch {
 	case f.Line == nil:
 		return s.add(fmt.Sprintf("streamed %s %s %d", f.Direction, f.Disposition, f.Length))
@@ -138,7 +145,7 @@ func TestGateThroughCat(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), interpret-200)
 	huge := bytes.Repeat([]byte("y"), interpret+10)
 	accepted := []string{
-		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n",
+		`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}` + "\n",
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}` + "\r\n",
 		`{"jsonrpc":"2.0","method":"note","params":{"s":"` + string(big) + `"}}` + "\n",
 	}
@@ -150,7 +157,7 @@ func TestGateThroughCat(t *testing.T) {
 		{"{\"jsonrpc\":\"2.0\",\"bad\":\"\xff\xfe\"}\n", mcpwire.RuleInvalidJSON},
 		{`{"jsonrpc":"2.0","id":2,"id":3,"method":"x"}` + "\n", mcpwire.RuleDuplicateMember},
 		{string(huge) + "\n", mcpwire.RuleTooLarge},
-		{`{"jsonrpc":"2.0","id":-0,"method":"ping"}`, mcpwire.RuleUnterminated}, // no terminator at EOF
+		{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, mcpwire.RuleUnterminated}, // no terminator at EOF
 	}
 	var in bytes.Buffer
 	var want []byte
@@ -250,5 +257,47 @@ func TestStreamedServerFrame(t *testing.T) {
 	}
 	if len(sink.gaps) != 0 {
 		t.Errorf("frame indexes out of order: %q", sink.gaps)
+	}
+}
+
+// TestSpoolLimits: a refused client frame is spooled only up to MaxRetain
+// (past it, only hashed: the disk is not the client's to fill), and a
+// server frame over MaxServerFrame is committed and withheld, never
+// delivered uncommitted.
+func TestSpoolLimits(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("sh not found")
+	}
+	const interpret = 1 << 20
+	spoolDir := t.TempDir()
+	script := fmt.Sprintf(`head -c %d /dev/zero | tr '\0' 'z'; printf '\n{"jsonrpc":"2.0","method":"notifications/message"}\n'; cat >/dev/null`, 3<<20)
+	var in bytes.Buffer
+	in.Write(bytes.Repeat([]byte("q"), 4<<20))
+	in.WriteString("\n")
+	var out lockedBuf
+	sink := &memSink{}
+	_, err = Run(context.Background(), Config{
+		Command: sh, Args: []string{"-c", script}, ClientIn: &in, ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: spoolDir,
+		MaxRetain: 2 << 20, MaxServerFrame: 2 << 20,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	log := strings.Join(sink.log(), "; ")
+	if !strings.Contains(log, fmt.Sprintf("streamed client_to_server refused %d", 4<<20)) || !strings.Contains(log, fmt.Sprintf("streamed server_to_client withheld %d", 3<<20)) {
+		t.Fatalf("committed: %s", log)
+	}
+	for i, kept := range sink.bodies {
+		if kept {
+			t.Errorf("streamed frame %d came with its bytes, past the spool limit", i)
+		}
+	}
+	if got := out.String(); strings.Contains(got, "zzzz") || !strings.Contains(got, "notifications/message") {
+		t.Errorf("the client got %d bytes: the withheld frame must not reach it, the next frame must", len(got))
+	}
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+		t.Errorf("%d spool files left behind", len(ents))
 	}
 }

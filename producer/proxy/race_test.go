@@ -108,3 +108,36 @@ func (f slowFile) Write(p []byte) (int, error) {
 	}
 	return f.File.Write(p)
 }
+
+// TestRepeatedCancellation: a client that cancels the same call twice (and
+// once more with the id spelled 5.0, which the server reads as 5) leaves
+// one cancel_sent; the repeats are plain frames, never an audit failure,
+// and the bundle verifies.
+func TestRepeatedCancellation(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	w := startWrap(t, wrapOpts{grace: 300 * time.Millisecond}, raw, "-script", "never-answer")
+	c := w.raw()
+	c.legacyHandshake()
+	c.send(callLine("5", "raw-0000"))
+	waitJournal(t, w.dir, "the attempt", isAttempt("raw-0000"))
+	for _, id := range []string{"5", "5", "5.0"} {
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"user"}}`)
+	}
+	c.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	for {
+		if l := c.recv(); string(l.ID) == "6" {
+			break
+		}
+	}
+	w.end() // fails the test if Run returned an error (audit unavailable)
+	w.seal()
+	j := readJournal(t, w.dir)
+	a := j.attemptFor(t, "5")
+	if h := j.history(a.AttemptID); !strings.HasPrefix(h, transcript.ObsCancelSent) || strings.Count(h, transcript.ObsCancelSent) != 1 {
+		t.Errorf("history %q, want one cancel_sent", h)
+	}
+	rep := verifyBundle(t, w.dir, w.signer.Public())
+	if rep.Verdict == verify.Failed {
+		t.Fatalf("verdict failed: %q", notPassed(rep))
+	}
+}

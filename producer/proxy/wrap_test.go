@@ -181,7 +181,7 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 	cfg := Config{
 		Command: server, Args: args,
 		ClientIn: io.TeeReader(inR, &w.sent), ClientOut: outW, ServerErr: &w.stderr,
-		Sink: w.sink, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: time.Second,
+		Sink: w.sink, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: time.Second, MaxRetain: o.maxFrame,
 		Started: func(pid int) { w.pid.Store(int64(pid)) },
 	}
 	go func() {
