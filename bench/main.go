@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -49,6 +48,10 @@ var rows = []row{
 		metric{"canon-MB/s", "MB/s"}, metric{"jcs-MB/s", "MB/s gowebpki/jcs"}, "canon/jcs-speed", ">= 5x faster than jcs"},
 	{"canon", "./canon", "^BenchmarkAnchors$", "5x", "Anchors", "canonicalize vs SHA-256 of the same bytes",
 		metric{"canon-MB/s", "MB/s"}, metric{"sha256-MB/s", "MB/s sha256"}, "canon/sha256-time", "(reference)"},
+	{"canon", "./canon", "^BenchmarkCLI$", "7x", "CLI", "`tracectl canon` whole process, 27 MB tools/list",
+		metric{"cli-ms", "ms"}, metric{"jcs-ms", "ms, a program calling jcs.Transform"}, "cli/jcs-speed", ">= 7x faster"},
+	{"canon", "./canon", "^BenchmarkCLI$", "7x", "CLI", "`tracectl canon` peak RSS over the input size",
+		metric{"cli-rss/input", "x"}, metric{"jcs-rss/input", "x, the jcs.Transform program"}, "cli-rss/input", "<= 2.5x the input"},
 	{"snapshot", "./snapshot", "^BenchmarkCapture10k$", "2x", "Capture10k", "capture 10,000 tools over 100 pages",
 		metric{"capture-ms/op", "ms"}, metric{"sdk-ms/op", "ms go-sdk ListTools loop"}, "ratio", "<= 1.5x"},
 	{"transcript", "./transcript", "^BenchmarkReader$", "", "Reader", "stream-validate transcript lines",
@@ -130,7 +133,7 @@ func runBench(r row) (string, error) {
 		args = append(args, "-benchtime", r.benchtime)
 	}
 	args = append(args, r.pkg)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	cmd := exec.Command("go", args...) // the go on PATH: the one that ran `go run ./bench`
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

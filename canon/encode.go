@@ -1,6 +1,10 @@
 package canon
 
-import "io"
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+)
 
 // flushAt is the buffer size at which a streaming encoder hands its output
 // to the writer, so a digest never holds a second copy of a large document.
@@ -11,24 +15,31 @@ const flushAt = 64 << 10
 // value (unsupported number, or repeated name in an object marked by
 // AllowDuplicateKeys) that comes first in the input.
 func (d *Doc) check(i int32, p Policy) *Error {
-	end := d.subtreeEnd(i)
+	end := i + d.nodes[i].size
 	var first *Error
 	for k := i; k < end; k++ {
 		n := &d.nodes[k]
 		if first != nil && int64(n.start) > first.Offset {
 			break
 		}
-		switch {
-		case n.kind == KindNumber && !n.simple:
-			dec := readDecimal(d.src[n.start:n.end])
-			if why := dec.judge(p); why != "" {
-				return keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: pointerOf(d.nodes, d.keys, d.src, k),
-					Offset: int64(n.start), Detail: quoteBounded(d.src[n.start:n.end]) + ": " + why + " (policy " + p.ID() + ")"})
+		switch d.src[n.start] {
+		case '{':
+			if _, flags, _ := d.object(k); flags&permDup != 0 {
+				// The repeated name can sit after values that come later
+				// in the scan; keep looking until the scan passes it.
+				first = keepFirst(first, d.duplicate(k))
 			}
-		case n.kind == KindObject && n.dup:
-			// The repeated name can sit after values that come later in
-			// the scan; keep looking until the scan passes it.
-			first = keepFirst(first, d.duplicate(k))
+		case '"', '[', 't', 'f', 'n':
+		default: // a number
+			if n.aux != 0 {
+				continue
+			}
+			lit := d.src[n.start:d.end(k)]
+			dec := readDecimal(lit)
+			if why := dec.judge(p); why != "" {
+				return keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: d.pointer(k),
+					Offset: int64(n.start), Detail: quoteBounded(lit) + ": " + why + " (policy " + p.ID() + ")"})
+			}
 		}
 	}
 	return first
@@ -41,27 +52,15 @@ func keepFirst(a, b *Error) *Error {
 	return a
 }
 
-// subtreeEnd returns the index after the last node of the subtree at i: the
-// tree is in document order, so that is the next sibling of i or of its
-// nearest ancestor that has one.
-func (d *Doc) subtreeEnd(i int32) int32 {
-	for ; i >= 0; i = d.nodes[i].parent {
-		if nx := d.nodes[i].next; nx >= 0 {
-			return nx
-		}
-	}
-	return int32(len(d.nodes))
-}
-
 // duplicate reports the second occurrence of a repeated name in a marked
 // object (documents parsed with AllowDuplicateKeys).
 func (d *Doc) duplicate(obj int32) *Error {
 	seen := map[string]bool{}
-	for c := d.firstChild(obj); c >= 0; c = d.nodes[c].next {
-		k := string(d.key(c))
+	for c, keyOff := range d.children(obj) {
+		k := string(keyAt(d.src, keyOff))
 		if seen[k] {
-			return &Error{Code: CodeDuplicateKey, Pointer: pointerOf(d.nodes, d.keys, d.src, c),
-				Offset: int64(d.nodes[c].keyOff), Detail: "duplicate member name " + quoteBounded([]byte(k))}
+			return &Error{Code: CodeDuplicateKey, Pointer: d.pointer(c),
+				Offset: int64(keyOff), Detail: "duplicate member name " + quoteBounded([]byte(k))}
 		}
 		seen[k] = true
 	}
@@ -76,6 +75,7 @@ type encoder struct {
 	n      int64     // bytes flushed to w
 	werr   error
 	strBuf []byte
+	kids   []int32 // members of the objects being written, innermost last
 }
 
 func (e *encoder) flush() {
@@ -94,27 +94,21 @@ func (e *encoder) flush() {
 func (e *encoder) encode(i int32) {
 	d := e.d
 	n := &d.nodes[i]
-	switch n.kind {
-	case KindNull, KindBool:
-		e.buf = append(e.buf, d.src[n.start:n.end]...)
-	case KindNumber:
-		if n.simple {
-			e.buf = append(e.buf, d.src[n.start:n.end]...)
-		} else {
-			e.buf = appendAdmitted(e.buf, d.src[n.start:n.end])
-		}
-	case KindString:
-		if !n.escaped {
+	switch src := d.src; src[n.start] {
+	case '"':
+		if n.aux == 0 {
 			// Validated, no escapes, no control characters: the input
 			// bytes are already the canonical form.
-			e.buf = append(e.buf, d.src[n.start:n.end]...)
+			end := n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
+			e.buf = append(e.buf, src[n.start:end]...)
 		} else {
-			e.strBuf = unescapeInto(e.strBuf[:0], d.src[n.start+1:n.end-1])
+			end, _ := stringEnd(src, n.start)
+			e.strBuf = unescapeInto(e.strBuf[:0], src[n.start+1:end])
 			e.buf = appendString(e.buf, e.strBuf)
 		}
-	case KindArray:
+	case '[':
 		e.buf = append(e.buf, '[')
-		for c := d.firstChild(i); c >= 0; c = d.nodes[c].next {
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
 			if c != i+1 {
 				e.buf = append(e.buf, ',')
 			}
@@ -122,24 +116,45 @@ func (e *encoder) encode(i int32) {
 			e.flush()
 		}
 		e.buf = append(e.buf, ']')
-	case KindObject:
+	case '{':
 		e.buf = append(e.buf, '{')
-		for j, c := range d.members(i) {
+		count, flags, at := d.object(i)
+		base := len(e.kids)
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+			e.kids = append(e.kids, c)
+		}
+		for j := range count {
+			c := e.kids[base+j]
+			if flags&permInOrder == 0 {
+				o, w := binary.Uvarint(d.perm[at:])
+				at += w
+				c = e.kids[base+int(o)]
+			}
 			if j > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			m := &d.nodes[c]
-			if m.keyInBuf {
-				e.buf = appendString(e.buf, d.keys[m.keyStart:m.keyEnd])
-			} else {
+			keyOff, end, esc := nameOf(src, d.nodes[c].start)
+			if !esc {
 				// An unescaped name is its own canonical form.
-				e.buf = append(e.buf, d.src[m.keyStart-1:m.keyEnd+1]...)
+				e.buf = append(e.buf, src[keyOff:end+1]...)
+			} else {
+				e.strBuf = unescapeInto(e.strBuf[:0], src[keyOff+1:end])
+				e.buf = appendString(e.buf, e.strBuf)
 			}
 			e.buf = append(e.buf, ':')
 			e.encode(c)
 			e.flush()
 		}
+		e.kids = e.kids[:base]
 		e.buf = append(e.buf, '}')
+	case 't', 'f', 'n':
+		e.buf = append(e.buf, src[n.start:d.end(i)]...)
+	default: // a number
+		if n.aux != 0 {
+			e.buf = append(e.buf, src[n.start:d.end(i)]...)
+		} else {
+			e.buf = appendAdmitted(e.buf, src[n.start:d.end(i)])
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -76,23 +77,38 @@ func (k Kind) String() string {
 
 // node is one value in a flat, document-ordered tree: a subtree occupies a
 // contiguous run of nodes starting at its root, so a container's first child
-// (if it has any) is the node after it. Children are linked by next. Object members carry
-// their key as a span of the source (no escapes) or of Doc.keys (unescaped).
+// (if it has any) is the node after it, and the next sibling of node i (if it
+// has one) is node i+size. Nodes are 12 bytes and hold no pointers: what the
+// validated source says again cheaply is not stored. The kind is the value's
+// first byte; a scalar's end is found by scanning it (a string without
+// escapes ends at the next quote); a member's name is the string before its
+// value's ':'; parents come from a walk down from the root, which only
+// pointers (error reports) need.
 type node struct {
-	kind     Kind
-	escaped  bool  // string value contains a backslash escape
-	keyInBuf bool  // key span is in Doc.keys rather than the source
-	dup      bool  // object: some member name repeats (only with AllowDuplicateKeys)
-	simple   bool  // number: the literal is already its canonical integer text
-	start    int32 // value span in the source
-	end      int32
-	keyStart int32 // member name (unescaped bytes)
-	keyEnd   int32
-	keyOff   int32 // offset of the member name's opening quote in the source
-	parent   int32
-	next     int32 // next sibling, -1 if none
-	count    int32 // containers: number of children
-	ord      int32 // objects: members in RFC 8785 order are Doc.order[ord:ord+count]
+	start int32 // the value's first byte in the source
+	size  int32 // nodes in this subtree, this one included
+	// aux depends on the kind: strings 1 when the value has a backslash
+	// escape; numbers 1 when the literal is already its canonical integer
+	// text; arrays the offset after the closing bracket; objects the offset
+	// in Doc.perm of their member order (see sortMembers).
+	aux int32
+}
+
+// kindOf returns the kind of the value whose first byte is c.
+func kindOf(c byte) Kind {
+	switch c {
+	case '"':
+		return KindString
+	case '{':
+		return KindObject
+	case '[':
+		return KindArray
+	case 't', 'f':
+		return KindBool
+	case 'n':
+		return KindNull
+	}
+	return KindNumber
 }
 
 // ParseOptions configure Parse.
@@ -110,19 +126,25 @@ type parser struct {
 	src   []byte
 	pos   int
 	nodes []node
-	keys  []byte
-	order []int32
-	// sortBuf is scratch for sortMembers, reused across objects.
-	sortBuf []memberKey
-	opts    ParseOptions
-	depth   int
-	err     *Error
-	// pending is the member name for the next node added (objects only).
-	pending    bool
-	pendStart  int32
-	pendEnd    int32
-	pendInBuf  bool
-	pendKeyOff int32
+	keys  []byte // unescaped member names, for the sort only
+	perm  []byte
+	// members holds the members of the open objects, innermost last; each
+	// object sorts its own run when it closes.
+	members []memberKey
+	// path holds the open containers, outermost first: what an error's
+	// pointer is built from while the tree is incomplete.
+	path  []frame
+	opts  ParseOptions
+	depth int
+	err   *Error
+}
+
+// frame is an open container and the child being parsed in it.
+type frame struct {
+	obj     bool
+	count   int32 // children completed (an array's current index)
+	keyOff  int32 // objects: the current member's name (its opening quote)
+	keyNext int   // objects: index in members of the object's first member
 }
 
 func parse(src []byte, o ParseOptions) (*Doc, error) {
@@ -135,19 +157,23 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	}
 	p := &parser{src: src, opts: o}
 	p.nodes = make([]node, 0, nodeEstimate(src))
-	p.order = make([]int32, 0, min(bytes.Count(src, []byte{':'}), cap(p.nodes)))
+	// A byte per object and per member (while objects have fewer than 128
+	// members), and every object and every member is a node: at most two
+	// bytes a node. Capacity that is never written costs no memory in a
+	// fresh process, and counting members first would cost two passes.
+	p.perm = make([]byte, 0, 2*cap(p.nodes))
 	p.skipWS()
 	if p.pos >= len(src) {
-		return nil, p.fail(CodeSyntax, -1, p.pos, "empty input")
+		return nil, p.fail(CodeSyntax, false, p.pos, "empty input")
 	}
-	if p.value(-1) != nil {
+	if p.value() != nil {
 		return nil, p.err
 	}
 	p.skipWS()
 	if p.pos < len(src) {
-		return nil, p.fail(CodeTrailingData, -1, p.pos, "data after the top-level value: "+quoteBounded(src[p.pos:]))
+		return nil, p.fail(CodeTrailingData, false, p.pos, "data after the top-level value: "+quoteBounded(src[p.pos:]))
 	}
-	return &Doc{src: src, nodes: p.nodes, keys: p.keys, order: p.order}, nil
+	return &Doc{src: src, nodes: p.nodes, perm: p.perm}, nil
 }
 
 // nodeEstimate returns how many nodes to allocate up front so that growth
@@ -157,17 +183,41 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 // [1,1,1,...] hold a node per two bytes, but the estimate is capped at one
 // per eight bytes so hostile input cannot make the parser reserve much more
 // memory than a real document of its size needs; beyond that, append grows.
+// (Reserved pages that are never written cost address space, not memory.)
 func nodeEstimate(src []byte) int {
 	n := 1 + bytes.Count(src, []byte{','}) + bytes.Count(src, []byte{'{'}) + bytes.Count(src, []byte{'['})
 	return min(n, len(src)/8+64)
 }
 
-// fail records an error located at node n (or, with n == -1 and a pending
-// member, at that member) and returns it.
-func (p *parser) fail(code Code, n int32, off int, detail string) *Error {
-	p.err = &Error{Code: code, Offset: int64(off), Detail: detail}
-	p.err.Pointer = pointerOf(p.nodes, p.keys, p.src, n)
+// fail records an error and returns it. Its pointer is that of the
+// innermost open container, or with atChild, of the value being parsed in
+// it (the document itself when nothing is open).
+func (p *parser) fail(code Code, atChild bool, off int, detail string) *Error {
+	p.err = &Error{Code: code, Offset: int64(off), Detail: detail, Pointer: p.pointer(atChild, nil)}
 	return p.err
+}
+
+// pointer builds the RFC 6901 pointer of the innermost open container (with
+// atChild: of its current child; with name: of its member of that name)
+// from the path of open containers.
+func (p *parser) pointer(atChild bool, name []byte) string {
+	n := len(p.path)
+	if !atChild {
+		n--
+	}
+	var b []byte
+	for j := range max(n, 0) {
+		f := &p.path[j]
+		if f.obj {
+			b = appendPointerToken(append(b, '/'), keyAt(p.src, f.keyOff))
+		} else {
+			b = strconv.AppendInt(append(b, '/'), int64(f.count), 10)
+		}
+	}
+	if name != nil {
+		b = appendPointerToken(append(b, '/'), name)
+	}
+	return string(b)
 }
 
 func (p *parser) skipWS() {
@@ -181,97 +231,89 @@ func (p *parser) skipWS() {
 	}
 }
 
-func (p *parser) add(n node) int32 {
-	if p.pending {
-		n.keyStart, n.keyEnd, n.keyInBuf, n.keyOff = p.pendStart, p.pendEnd, p.pendInBuf, p.pendKeyOff
-		p.pending = false
-	}
-	p.nodes = append(p.nodes, n)
+func (p *parser) add(start int) int32 {
+	p.nodes = append(p.nodes, node{start: int32(start), size: 1})
 	return int32(len(p.nodes) - 1)
 }
 
-// value parses one value as a child of parent and returns non-nil on error.
-func (p *parser) value(parent int32) *Error {
+// value parses one value as the current child of the innermost open
+// container (or as the document) and returns non-nil on error.
+func (p *parser) value() *Error {
 	if p.pos >= len(p.src) {
-		return p.fail(CodeSyntax, parent, p.pos, "unexpected end of input")
+		return p.fail(CodeSyntax, false, p.pos, "unexpected end of input")
 	}
 	start := p.pos
 	switch c := p.src[p.pos]; {
 	case c == '"':
-		idx := p.add(node{kind: KindString, start: int32(start), parent: parent, next: -1})
-		esc, err := p.str(idx)
+		idx := p.add(start)
+		esc, err := p.str(true)
 		if err != nil {
 			return err
 		}
-		n := &p.nodes[idx]
-		n.escaped = esc
-		n.end = int32(p.pos)
+		if esc {
+			p.nodes[idx].aux = 1
+		}
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
-		idx := p.add(node{kind: KindNumber, start: int32(start), parent: parent, next: -1})
-		return p.number(idx)
+		return p.number(p.add(start))
 	case c == '{':
-		return p.object(parent)
+		return p.object()
 	case c == '[':
-		return p.array(parent)
+		return p.array()
 	}
-	for _, lit := range [...]struct {
-		text string
-		kind Kind
-	}{{"null", KindNull}, {"true", KindBool}, {"false", KindBool}} {
-		if len(p.src)-p.pos >= len(lit.text) && string(p.src[p.pos:p.pos+len(lit.text)]) == lit.text {
-			p.pos += len(lit.text)
-			p.add(node{kind: lit.kind, start: int32(start), end: int32(p.pos), parent: parent, next: -1})
+	for _, lit := range [...]string{"null", "true", "false"} {
+		if len(p.src)-p.pos >= len(lit) && string(p.src[p.pos:p.pos+len(lit)]) == lit {
+			p.pos += len(lit)
+			p.add(start)
 			return nil
 		}
 	}
-	idx := p.add(node{kind: KindNull, start: int32(start), parent: parent, next: -1})
 	switch c := p.src[p.pos]; c {
 	case '+', '.', 'N', 'I':
-		return p.fail(CodeInvalidNumber, idx, p.pos, "not an RFC 8259 number: "+quoteBounded(p.src[p.pos:min(len(p.src), p.pos+12)]))
+		return p.fail(CodeInvalidNumber, true, p.pos, "not an RFC 8259 number: "+quoteBounded(p.src[p.pos:min(len(p.src), p.pos+12)]))
 	}
-	return p.fail(CodeSyntax, idx, p.pos, "unexpected "+quoteBounded(p.src[p.pos:p.pos+1]))
+	return p.fail(CodeSyntax, true, p.pos, "unexpected "+quoteBounded(p.src[p.pos:p.pos+1]))
 }
 
-func (p *parser) enter(idx int32) *Error {
+// enter opens the container just added at idx.
+func (p *parser) enter(obj bool) *Error {
 	p.depth++
 	if p.depth > p.opts.MaxDepth {
-		return p.fail(CodeDepthLimit, idx, p.pos, "nesting exceeds the depth limit of "+strconv.Itoa(p.opts.MaxDepth))
+		return p.fail(CodeDepthLimit, true, p.pos, "nesting exceeds the depth limit of "+strconv.Itoa(p.opts.MaxDepth))
 	}
+	p.path = append(p.path, frame{obj: obj, keyNext: len(p.members)})
 	return nil
 }
 
-func (p *parser) array(parent int32) *Error {
-	idx := p.add(node{kind: KindArray, start: int32(p.pos), parent: parent, next: -1})
-	if err := p.enter(idx); err != nil {
+// leave closes the container at idx: its subtree is complete.
+func (p *parser) leave(idx int32) {
+	p.depth--
+	p.path = p.path[:len(p.path)-1]
+	p.nodes[idx].size = int32(len(p.nodes)) - idx
+}
+
+func (p *parser) array() *Error {
+	idx := p.add(p.pos)
+	if err := p.enter(false); err != nil {
 		return err
 	}
 	p.pos++ // [
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
 		p.pos++
-		p.depth--
-		p.nodes[idx].end = int32(p.pos)
+		p.nodes[idx].aux = int32(p.pos)
+		p.leave(idx)
 		return nil
 	}
-	prev := int32(-1)
-	var count int32
+	f := len(p.path) - 1
 	for {
-		// While a child is being parsed, it is not yet linked to its
-		// predecessor: pointerOf counts the linked siblings to find its
-		// index, which is exactly count.
-		child := int32(len(p.nodes))
-		if err := p.value(idx); err != nil {
+		if err := p.value(); err != nil {
 			return err
 		}
-		if prev >= 0 {
-			p.nodes[prev].next = child
-		}
-		prev = child
-		count++
+		p.path[f].count++
 		p.skipWS()
 		if p.pos >= len(p.src) {
-			return p.fail(CodeSyntax, idx, p.pos, "unterminated array")
+			return p.fail(CodeSyntax, false, p.pos, "unterminated array")
 		}
 		switch p.src[p.pos] {
 		case ',':
@@ -279,43 +321,40 @@ func (p *parser) array(parent int32) *Error {
 			p.skipWS()
 		case ']':
 			p.pos++
-			p.depth--
-			p.nodes[idx].end = int32(p.pos)
-			p.nodes[idx].count = count
+			p.nodes[idx].aux = int32(p.pos)
+			p.leave(idx)
 			return nil
 		default:
-			return p.fail(CodeSyntax, idx, p.pos, "expected ',' or ']' in array, found "+quoteBounded(p.src[p.pos:p.pos+1]))
+			return p.fail(CodeSyntax, false, p.pos, "expected ',' or ']' in array, found "+quoteBounded(p.src[p.pos:p.pos+1]))
 		}
 	}
 }
 
-func (p *parser) object(parent int32) *Error {
-	idx := p.add(node{kind: KindObject, start: int32(p.pos), parent: parent, next: -1})
-	if err := p.enter(idx); err != nil {
+func (p *parser) object() *Error {
+	idx := p.add(p.pos)
+	if err := p.enter(true); err != nil {
 		return err
 	}
 	p.pos++ // {
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
-		p.depth--
-		n := &p.nodes[idx]
-		n.end = int32(p.pos)
-		n.ord = int32(len(p.order))
+		p.nodes[idx].aux = int32(len(p.perm))
+		p.perm = append(p.perm, permInOrder)
+		p.leave(idx)
 		return nil
 	}
-	prev := int32(-1)
-	var count int32
+	f := len(p.path) - 1
 	for {
 		if p.pos >= len(p.src) {
-			return p.fail(CodeSyntax, idx, p.pos, "unterminated object")
+			return p.fail(CodeSyntax, false, p.pos, "unterminated object")
 		}
 		if p.src[p.pos] != '"' {
-			return p.fail(CodeSyntax, idx, p.pos, "expected a member name, found "+quoteBounded(p.src[p.pos:p.pos+1]))
+			return p.fail(CodeSyntax, false, p.pos, "expected a member name, found "+quoteBounded(p.src[p.pos:p.pos+1]))
 		}
 		keyOff := p.pos
 		// Errors inside a member name point at the object.
-		esc, err := p.str(idx)
+		esc, err := p.str(false)
 		if err != nil {
 			return err
 		}
@@ -327,23 +366,19 @@ func (p *parser) object(parent int32) *Error {
 		}
 		p.skipWS()
 		if p.pos >= len(p.src) || p.src[p.pos] != ':' {
-			return p.fail(CodeSyntax, idx, p.pos, "expected ':' after member name")
+			return p.fail(CodeSyntax, false, p.pos, "expected ':' after member name")
 		}
 		p.pos++
 		p.skipWS()
-		child := int32(len(p.nodes))
-		p.pending, p.pendStart, p.pendEnd, p.pendInBuf, p.pendKeyOff = true, ks, ke, esc, int32(keyOff)
-		if err := p.value(idx); err != nil {
+		p.path[f].keyOff = int32(keyOff)
+		p.members = append(p.members, p.memberKey(p.path[f].count, ks, ke, esc, int32(keyOff)))
+		if err := p.value(); err != nil {
 			return err
 		}
-		if prev >= 0 {
-			p.nodes[prev].next = child
-		}
-		prev = child
-		count++
+		p.path[f].count++
 		p.skipWS()
 		if p.pos >= len(p.src) {
-			return p.fail(CodeSyntax, idx, p.pos, "unterminated object")
+			return p.fail(CodeSyntax, false, p.pos, "unterminated object")
 		}
 		switch p.src[p.pos] {
 		case ',':
@@ -351,35 +386,30 @@ func (p *parser) object(parent int32) *Error {
 			p.skipWS()
 		case '}':
 			p.pos++
-			p.depth--
-			p.nodes[idx].end = int32(p.pos)
-			p.nodes[idx].count = count
-			return p.sortMembers(idx)
+			if err := p.sortMembers(idx, f); err != nil {
+				return err
+			}
+			p.leave(idx)
+			return nil
 		default:
-			return p.fail(CodeSyntax, idx, p.pos, "expected ',' or '}' in object, found "+quoteBounded(p.src[p.pos:p.pos+1]))
+			return p.fail(CodeSyntax, false, p.pos, "expected ',' or '}' in object, found "+quoteBounded(p.src[p.pos:p.pos+1]))
 		}
 	}
 }
 
 // sortMembers records the object's members in RFC 8785 order (UTF-16 code
-// units of the unescaped names) in p.order and rejects repeated names, which
+// units of the unescaped names) in p.perm and rejects repeated names, which
 // the sort makes adjacent. Sorting is O(m log m) per object, so a hostile
 // wide object stays cheap, and the encoder reuses the order.
-func (p *parser) sortMembers(obj int32) *Error {
-	base := len(p.order)
-	p.nodes[obj].ord = int32(base)
-	for c := obj + 1; c >= 0; c = p.nodes[c].next {
-		p.order = append(p.order, c)
-	}
-	kids := p.order[base:]
-	if len(kids) < 2 {
-		return nil
-	}
-	keys := p.sortBuf[:0]
-	for _, c := range kids {
-		keys = append(keys, p.memberKey(c))
-	}
-	p.sortBuf = keys
+//
+// The order is a permutation of the members' positions in the document, as
+// uvarints after a uvarint header: count<<2 | permInOrder (already sorted:
+// no positions follow) | permDup (a name repeats; AllowDuplicateKeys only).
+// Real objects have few members, so a member costs one byte.
+func (p *parser) sortMembers(obj int32, f int) *Error {
+	base := p.path[f].keyNext
+	keys := p.members[base:]
+	defer func() { p.members = p.members[:base] }()
 	sorted := true
 	for i := 1; i < len(keys); i++ {
 		if p.compareKeys(keys[i-1], keys[i]) >= 0 {
@@ -387,47 +417,76 @@ func (p *parser) sortMembers(obj int32) *Error {
 			break
 		}
 	}
-	if sorted { // canonical input: strictly increasing, so no repeats
-		return nil
-	}
-	slices.SortStableFunc(keys, p.compareKeys)
-	for i := range keys {
-		kids[i] = keys[i].node
-	}
-	for i := 1; i < len(keys); i++ {
-		if p.compareKeys(keys[i-1], keys[i]) == 0 {
-			if p.opts.AllowDuplicateKeys {
-				p.nodes[obj].dup = true
-				return nil
+	hdr := uint64(len(keys)) << 2
+	if sorted {
+		hdr |= permInOrder
+	} else { // canonical input is strictly increasing, so has no repeats
+		if len(keys) <= 12 {
+			// Insertion sort: stable, and for the few members of real
+			// objects cheaper than a generic sort.
+			for i := 1; i < len(keys); i++ {
+				for j := i; j > 0 && p.compareKeys(keys[j-1], keys[j]) > 0; j-- {
+					keys[j-1], keys[j] = keys[j], keys[j-1]
+				}
 			}
-			// Report the second occurrence in document order: the
-			// stable sort keeps equal names in document order.
-			later := keys[i].node
-			return p.fail(CodeDuplicateKey, later, int(p.nodes[later].keyOff), "duplicate member name "+quoteBounded(p.key(later)))
+		} else {
+			slices.SortStableFunc(keys, p.compareKeys)
+		}
+		for i := 1; i < len(keys); i++ {
+			if p.compareKeys(keys[i-1], keys[i]) == 0 {
+				if !p.opts.AllowDuplicateKeys {
+					// Report the second occurrence in document order: the
+					// stable sort keeps equal names in document order.
+					later := keys[i]
+					name := p.key(later)
+					p.err = &Error{Code: CodeDuplicateKey, Offset: int64(later.keyOff), Pointer: p.pointer(false, name),
+						Detail: "duplicate member name " + quoteBounded(name)}
+					return p.err
+				}
+				hdr |= permDup
+				break
+			}
+		}
+	}
+	p.nodes[obj].aux = int32(len(p.perm))
+	p.perm = binary.AppendUvarint(p.perm, hdr)
+	if !sorted {
+		for _, k := range keys {
+			p.perm = binary.AppendUvarint(p.perm, uint64(k.ord))
 		}
 	}
 	return nil
 }
 
+// Flags of an object's permutation header (see sortMembers).
+const (
+	permDup     = 1
+	permInOrder = 2
+)
+
 // memberKey is a member name as the sort sees it: its first 8 bytes as a
 // big-endian integer (zero padded), which decides most comparisons without
 // touching the name, and no pointers, so sorting needs no write barriers.
 type memberKey struct {
-	pre  uint64
-	node int32
-	n    int32 // length of the name in bytes
+	pre    uint64
+	ord    int32 // position among the object's members
+	n      int32 // length of the name in bytes
+	ks, ke int32 // the unescaped name: a span of the source, or of parser.keys
+	keyOff int32 // the name's opening quote in the source
+	inBuf  bool
 }
 
-func (p *parser) memberKey(c int32) memberKey {
-	k := p.key(c)
-	var pre uint64
-	for i := range 8 {
-		pre <<= 8
-		if i < len(k) {
-			pre |= uint64(k[i])
-		}
+func (p *parser) memberKey(ord, ks, ke int32, inBuf bool, keyOff int32) memberKey {
+	m := memberKey{ord: ord, n: ke - ks, ks: ks, ke: ke, keyOff: keyOff, inBuf: inBuf}
+	k := p.key(m)
+	if len(k) >= 8 {
+		m.pre = binary.BigEndian.Uint64(k)
+		return m
 	}
-	return memberKey{pre: pre, node: c, n: int32(len(k))}
+	for i, c := range k {
+		m.pre |= uint64(c) << (56 - 8*i)
+	}
+	return m
 }
 
 // compareKeys is compareUTF16 on the names of a and b.
@@ -442,22 +501,22 @@ func (p *parser) compareKeys(a, b memberKey) int {
 	if a.n <= 8 && b.n <= 8 {
 		return int(a.n - b.n) // equal up to trailing NUL bytes
 	}
-	return compareUTF16(p.key(a.node), p.key(b.node))
+	return compareUTF16(p.key(a), p.key(b))
 }
 
-// key returns the unescaped member name of node i.
-func (p *parser) key(i int32) []byte {
-	n := &p.nodes[i]
-	if n.keyInBuf {
-		return p.keys[n.keyStart:n.keyEnd]
+// key returns the unescaped member name of m.
+func (p *parser) key(m memberKey) []byte {
+	if m.inBuf {
+		return p.keys[m.ks:m.ke]
 	}
-	return p.src[n.keyStart:n.keyEnd]
+	return p.src[m.ks:m.ke]
 }
 
 // str scans the string whose opening quote is at p.pos and leaves p.pos
 // after its closing quote. It validates UTF-8, escapes and surrogates, and
-// reports whether the string has escapes. Errors point at node idx.
-func (p *parser) str(idx int32) (escaped bool, _ *Error) {
+// reports whether the string has escapes. Errors point at the value being
+// parsed (atChild) or at the innermost container (a member name).
+func (p *parser) str(atChild bool) (escaped bool, _ *Error) {
 	src := p.src
 	i := p.pos + 1
 	for {
@@ -466,7 +525,7 @@ func (p *parser) str(idx int32) (escaped bool, _ *Error) {
 			i++
 		}
 		if i >= len(src) {
-			return false, p.fail(CodeSyntax, idx, i, "unterminated string")
+			return false, p.fail(CodeSyntax, atChild, i, "unterminated string")
 		}
 		switch c := src[i]; {
 		case c == '"':
@@ -474,17 +533,17 @@ func (p *parser) str(idx int32) (escaped bool, _ *Error) {
 			return escaped, nil
 		case c == '\\':
 			escaped = true
-			n, err := p.escape(idx, i)
+			n, err := p.escape(atChild, i)
 			if err != nil {
 				return false, err
 			}
 			i += n
 		case c < 0x20:
-			return false, p.fail(CodeControlCharacter, idx, i, "unescaped control character U+00"+hex2(c)+" in string")
+			return false, p.fail(CodeControlCharacter, atChild, i, "unescaped control character U+00"+hex2(c)+" in string")
 		default:
 			r, size := utf8.DecodeRune(src[i:])
 			if r == utf8.RuneError && size <= 1 {
-				return false, p.fail(CodeInvalidUTF8, idx, i, "invalid UTF-8 byte 0x"+hex2(c))
+				return false, p.fail(CodeInvalidUTF8, atChild, i, "invalid UTF-8 byte 0x"+hex2(c))
 			}
 			i += size
 		}
@@ -502,21 +561,21 @@ var plain = func() (t [256]bool) {
 
 // escape checks the escape sequence at src[i] (a backslash) and returns its
 // length in bytes (a surrogate pair counts as one 12-byte sequence).
-func (p *parser) escape(idx int32, i int) (int, *Error) {
+func (p *parser) escape(atChild bool, i int) (int, *Error) {
 	src := p.src
 	if i+1 >= len(src) {
-		return 0, p.fail(CodeSyntax, idx, i, "unterminated escape")
+		return 0, p.fail(CodeSyntax, atChild, i, "unterminated escape")
 	}
 	switch src[i+1] {
 	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 		return 2, nil
 	case 'u':
 	default:
-		return 0, p.fail(CodeInvalidEscape, idx, i, "invalid escape "+quoteBounded(src[i:i+2]))
+		return 0, p.fail(CodeInvalidEscape, atChild, i, "invalid escape "+quoteBounded(src[i:i+2]))
 	}
 	r, ok := hex4(src, i+2)
 	if !ok {
-		return 0, p.fail(CodeInvalidEscape, idx, i, "malformed \\u escape "+quoteBounded(src[i:min(len(src), i+6)]))
+		return 0, p.fail(CodeInvalidEscape, atChild, i, "malformed \\u escape "+quoteBounded(src[i:min(len(src), i+6)]))
 	}
 	switch {
 	case r >= 0xD800 && r <= 0xDBFF:
@@ -525,11 +584,11 @@ func (p *parser) escape(idx int32, i int) (int, *Error) {
 			r2, ok = hex4(src, i+8)
 		}
 		if !ok || r2 < 0xDC00 || r2 > 0xDFFF {
-			return 0, p.fail(CodeLoneSurrogate, idx, i, "high surrogate "+quoteBounded(src[i:i+6])+" without a following low surrogate")
+			return 0, p.fail(CodeLoneSurrogate, atChild, i, "high surrogate "+quoteBounded(src[i:i+6])+" without a following low surrogate")
 		}
 		return 12, nil
 	case r >= 0xDC00 && r <= 0xDFFF:
-		return 0, p.fail(CodeLoneSurrogate, idx, i, "low surrogate "+quoteBounded(src[i:i+6])+" without a preceding high surrogate")
+		return 0, p.fail(CodeLoneSurrogate, atChild, i, "low surrogate "+quoteBounded(src[i:i+6])+" without a preceding high surrogate")
 	}
 	return 6, nil
 }
@@ -646,17 +705,19 @@ func (p *parser) number(idx int32) *Error {
 		// "01", "1.2.3", "1x": the literal runs on past the grammar.
 		return p.badNumber(idx, i)
 	}
-	n := &p.nodes[idx]
-	n.end = int32(i)
 	if i == intEnd { // no fraction, no exponent
 		digits := src[intStart:intEnd]
+		simple := false
 		switch {
 		case len(digits) == 1 && digits[0] == '0':
-			n.simple = intStart == p.pos // "0" yes, "-0" no
+			simple = intStart == p.pos // "0" yes, "-0" no
 		case len(digits) < 16:
-			n.simple = true
+			simple = true
 		case len(digits) == 16:
-			n.simple = string(digits) <= "9007199254740991"
+			simple = string(digits) <= "9007199254740991"
+		}
+		if simple {
+			p.nodes[idx].aux = 1
 		}
 	}
 	p.pos = i
@@ -672,7 +733,7 @@ func (p *parser) badNumber(idx int32, i int) *Error {
 		end++
 	}
 	end = min(len(src), max(end, i+1, p.pos+1))
-	return p.fail(CodeInvalidNumber, idx, p.pos, "not an RFC 8259 number: "+quoteBounded(src[p.pos:end]))
+	return p.fail(CodeInvalidNumber, true, p.pos, "not an RFC 8259 number: "+quoteBounded(src[p.pos:end]))
 }
 
 func isDelim(c byte) bool {

@@ -276,15 +276,18 @@ func TestCompareKeys(t *testing.T) {
 	}
 	var src []byte
 	p := &parser{}
+	type span struct{ start, end int32 }
+	var spans []span
 	for _, n := range names {
 		start := len(src)
 		src = append(src, n...)
-		p.nodes = append(p.nodes, node{keyStart: int32(start), keyEnd: int32(len(src))})
+		spans = append(spans, span{int32(start), int32(len(src))})
 	}
 	p.src = src
+	key := func(i int32) memberKey { return p.memberKey(i, spans[i].start, spans[i].end, false, 0) }
 	for range 20000 {
 		i, j := int32(r.IntN(len(names))), int32(r.IntN(len(names)))
-		got := p.compareKeys(p.memberKey(i), p.memberKey(j))
+		got := p.compareKeys(key(i), key(j))
 		want := compareUTF16([]byte(names[i]), []byte(names[j]))
 		if (got < 0) != (want < 0) || (got == 0) != (want == 0) {
 			t.Fatalf("compareKeys(%+q, %+q) = %d, compareUTF16 = %d", names[i], names[j], got, want)

@@ -1,9 +1,9 @@
 package canon
 
 import (
-	"slices"
+	"bytes"
+	"encoding/binary"
 	"strconv"
-	"strings"
 )
 
 // Doc is a parsed JSON document. It keeps the input bytes; every Value can
@@ -11,8 +11,7 @@ import (
 type Doc struct {
 	src   []byte
 	nodes []node
-	keys  []byte
-	order []int32 // object members in RFC 8785 order; see node.ord
+	perm  []byte // per object: its members' RFC 8785 order; see sortMembers
 }
 
 // Parse parses data strictly (see the package doc) into a Doc without
@@ -40,17 +39,63 @@ func (v Value) Kind() Kind {
 	if v.d == nil {
 		return 0
 	}
-	return v.n().kind
+	return v.d.kind(v.i)
 }
+
+func (d *Doc) kind(i int32) Kind { return kindOf(d.src[d.nodes[i].start]) }
 
 // Raw returns the exact input bytes of the value (not a copy).
 func (v Value) Raw() []byte {
 	if v.d == nil {
 		return nil
 	}
-	n := v.n()
-	return v.d.src[n.start:n.end]
+	return v.d.src[v.n().start:v.d.end(v.i)]
 }
+
+// end returns the offset after the last byte of node i.
+func (d *Doc) end(i int32) int32 {
+	n := &d.nodes[i]
+	src := d.src
+	switch src[n.start] {
+	case '"':
+		if n.aux == 0 {
+			return n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
+		}
+		e, _ := stringEnd(src, n.start)
+		return e + 1
+	case '[':
+		return n.aux
+	case '{':
+		// After the last member's value (or the brace), only whitespace.
+		at := n.start + 1
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+			if c+d.nodes[c].size == end {
+				at = d.end(c)
+			}
+		}
+		for src[at] != '}' {
+			at++
+		}
+		return at + 1
+	case 't', 'n':
+		return n.start + 4
+	case 'f':
+		return n.start + 5
+	}
+	j := int(n.start) + 1
+	for j < len(src) && numberByte[src[j]] {
+		j++
+	}
+	return int32(j)
+}
+
+// numberByte marks the bytes a number literal can hold.
+var numberByte = func() (t [256]bool) {
+	for _, c := range []byte("0123456789.eE+-") {
+		t[c] = true
+	}
+	return t
+}()
 
 // Offset returns the byte offset of the value in the input.
 func (v Value) Offset() int64 {
@@ -65,7 +110,7 @@ func (v Value) Pointer() string {
 	if v.d == nil {
 		return ""
 	}
-	return pointerOf(v.d.nodes, v.d.keys, v.d.src, v.i)
+	return v.d.pointer(v.i)
 }
 
 // Str returns the decoded text of a string value.
@@ -74,8 +119,8 @@ func (v Value) Str() (string, bool) {
 		return "", false
 	}
 	n := v.n()
-	raw := v.d.src[n.start+1 : n.end-1]
-	if !n.escaped {
+	raw := v.d.src[n.start+1 : v.d.end(v.i)-1]
+	if n.aux == 0 {
 		return string(raw), true
 	}
 	return string(unescapeInto(nil, raw)), true
@@ -91,10 +136,18 @@ func (v Value) Bool() (val, ok bool) {
 
 // Len returns the number of elements or members.
 func (v Value) Len() int {
-	if k := v.Kind(); k != KindArray && k != KindObject {
-		return 0
+	switch v.Kind() {
+	case KindArray:
+		n := 0
+		for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
+			n++
+		}
+		return n
+	case KindObject:
+		count, _, _ := v.d.object(v.i)
+		return count
 	}
-	return int(v.n().count)
+	return 0
 }
 
 // Elems returns the elements of an array in order.
@@ -102,8 +155,8 @@ func (v Value) Elems() []Value {
 	if v.Kind() != KindArray {
 		return nil
 	}
-	out := make([]Value, 0, v.n().count)
-	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
+	out := make([]Value, 0, v.Len())
+	for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
 		out = append(out, Value{d: v.d, i: c})
 	}
 	return out
@@ -120,16 +173,22 @@ func (v Value) Members() []Member {
 	if v.Kind() != KindObject {
 		return nil
 	}
-	out := make([]Member, 0, v.n().count)
-	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
-		out = append(out, Member{Name: string(v.d.key(c)), Value: Value{d: v.d, i: c}})
+	out := make([]Member, 0, v.Len())
+	for c, keyOff := range v.d.children(v.i) {
+		out = append(out, Member{Name: string(keyAt(v.d.src, keyOff)), Value: Value{d: v.d, i: c}})
 	}
 	return out
 }
 
 // HasDuplicates reports whether this object repeats a member name (possible
 // only with ParseOptions.AllowDuplicateKeys).
-func (v Value) HasDuplicates() bool { return v.Kind() == KindObject && v.n().dup }
+func (v Value) HasDuplicates() bool {
+	if v.Kind() != KindObject {
+		return false
+	}
+	_, flags, _ := v.d.object(v.i)
+	return flags&permDup != 0
+}
 
 // Get returns the member with the given name. It reports false when the
 // name is absent, v is not an object, or the name occurs more than once
@@ -139,13 +198,13 @@ func (v Value) Get(name string) (Value, bool) {
 		return Value{}, false
 	}
 	found := int32(-1)
-	for c := v.d.firstChild(v.i); c >= 0; c = v.d.nodes[c].next {
-		if string(v.d.key(c)) == name {
+	for c, keyOff := range v.d.children(v.i) {
+		if string(keyAt(v.d.src, keyOff)) == name {
 			if found >= 0 {
 				return Value{}, false
 			}
 			found = c
-			if !v.n().dup {
+			if !v.HasDuplicates() {
 				break
 			}
 		}
@@ -156,27 +215,92 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// firstChild returns the first child of a complete container, or -1.
-func (d *Doc) firstChild(i int32) int32 {
-	if d.nodes[i].count == 0 {
-		return -1
-	}
-	return i + 1
+// object returns the member count and permutation flags of object obj, and
+// the offset in d.perm where its permutation starts.
+func (d *Doc) object(obj int32) (count int, flags uint64, at int) {
+	at = int(d.nodes[obj].aux)
+	h, n := binary.Uvarint(d.perm[at:])
+	return int(h >> 2), h & 3, at + n
 }
 
-// key returns the unescaped member name of node i.
-func (d *Doc) key(i int32) []byte {
-	n := &d.nodes[i]
-	if n.keyInBuf {
-		return d.keys[n.keyStart:n.keyEnd]
+// nameOf returns the offsets of the opening and closing quotes of the name
+// of the member whose value starts at v (the string before the ':' before
+// v), and whether the name has escapes. A quote inside a name is escaped, so
+// it follows an odd run of backslashes.
+func nameOf(src []byte, v int32) (open, close int32, esc bool) {
+	i := v - 1
+	for src[i] != ':' { // whitespace
+		i--
 	}
-	return d.src[n.keyStart:n.keyEnd]
+	for i--; src[i] != '"'; i-- { // whitespace
+	}
+	close = i
+	for j := i - 1; ; j-- {
+		switch src[j] {
+		case '\\':
+			esc = true
+		case '"':
+			k := j - 1
+			for src[k] == '\\' {
+				k--
+			}
+			if (j-1-k)%2 == 0 {
+				return j, close, esc
+			}
+		}
+	}
 }
 
-// members returns the object's members in RFC 8785 order.
-func (d *Doc) members(obj int32) []int32 {
-	n := &d.nodes[obj]
-	return d.order[n.ord : n.ord+n.count]
+// children yields the children of a complete container in document order,
+// with, for an object's members, the offset of the name's opening quote
+// (found by scanning on from the previous sibling; -1 in arrays).
+func (d *Doc) children(i int32) func(yield func(c, keyOff int32) bool) {
+	return func(yield func(c, keyOff int32) bool) {
+		n := &d.nodes[i]
+		obj := d.src[n.start] == '{'
+		at := n.start + 1
+		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+			keyOff := int32(-1)
+			if obj {
+				for d.src[at] != '"' { // whitespace and the comma before it
+					at++
+				}
+				keyOff = at
+			}
+			if !yield(c, keyOff) {
+				return
+			}
+			at = d.end(c)
+		}
+	}
+}
+
+// keyAt returns the unescaped text of the validated string whose opening
+// quote is at off (a member name): a span of src when it has no escapes.
+func keyAt(src []byte, off int32) []byte {
+	end, esc := stringEnd(src, off)
+	if !esc {
+		return src[off+1 : end]
+	}
+	return unescapeInto(nil, src[off+1:end])
+}
+
+// stringEnd returns the offset of the closing quote of the validated string
+// whose opening quote is at off, and whether it has escapes.
+func stringEnd(src []byte, off int32) (int32, bool) {
+	esc := false
+	i := off + 1
+	for {
+		switch src[i] {
+		case '"':
+			return i, esc
+		case '\\':
+			esc = true
+			i += 2
+		default:
+			i++
+		}
+	}
 }
 
 // compareUTF16 orders two UTF-8 strings by their UTF-16 code units. It
@@ -210,37 +334,44 @@ func utf16Order(ca, cb byte) int {
 	return int(ca) - int(cb)
 }
 
-// pointerOf builds the RFC 6901 pointer of node i by walking to the root.
-func pointerOf(nodes []node, keys, src []byte, i int32) string {
-	if i < 0 || int(i) >= len(nodes) {
+// pointer builds the RFC 6901 pointer of node i by walking down from the
+// root to it: the tree stores no parents, as only error reports and
+// Value.Pointer need them.
+func (d *Doc) pointer(i int32) string {
+	if i <= 0 || int(i) >= len(d.nodes) {
 		return ""
 	}
-	var parts []string
-	d := Doc{src: src, nodes: nodes, keys: keys}
-	for i >= 0 {
-		par := nodes[i].parent
-		if par < 0 {
-			break
-		}
-		if nodes[par].kind == KindObject {
-			k := string(d.key(i))
-			k = strings.ReplaceAll(k, "~", "~0")
-			k = strings.ReplaceAll(k, "/", "~1")
-			parts = append(parts, k)
-		} else {
-			idx := 0
-			// Count the siblings before i. While the parser is inside i,
-			// i is not yet linked to them, and the count is still right.
-			for c := par + 1; c >= 0 && c != i; c = nodes[c].next {
-				idx++
+	var b []byte
+	for at := int32(0); at != i; {
+		idx := 0
+		for c, keyOff := range d.children(at) {
+			if i < c+d.nodes[c].size {
+				if keyOff >= 0 {
+					b = appendPointerToken(append(b, '/'), keyAt(d.src, keyOff))
+				} else {
+					b = strconv.AppendInt(append(b, '/'), int64(idx), 10)
+				}
+				at = c
+				break
 			}
-			parts = append(parts, strconv.Itoa(idx))
+			idx++
 		}
-		i = par
 	}
-	slices.Reverse(parts)
-	if len(parts) == 0 {
-		return ""
+	return string(b)
+}
+
+// appendPointerToken appends a reference token, with "~" and "/" escaped
+// as RFC 6901 asks.
+func appendPointerToken(b, tok []byte) []byte {
+	for _, c := range tok {
+		switch c {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, c)
+		}
 	}
-	return "/" + strings.Join(parts, "/")
+	return b
 }

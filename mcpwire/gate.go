@@ -20,6 +20,11 @@ const (
 	// MaxFrameDepth bounds nesting. Deeper frames are refused rather than
 	// forwarded unread: a server with a deeper limit would execute them.
 	MaxFrameDepth = canon.DefaultMaxDepth
+	// MaxFrameValues bounds the JSON values in one frame, counted before it
+	// is parsed: the parser's memory grows with values, not bytes, and 64
+	// MiB of "[0,0,0,...]" is 32 million of them. A tools/list page of
+	// 10,000 real declarations holds about half a million.
+	MaxFrameValues = 1 << 21
 )
 
 // Rule names the gate rule a frame broke. Rules are stable, documented in
@@ -34,6 +39,7 @@ const (
 	RuleBareCR          Rule = "bare_cr"             // a CR other than the CRLF terminator: a line reader may split there
 	RuleDuplicateMember Rule = "duplicate_member"    // a member name repeated in one object, at any depth
 	RuleTooDeep         Rule = "too_deep"            // nesting deeper than MaxFrameDepth
+	RuleTooManyValues   Rule = "too_many_values"     // more than MaxFrameValues JSON values
 	RuleInvalidJSON     Rule = "invalid_json"        // not strict RFC 8259 JSON (NaN, Infinity, invalid UTF-8, lone surrogates, two values, ...)
 	RuleBatch           Rule = "batch"               // a JSON-RPC batch array (removed from MCP in 2025-06-18)
 	RuleNotObject       Rule = "not_object"          // a JSON value that is not an object
@@ -45,7 +51,7 @@ const (
 
 // Rules lists every rule, for documentation and tests.
 var Rules = []Rule{
-	RuleTooLarge, RuleUnterminated, RuleBOM, RuleBareCR, RuleDuplicateMember, RuleTooDeep,
+	RuleTooLarge, RuleUnterminated, RuleBOM, RuleBareCR, RuleTooManyValues, RuleDuplicateMember, RuleTooDeep,
 	RuleInvalidJSON, RuleBatch, RuleNotObject, RuleCaseVariant, RuleNotJSONRPC, RuleBadMethod, RuleBadID,
 }
 
@@ -159,6 +165,9 @@ func Read(line []byte) (*Message, *Refusal) {
 	if i := bytes.IndexByte(body, '\r'); i >= 0 {
 		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
 	}
+	if n := valuesAtMost(body); n > MaxFrameValues {
+		return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(MaxFrameValues), ID: "null"}
+	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
 	if err != nil {
 		r := &Refusal{Rule: RuleInvalidJSON, ID: lenientID(body), Err: err}
@@ -243,6 +252,29 @@ func Read(line []byte) (*Message, *Refusal) {
 	}
 	m.Kind = KindResponse
 	return m, nil
+}
+
+// valuesAtMost bounds the number of JSON values in b from above, without
+// parsing: every value but the first follows a ',', '[' or ':' outside a
+// string.
+func valuesAtMost(b []byte) int {
+	n := 1
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == ',' || c == '[' || c == ':':
+			n++
+		}
+	}
+	return n
 }
 
 // canonicalID reports whether an id is written in its one canonical form

@@ -114,6 +114,24 @@ func TestReadAccepts(t *testing.T) {
 	}
 }
 
+func TestReadValueLimit(t *testing.T) {
+	frame := func(values int) []byte { // an object and a "params" array of values-2 zeros
+		zeros := strings.TrimSuffix(strings.Repeat("0,", values-2), ",")
+		return []byte(`{"jsonrpc":"2.0","method":"x","params":[` + zeros + `]}` + "\n")
+	}
+	// The count is an upper bound: the envelope's own members count too.
+	if _, r := Read(frame(MaxFrameValues - 4)); r != nil {
+		t.Errorf("%d values refused: %v", MaxFrameValues-4, r)
+	}
+	if _, r := Read(frame(MaxFrameValues + 1)); r == nil || r.Rule != RuleTooManyValues {
+		t.Errorf("%d values: %v, want too_many_values", MaxFrameValues+1, r)
+	}
+	// Commas inside strings are not values.
+	if n := valuesAtMost([]byte(`["a,b,c\",d"]`)); n != 2 {
+		t.Errorf("valuesAtMost = %d, want 2", n)
+	}
+}
+
 func TestReadDepthLimitPlusOne(t *testing.T) {
 	at := func(d int) string {
 		return strings.Repeat("[", d) + strings.Repeat("]", d) + "\n"
@@ -151,7 +169,7 @@ func TestRulesDocumented(t *testing.T) {
 			t.Errorf("rule %s is not in spec/transcript.md", r)
 		}
 	}
-	if got := len(Rules); got != 13 {
+	if got := len(Rules); got != 14 {
 		t.Errorf("%d rules listed; update the spec table and this count together", got)
 	}
 }

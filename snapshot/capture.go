@@ -69,7 +69,35 @@ type CaptureOptions struct {
 	// Progress, when set, is called after each page with the pages and
 	// tools collected so far (the CLI shows it on a terminal).
 	Progress func(pages, tools int)
+	// Clock makes every timer Capture waits on: the probe and request
+	// timeouts and the shutdown grace (nil: the real clock). Tests pass
+	// one they fire themselves, so a timeout happens when the test says
+	// and never because a loaded machine was slow. (os/exec's WaitDelay,
+	// the backstop for a grandchild holding stderr open, stays real.)
+	Clock Clock
 }
+
+// Clock starts timers. It is the only source of time Capture uses.
+type Clock interface {
+	// NewTimer returns a timer whose channel receives once, d from now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a started timer, as time.Timer.
+type Timer interface {
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it did.
+	Stop() bool
+}
+
+type realClock struct{}
+
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time { return t.t.C }
+func (t realTimer) Stop() bool          { return t.t.Stop() }
 
 // ErrHandshake is wrapped when no tools/list request could be made: the
 // server could not be started or did not complete the handshake.
@@ -220,6 +248,9 @@ func (o CaptureOptions) withDefaults() CaptureOptions {
 	}
 	if o.ClientVersion == "" {
 		o.ClientVersion = "0"
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
 	}
 	return o
 }
@@ -397,6 +428,7 @@ type server struct {
 	col      *Collector // receives list_changed once collection starts
 	maxLine  int64
 	progress func(pages, tools int)
+	clock    Clock
 	once     sync.Once
 	// The parse of the last response call returned, reused by the collector.
 	lastDoc *canon.Doc
@@ -435,7 +467,7 @@ func startServer(argv []string, o CaptureOptions, maxLine int64) (*server, error
 	inR.Close()
 	outW.Close()
 	s := &server{cmd: cmd, stdin: inW, stdout: outR, lines: make(chan line, 4),
-		exited: make(chan struct{}), quit: make(chan struct{}), stderr: t, nextID: 1, maxLine: maxLine, progress: o.Progress}
+		exited: make(chan struct{}), quit: make(chan struct{}), stderr: t, nextID: 1, maxLine: maxLine, progress: o.Progress, clock: o.Clock}
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)
@@ -546,7 +578,7 @@ type msg struct {
 // await reads lines until match accepts one, answering server requests and
 // recording list_changed on the way.
 func (s *server) await(ctx context.Context, timeout time.Duration, match func(msg) bool) error {
-	t := time.NewTimer(timeout)
+	t := s.clock.NewTimer(timeout)
 	defer t.Stop()
 	for {
 		select {
@@ -566,7 +598,7 @@ func (s *server) await(ctx context.Context, timeout time.Duration, match func(ms
 			if match(m) {
 				return nil
 			}
-		case <-t.C:
+		case <-t.C():
 			return errTimeout
 		case <-ctx.Done():
 			return ctx.Err()
@@ -625,11 +657,11 @@ func (s *server) shutdown(grace time.Duration) {
 		defer s.stdout.Close()
 		close(s.quit)
 		s.stdin.Close()
-		if waitFor(s.exited, grace) {
+		if s.waitExit(grace) {
 			return
 		}
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		if waitFor(s.exited, grace) {
+		if s.waitExit(grace) {
 			return
 		}
 		_ = s.cmd.Process.Kill()
@@ -637,13 +669,14 @@ func (s *server) shutdown(grace time.Duration) {
 	})
 }
 
-func waitFor(ch chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
+// waitExit reports whether the server exits within d.
+func (s *server) waitExit(d time.Duration) bool {
+	t := s.clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-ch:
+	case <-s.exited:
 		return true
-	case <-t.C:
+	case <-t.C():
 		return false
 	}
 }

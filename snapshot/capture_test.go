@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,8 +76,91 @@ func captureErr(o snapshot.CaptureOptions, argv ...string) (*snapshot.Snapshot, 
 	if o.CaptureID == "" {
 		o.CaptureID = "cap-test"
 	}
+	if o.Clock == nil {
+		// No request times out unless a test says so: a page that is only
+		// slow (a loaded machine) must not change what a test observes.
+		// The context above still ends a capture that is stuck.
+		if o.RequestTimeout == 0 {
+			o.RequestTimeout = time.Hour
+		}
+		o.Clock = newTestClock(o.RequestTimeout)
+	}
 	return snapshot.Capture(ctx, argv, o)
 }
+
+// testClock is a snapshot.Clock whose timers of the durations in manual
+// fire only when the test calls fireNext; timers of any other duration run
+// on the real clock (the shutdown grace, which a healthy server never
+// reaches). A capture under a testClock cannot time out because the machine
+// is slow: the test decides when a timeout happens.
+type testClock struct {
+	mu     sync.Mutex
+	manual map[time.Duration]bool
+	live   []*testTimer
+	armed  bool // fire the next manual timer as soon as it starts
+}
+
+func newTestClock(manual ...time.Duration) *testClock {
+	c := &testClock{manual: map[time.Duration]bool{}}
+	for _, d := range manual {
+		c.manual[d] = true
+	}
+	return c
+}
+
+func (c *testClock) NewTimer(d time.Duration) snapshot.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.manual[d] {
+		return realTimer{time.NewTimer(d)}
+	}
+	t := &testTimer{c: make(chan time.Time, 1), clock: c}
+	if c.armed {
+		c.armed = false
+		t.c <- time.Time{}
+		return t
+	}
+	c.live = append(c.live, t)
+	return t
+}
+
+// fireNext fires the oldest live manual timer, or else the next one started.
+func (c *testClock) fireNext() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.live) == 0 {
+		c.armed = true
+		return
+	}
+	t := c.live[0]
+	c.live = c.live[1:]
+	t.c <- time.Time{}
+}
+
+type testTimer struct {
+	c     chan time.Time
+	clock *testClock
+}
+
+func (t *testTimer) C() <-chan time.Time { return t.c }
+
+func (t *testTimer) Stop() bool {
+	c := t.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, l := range c.live {
+		if l == t {
+			c.live = append(c.live[:i], c.live[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time { return t.t.C }
+func (t realTimer) Stop() bool          { return t.t.Stop() }
 
 func loader(s *snapshot.Snapshot) snapshot.LoadFunc {
 	blobs := map[string][]byte{}
@@ -192,12 +276,17 @@ func TestCaptureSDKServer(t *testing.T) {
 // A tool added while pages are being collected: the server sends
 // list_changed (legacy: on the session; modern: on the listen stream the
 // capture opened), and the snapshot is incomplete with that reason.
+//
+// Nothing here waits on the wall clock: the server answers page 3 only
+// after it has written the notification (sdkserver's -add-tool-after-list),
+// and the request timeout is a test clock that never fires (captureErr), so
+// a slow machine makes the test slower, never different. (It used to run on
+// the real 30 s request timeout: once, under load, a page took longer and
+// the capture stopped with "timeout" at page 375.)
 func TestCaptureListChangedMidCollection(t *testing.T) {
 	bin := mcptest.Build(t, "sdkserver")
 	for _, proto := range []string{snapshot.ProtocolModern, snapshot.ProtocolLegacy} {
 		t.Run(proto, func(t *testing.T) {
-			// 500 pages after the change leave far more than the server's
-			// 10 ms debounce for the notification to arrive mid-collection.
 			s := capture(t, snapshot.CaptureOptions{Protocol: proto}, bin, "-tools", "2500", "-page-size", "5", "-add-tool-after-list", "2")
 			m := s.Manifest
 			if !m.Collection.ListChangedDuring || m.Complete || !slices.Contains(m.IncompleteReasons, snapshot.ReasonListChangedDuring) {
@@ -243,8 +332,8 @@ func TestCaptureProtocolSelection(t *testing.T) {
 	}{
 		{"auto finds modern", snapshot.CaptureOptions{}, []string{raw, "-script", "modern"}, snapshot.EraModern, false},
 		{"auto falls back on an error", snapshot.CaptureOptions{}, []string{raw, "-script", "legacy"}, snapshot.EraLegacy, false},
-		{"auto falls back on a timeout, on a fresh process", snapshot.CaptureOptions{ProbeTimeout: 300 * time.Millisecond,
-			Env: append(os.Environ(), selfServerEnv+"=1")}, []string{self}, snapshot.EraLegacy, false},
+		{"auto falls back on a timeout, on a fresh process", snapshot.CaptureOptions{ProbeTimeout: time.Hour,
+			Clock: probeTimesOut(time.Hour), Env: append(os.Environ(), selfServerEnv+"=1")}, []string{self}, snapshot.EraLegacy, false},
 		{"modern refused by a legacy server", snapshot.CaptureOptions{Protocol: snapshot.ProtocolModern}, []string{raw, "-script", "legacy"}, "", true},
 		{"legacy refused by a modern server", snapshot.CaptureOptions{Protocol: snapshot.ProtocolLegacy}, []string{raw, "-script", "modern"}, "", true},
 		{"no such server", snapshot.CaptureOptions{}, []string{"/nonexistent/server"}, "", true},
@@ -268,17 +357,31 @@ func TestCaptureProtocolSelection(t *testing.T) {
 	}
 }
 
+// probeTimesOut returns a clock on which the server/discover probe (the
+// first timer of duration probe) times out at once.
+func probeTimesOut(probe time.Duration) *testClock {
+	c := newTestClock(probe)
+	c.fireNext()
+	return c
+}
+
 // A page that never comes: the request timeout stops the collection, and so
-// does the caller's context; either way the snapshot says so.
+// does the caller's context; either way the snapshot says so. Both happen
+// on an event (page 1 collected), not after a wall-clock wait.
 func TestCaptureTimeoutAndCancel(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), selfServerEnv+"=stall")
-	// The request timeout also bounds the initialize handshake, so it must
-	// leave a race-instrumented child on a loaded machine time to start.
-	o := snapshot.CaptureOptions{CaptureID: "cap-t", Protocol: snapshot.ProtocolLegacy, Env: env, RequestTimeout: 3 * time.Second}
+	clock := newTestClock(time.Hour)
+	o := snapshot.CaptureOptions{CaptureID: "cap-t", Protocol: snapshot.ProtocolLegacy, Env: env, RequestTimeout: time.Hour, Clock: clock,
+		// After page 1 the only wait is for page 2, which never comes.
+		Progress: func(pages, _ int) {
+			if pages == 1 {
+				clock.fireNext()
+			}
+		}}
 	s, err := snapshot.Capture(context.Background(), []string{self}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -286,9 +389,14 @@ func TestCaptureTimeoutAndCancel(t *testing.T) {
 	if got := s.Manifest.IncompleteReasons; !slices.Equal(got, []string{snapshot.StopTimeout}) || len(s.Manifest.Pages) != 1 {
 		t.Errorf("timeout: reasons %q pages %d", got, len(s.Manifest.Pages))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o.RequestTimeout = time.Minute
+	o.Clock = newTestClock(time.Hour) // never fires
+	o.Progress = func(pages, _ int) {
+		if pages == 1 {
+			cancel()
+		}
+	}
 	s, err = snapshot.Capture(ctx, []string{self}, o)
 	if err != nil {
 		t.Fatal(err)

@@ -9,20 +9,6 @@ import (
 	"testing"
 )
 
-func readAll(t *testing.T, data []byte) (n int64, err error) {
-	t.Helper()
-	r := NewReader(bytes.NewReader(data))
-	for {
-		_, _, err := r.Next()
-		if err == io.EOF {
-			return r.Lines(), nil
-		}
-		if err != nil {
-			return r.Lines(), err
-		}
-	}
-}
-
 func TestReaderValid(t *testing.T) {
 	lines := sampleTranscript(t, 5)
 	r := NewReader(bytes.NewReader(joinLines(lines)))

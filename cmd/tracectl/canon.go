@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/canon"
@@ -50,38 +51,98 @@ func runCanon(s streams, o *canonOptions) error {
 	if err != nil {
 		return usageErr(err, "use --policy v02 or --policy mcp-decl")
 	}
-	var r io.Reader = s.in
-	name := "standard input"
-	if o.input != "-" {
-		f, err := os.Open(o.input)
-		if err != nil {
-			return usageErr(err, "")
-		}
-		defer f.Close()
-		r, name = f, o.input
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxCanonInput))
+	// One document in, one out, then exit: the parse keeps everything it
+	// allocates until the end, so a collection would find nothing to free.
+	// The memory limit is the backstop that lets the collector run if a
+	// hostile input ever makes it worth it.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(canonMemoryLimit))
+	data, name, err := readCanonInput(s.in, o.input)
 	if err != nil {
-		return usageErr(fmt.Errorf("read %s: %w", name, err), "")
-	}
-	out, err := canon.Canonicalize(data, p)
-	if err != nil {
-		var ce *canon.Error
-		if errors.As(err, &ce) {
-			ptr := ce.Pointer
-			if ptr == "" {
-				ptr = `""`
-			}
-			return usageErr(fmt.Errorf("%s at %s: %s (byte %d of %s)", ce.Code, ptr, ce.Detail, ce.Offset, name), canonHint(ce.Code))
-		}
 		return usageErr(err, "")
 	}
 	if o.digest {
-		_, err = fmt.Fprintln(s.out, canon.SHA256(out))
+		var d string
+		if d, err = canon.Digest(data, p); err == nil {
+			_, err = fmt.Fprintln(s.out, d)
+			return err
+		}
 	} else {
-		_, err = s.out.Write(out)
+		// Streamed in chunks: the canonical form is never held whole.
+		// Nothing is written unless the whole document is accepted.
+		var n int64
+		if n, err = canon.WriteCanonical(s.out, data, p, canon.Limits{}); err == nil || n > 0 {
+			return err
+		}
 	}
-	return err
+	var ce *canon.Error
+	if errors.As(err, &ce) {
+		ptr := ce.Pointer
+		if ptr == "" {
+			ptr = `""`
+		}
+		return usageErr(fmt.Errorf("%s at %s: %s (byte %d of %s)", ce.Code, ptr, ce.Detail, ce.Offset, name), canonHint(ce.Code))
+	}
+	return usageErr(err, "")
+}
+
+// canonMemoryLimit is the soft heap limit while canonicalizing: well above
+// what the largest accepted input needs (about twice its size, and twice
+// more for the growing buffer of a document read from a pipe).
+const canonMemoryLimit = 8 * canon.DefaultMaxBytes
+
+// readCanonInput reads the document: a regular file (standard input too,
+// when it is one) in one read of exactly its size (no doubling buffer, no
+// copy), anything else (a pipe) through a bounded ReadAll.
+func readCanonInput(stdin io.Reader, input string) ([]byte, string, error) {
+	if input == "-" {
+		if f, ok := stdin.(*os.File); ok {
+			data, err := readCanonFile(f, "standard input")
+			return data, "standard input", err
+		}
+		data, err := io.ReadAll(io.LimitReader(stdin, maxCanonInput))
+		if err != nil {
+			return nil, "", fmt.Errorf("read standard input: %w", err)
+		}
+		return data, "standard input", nil
+	}
+	f, err := os.Open(input)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	data, err := readCanonFile(f, input)
+	return data, input, err
+}
+
+func readCanonFile(f *os.File, name string) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() >= maxCanonInput {
+		data, err := io.ReadAll(io.LimitReader(f, maxCanonInput))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		return data, nil
+	}
+	// From where the file is read (standard input may not be at its
+	// start), and one byte more, to notice a file that grew meanwhile.
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || pos > fi.Size() {
+		pos = 0
+	}
+	data := make([]byte, fi.Size()-pos+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return data[:n], nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, maxCanonInput-int64(n)))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return append(data, rest...), nil
 }
 
 func canonHint(c canon.Code) string {

@@ -18,8 +18,7 @@ import (
 )
 
 type demoOptions struct {
-	dir  string // where the key and bundle go (default: a new temporary directory)
-	keep bool
+	dir string // where the key and bundle go (default: a new temporary directory)
 }
 
 func init() {

@@ -123,7 +123,7 @@ func printDiff(w io.Writer, r *snapshot.DiffResult) error {
 		}
 		rows++
 		detail := strings.Join(d.Members, " ")
-		if d.Members != nil && len(d.Members) == 1 && d.Members[0] == "" {
+		if len(d.Members) == 1 && d.Members[0] == "" {
 			detail = "(whole declaration)"
 		}
 		if d.Truncated {

@@ -112,21 +112,10 @@ func buildDir() (string, error) {
 	return builds.dir, nil
 }
 
-// goCommand returns the go command of the toolchain running the test, so the
-// servers are built with the same Go; PATH is the fallback.
-func goCommand() string {
-	// runtime.GOROOT is deprecated for finding a toolchain to build user
-	// code with, but the toolchain that built this test binary is exactly
-	// the one wanted here.
-	goroot := runtime.GOROOT()
-	if goroot != "" {
-		p := filepath.Join(goroot, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "go"
-}
+// goCommand returns the go command that builds the servers: the one on
+// PATH, which under `go test` is the toolchain running the test (go test puts
+// its own GOROOT/bin first on the test's PATH).
+func goCommand() string { return "go" }
 
 // Main runs the tests and then removes the binaries built by Build. Use it
 // from TestMain in packages that call Build.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +26,7 @@ func buildTracectl(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goCmd); err != nil {
-		goCmd = "go"
-	}
+	goCmd := "go" // go test puts its own GOROOT/bin first on PATH
 	out := filepath.Join(t.TempDir(), "tracectl")
 	cmd := exec.Command(goCmd, "build", "-o", out, "github.com/tracectl/tracectl/cmd/tracectl")
 	cmd.Dir = root

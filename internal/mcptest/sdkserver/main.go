@@ -64,7 +64,12 @@
 //	-page-size P           tools/list page size (0: the SDK default, 1000)
 //	-add-tool-after-list K after serving the K-th tools/list request, add the
 //	                       tool "late_tool" (sorts between "fail" and "slow"),
-//	                       so list_changed arrives mid-collection
+//	                       and answer the next tools/list only once the
+//	                       list_changed notification has been written (to a
+//	                       legacy session, or a modern one with a listen
+//	                       stream): a client reading in order sees it
+//	                       mid-collection however slow the machine, never
+//	                       after the 10 ms debounce happened to lose a race
 //	-echo-only             serve only the echo tool (latency benchmarks)
 //	-ttl-ms T              ttlMs on list and discover results (default 0)
 //	-v                     log SDK activity at info level to stderr
@@ -271,30 +276,66 @@ func newServer(cfg config, logger *slog.Logger) *mcp.Server {
 	}
 
 	if cfg.addToolAfterList > 0 {
-		var (
-			mu    sync.Mutex
-			lists int
-		)
-		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				res, err := next(ctx, method, req)
-				if method != "tools/list" {
-					return res, err
-				}
-				mu.Lock()
-				lists++
-				n := lists
-				mu.Unlock()
-				if n == cfg.addToolAfterList {
-					// The response is written after this returns; the
-					// notification follows 10 ms later (SDK debounce).
-					s.AddTool(addedTool(lateToolName), echo)
-				}
-				return res, err
-			}
-		})
+		addToolAfterList(s, cfg.addToolAfterList)
 	}
 	return s
+}
+
+// addToolAfterList adds lateToolName after the k-th tools/list is served,
+// and holds the next tools/list until the SDK has written the list_changed
+// that the addition causes. The SDK sends it from a 10 ms debounce timer,
+// so without the hold its place among the pages depends on scheduling.
+// Only sessions that will get the notification are held: legacy ones, and
+// modern ones that opened a listen stream (modern sessions without one are
+// never notified).
+func addToolAfterList(s *mcp.Server, k int) {
+	var (
+		mu       sync.Mutex
+		lists    int
+		notified bool // a session that gets list_changed has shown itself
+	)
+	sent := make(chan struct{})
+	var sentOnce sync.Once
+	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/tools/list_changed" {
+				sentOnce.Do(func() { close(sent) })
+			}
+			return res, err
+		}
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "initialize", "subscriptions/listen":
+				mu.Lock()
+				notified = true
+				mu.Unlock()
+			}
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			mu.Lock()
+			lists++
+			n, hold := lists, notified
+			mu.Unlock()
+			if n == k+1 && hold {
+				select {
+				case <-sent:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			res, err := next(ctx, method, req)
+			if n == k {
+				// The response is written after this returns; the SDK
+				// writes the notification when its debounce fires.
+				s.AddTool(addedTool(lateToolName), echo)
+			}
+			return res, err
+		}
+	})
 }
 
 func addedTool(name string) *mcp.Tool {
