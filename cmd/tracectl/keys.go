@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -150,14 +149,4 @@ func loadSigningKey(ctx context.Context, ref string, ko keyOptions) (sign.Signer
 		return nil, usageErr(err, "tracectl signs with Ed25519, ECDSA P-256 or P-384 keys: see tracectl keygen")
 	}
 	return nil, usageErr(err, "--key takes a private key file written by tracectl keygen, or a KMS reference")
-}
-
-// loadTrustedKey reads a trusted public key: the PEM file keygen wrote
-// beside the private key (KEY.pub), or a public JWK.
-func loadTrustedKey(path string) (crypto.PublicKey, error) {
-	pub, err := sign.LoadPublicKeyFile(path)
-	if err != nil {
-		return nil, usageErr(err, "--trusted-key takes the .pub file tracectl keygen wrote, or a public JWK")
-	}
-	return pub, nil
 }

@@ -244,7 +244,6 @@ type wrapRun struct {
 	stderr *lineLog
 	done   chan struct{}
 	err    error
-	took   time.Duration
 }
 
 func (k *lifecycleKit) start(t *testing.T, stdout io.Writer, args ...string) *wrapRun {
