@@ -61,6 +61,9 @@ type Recorder struct {
 	scanned     int64           // valid lines found by replay
 	torn        []byte          // bytes after the last valid line, found by replay
 	quarantined map[string]bool // quarantine files named by recovery events
+
+	goneMu     sync.Mutex // guards clientGone (clientgone.go)
+	clientGone string
 }
 
 // Outcome buckets of an attempt, as the seal line counts them.

@@ -3,9 +3,13 @@ package producer
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
@@ -56,4 +60,252 @@ func StdioServer(fsys FS, executable string, args []string, name string) (transc
 		Argc:             int64(len(args)),
 		Name:             name,
 	}, nil
+}
+
+// Launch is what a launcher's command line started, as the producer
+// observes it at start: npx @scope/pkg is not the server /usr/bin/npx.
+// Every member is a producer observation (what the command line and the
+// launcher's own files said), not an authenticated identity; members that
+// could not be observed are empty.
+//
+// TODO(lead): a header member for it (transcript.Server); until then wrap
+// prints it at start.
+type Launch struct {
+	Launcher string `json:"launcher"`          // npx, bunx, pnpm dlx, uvx, pipx run, node, python, deno, docker run, podman run
+	Package  string `json:"package,omitempty"` // the package spec as given (npx, bunx, pnpm dlx, uvx, pipx run; python -m module)
+	// Version is the package's version as the launcher's own files show it
+	// (npx: its cache's node_modules/<name>/package.json).
+	Version      string `json:"version,omitempty"`
+	Script       string `json:"script,omitempty"`        // node/python/deno: the script's path as resolved
+	ScriptSHA256 string `json:"script_sha256,omitempty"` // sha256:<hex> of the script's bytes at start
+	Image        string `json:"image,omitempty"`         // docker/podman run: the image reference as given
+}
+
+// LaunchEnv is what DescribeLaunch may read besides the file system: the
+// working directory (relative scripts) and the environment (the npm cache).
+type LaunchEnv struct {
+	Dir    string
+	Getenv func(string) string
+}
+
+// DescribeLaunch recognizes the usual launchers by the executable's base
+// name and reads what they start from args. It returns nil for anything
+// else. It reads files through fsys only: the script's bytes, and the npx
+// cache's package.json files.
+func DescribeLaunch(fsys FS, executable string, args []string, env LaunchEnv) *Launch {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	base := strings.TrimSuffix(filepath.Base(executable), ".exe")
+	switch {
+	case base == "npx":
+		spec := firstOperand(args, npxValueFlags, "--package", "-p")
+		if spec == "" {
+			return &Launch{Launcher: "npx"}
+		}
+		return &Launch{Launcher: "npx", Package: spec, Version: npxCachedVersion(fsys, spec, env)}
+	case base == "bunx":
+		return &Launch{Launcher: "bunx", Package: firstOperand(args, nil, "--package", "-p")}
+	case base == "pnpm" && len(args) > 0 && args[0] == "dlx":
+		return &Launch{Launcher: "pnpm dlx", Package: firstOperand(args[1:], nil, "--package")}
+	case base == "uvx":
+		return &Launch{Launcher: "uvx", Package: firstOperand(args, uvValueFlags, "--from")}
+	case base == "pipx" && len(args) > 0 && args[0] == "run":
+		return &Launch{Launcher: "pipx run", Package: firstOperand(args[1:], nil, "--spec")}
+	case base == "node" || base == "deno" || base == "bun" && len(args) > 0 && args[0] != "x":
+		a := args
+		if base == "deno" && len(a) > 0 && a[0] == "run" {
+			a = a[1:]
+		}
+		if hasFlagBefore(a, nodeValueFlags, "-e", "--eval", "-p", "--print") {
+			return &Launch{Launcher: base} // code on the command line, no script
+		}
+		return scriptLaunch(fsys, base, firstOperand(a, nodeValueFlags), env)
+	case strings.HasPrefix(base, "python"):
+		for i, a := range args {
+			if a == "-m" && i+1 < len(args) {
+				return &Launch{Launcher: "python", Package: args[i+1]}
+			}
+		}
+		if hasFlagBefore(args, pythonValueFlags, "-c") {
+			return &Launch{Launcher: "python"}
+		}
+		return scriptLaunch(fsys, "python", firstOperand(args, pythonValueFlags), env)
+	case (base == "docker" || base == "podman") && len(args) > 0 && args[0] == "run":
+		return &Launch{Launcher: base + " run", Image: firstOperand(args[1:], dockerValueFlags)}
+	}
+	return nil
+}
+
+// Flags of each launcher that take the next argument as their value, so
+// that value is not taken for what is launched.
+var (
+	npxValueFlags    = []string{"--package", "-p", "--call", "-c", "--cache", "--userconfig", "--registry"}
+	uvValueFlags     = []string{"--from", "--with", "--python", "-p", "--index", "--index-url", "--extra-index-url"}
+	nodeValueFlags   = []string{"-r", "--require", "--import", "--loader", "--env-file", "--config", "-c"}
+	pythonValueFlags = []string{"-W", "-X"}
+	dockerValueFlags = []string{"-e", "--env", "--env-file", "-v", "--volume", "--mount", "-p", "--publish", "--name",
+		"--network", "--net", "-w", "--workdir", "-u", "--user", "--entrypoint", "-l", "--label", "--platform",
+		"--pull", "--cpus", "-m", "--memory", "--add-host", "--device", "--cap-add", "--cap-drop", "-h", "--hostname",
+		"--restart", "--runtime", "--security-opt", "--ulimit", "--log-driver", "--log-opt", "--dns", "--tmpfs"}
+)
+
+// firstOperand is the first argument that is not a flag (nor a flag's
+// value), unless one of specFlags names the package explicitly: then its
+// value. "--" ends the flags.
+func firstOperand(args, valueFlags []string, specFlags ...string) string {
+	var operand string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if operand == "" && i+1 < len(args) {
+				operand = args[i+1]
+			}
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			if operand == "" {
+				operand = a
+			}
+			break
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		if slices.Contains(specFlags, name) {
+			if hasValue {
+				return value
+			}
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		}
+		if !hasValue && (slices.Contains(valueFlags, name) || slices.Contains(specFlags, name)) {
+			i++
+		}
+	}
+	return operand
+}
+
+// hasFlagBefore reports whether one of flags comes before the first
+// operand.
+func hasFlagBefore(args, valueFlags []string, flags ...string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			return false
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		if slices.Contains(flags, name) {
+			return true
+		}
+		if !hasValue && slices.Contains(valueFlags, name) {
+			i++
+		}
+	}
+	return false
+}
+
+func scriptLaunch(fsys FS, launcher, script string, env LaunchEnv) *Launch {
+	l := &Launch{Launcher: launcher}
+	if script == "" {
+		return l
+	}
+	if !filepath.IsAbs(script) && env.Dir != "" {
+		script = filepath.Join(env.Dir, script)
+	}
+	l.Script = script
+	if d, err := fileSHA256(fsys, script); err == nil {
+		l.ScriptSHA256 = d
+	}
+	return l
+}
+
+func fileSHA256(fsys FS, path string) (string, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// maxLaunchManifest bounds a package.json read to find a version.
+const maxLaunchManifest = 1 << 20
+
+// npxCachedVersion is the version npx installed for spec, as its cache
+// (<npm cache>/_npx/<key>/node_modules/<name>/package.json) shows it; ""
+// when the cache holds none, or versions that disagree.
+func npxCachedVersion(fsys FS, spec string, env LaunchEnv) string {
+	name := packageName(spec)
+	cache := env.Getenv("npm_config_cache")
+	if cache == "" {
+		home := env.Getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		cache = filepath.Join(home, ".npm")
+	}
+	ents, err := fsys.ReadDir(filepath.Join(cache, "_npx"))
+	if err != nil {
+		return ""
+	}
+	found := ""
+	for _, e := range ents {
+		v := manifestVersion(fsys, filepath.Join(cache, "_npx", e.Name(), "node_modules", filepath.FromSlash(name), "package.json"))
+		if v == "" {
+			continue
+		}
+		if found != "" && found != v {
+			return "" // two cached versions: the files do not say which one runs
+		}
+		found = v
+	}
+	if want := specVersion(spec); want != "" && found != "" && want != found && !strings.ContainsAny(want, "^~<>=*x ") && want != "latest" {
+		return "" // pinned to another version than the one cached
+	}
+	return found
+}
+
+func manifestVersion(fsys FS, path string) string {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxLaunchManifest))
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(b, &m) != nil || !utf8.ValidString(m.Version) || len(m.Version) > 256 {
+		return ""
+	}
+	return m.Version
+}
+
+// packageName is the npm package name of a spec: @scope/name@range ->
+// @scope/name.
+func packageName(spec string) string {
+	if strings.HasPrefix(spec, "@") {
+		if i := strings.Index(spec[1:], "@"); i >= 0 {
+			return spec[:i+1]
+		}
+		return spec
+	}
+	name, _, _ := strings.Cut(spec, "@")
+	return name
+}
+
+func specVersion(spec string) string {
+	name := packageName(spec)
+	return strings.TrimPrefix(spec[len(name):], "@")
 }

@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
+	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/sign"
 	"golang.org/x/term"
 )
@@ -17,7 +18,65 @@ import (
 // command layer reads it; package sign takes passwords as inputs.
 const passwordEnv = "TRACECTL_PASSWORD"
 
-const passwordHint = "set " + passwordEnv + ", or run tracectl in a terminal to be prompted"
+const passwordHint = "set " + passwordEnv + ", pass --password-file FILE, or run tracectl in a terminal to be prompted"
+
+// keyOptions are how a command that signs finds its key's password and how
+// strict it is about the key file.
+type keyOptions struct {
+	passwordFile string // the password is this file's content (one trailing newline dropped)
+	// unsafePermissions accepts a private key file that group or others
+	// can read.
+	unsafePermissions bool
+}
+
+func (k *keyOptions) flags(c *cobra.Command) {
+	c.Flags().StringVar(&k.passwordFile, "password-file", "", "read the password of an encrypted --key from this file instead of "+passwordEnv)
+	c.Flags().BoolVar(&k.unsafePermissions, "unsafe-key-permissions", false, "use a private key file that group or others can read")
+}
+
+// maxPasswordFile bounds what --password-file reads: a password, not a file.
+const maxPasswordFile = 4096
+
+func readPasswordFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --password-file: %v", sign.ErrPasswordRequired, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: --password-file: %v", sign.ErrPasswordRequired, err)
+	}
+	if len(b) > maxPasswordFile {
+		return nil, fmt.Errorf("%w: --password-file %q: longer than %d bytes", sign.ErrPasswordRequired, path, maxPasswordFile)
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: --password-file %q is empty", sign.ErrPasswordRequired, path)
+	}
+	return b, nil
+}
+
+// errKeyPermissions: a private key others can read is not private.
+var errKeyPermissions = errors.New("private key is readable by group or others")
+
+// checkKeyPermissions refuses a private key file whose mode lets group or
+// others read or write it (ssh does the same). Windows has no such bits.
+func checkKeyPermissions(path string, unsafe bool) error {
+	if unsafe || runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil // the load reports it
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return usageErr(fmt.Errorf("--key %q: %w (mode %04o)", path, errKeyPermissions, perm),
+			"run 'chmod 600 "+path+"', or pass --unsafe-key-permissions to use it anyway")
+	}
+	return nil
+}
 
 // keyPassword returns the password from TRACECTL_PASSWORD, or prompts on
 // errw when in is a terminal (twice with confirm). Otherwise it fails with
@@ -62,7 +121,7 @@ func keyPassword(in io.Reader, errw io.Writer, prompt string, confirm bool) ([]b
 // reference ("<name>://...", served by the sigstore-kms-<name> plugin on
 // PATH) or a PEM private key file, asking for the password of an encrypted
 // key only when it is needed. Failures are usage errors with a hint.
-func loadSigningKey(ctx context.Context, ref string) (sign.Signer, error) {
+func loadSigningKey(ctx context.Context, ref string, ko keyOptions) (sign.Signer, error) {
 	if sign.IsKMSRef(ref) {
 		s, err := sign.LoadKMS(ctx, ref)
 		if err != nil {
@@ -70,7 +129,13 @@ func loadSigningKey(ctx context.Context, ref string) (sign.Signer, error) {
 		}
 		return s, nil
 	}
+	if err := checkKeyPermissions(ref, ko.unsafePermissions); err != nil {
+		return nil, err
+	}
 	s, err := sign.LoadKeyFile(ref, func() ([]byte, error) {
+		if ko.passwordFile != "" {
+			return readPasswordFile(ko.passwordFile)
+		}
 		return keyPassword(os.Stdin, os.Stderr, "Password for "+escapeTerminal(ref)+": ", false)
 	})
 	switch {
@@ -79,19 +144,9 @@ func loadSigningKey(ctx context.Context, ref string) (sign.Signer, error) {
 	case errors.Is(err, sign.ErrPasswordRequired):
 		return nil, usageErr(err, passwordHint)
 	case errors.Is(err, sign.ErrKeyDecrypt):
-		return nil, usageErr(err, "check the password ("+passwordEnv+")")
+		return nil, usageErr(err, "check the password ("+passwordEnv+" or --password-file)")
 	case errors.Is(err, sign.ErrUnsupportedKey):
 		return nil, usageErr(err, "tracectl signs with Ed25519, ECDSA P-256 or P-384 keys: see tracectl keygen")
 	}
 	return nil, usageErr(err, "--key takes a private key file written by tracectl keygen, or a KMS reference")
-}
-
-// loadTrustedKey reads a trusted public key: the PEM file keygen wrote
-// beside the private key (KEY.pub), or a public JWK.
-func loadTrustedKey(path string) (crypto.PublicKey, error) {
-	pub, err := sign.LoadPublicKeyFile(path)
-	if err != nil {
-		return nil, usageErr(err, "--trusted-key takes the .pub file tracectl keygen wrote, or a public JWK")
-	}
-	return pub, nil
 }

@@ -15,6 +15,8 @@ const (
 	exitFailed     = 1 // verification failed, drift found
 	exitUsage      = 2 // usage error or unreadable input
 	exitIncomplete = 3 // evidence unavailable or unsupported
+	// wrap alone also exits with the server's own status, and with
+	// exitInternal (125) when tracectl failed after the server started.
 )
 
 // exitError carries an exit code decided by a command's result, so the
@@ -90,7 +92,33 @@ that commits to the transcript.`,
 	for _, add := range commands {
 		root.AddCommand(add(s))
 	}
+	markOwnErrors(root)
+	for _, c := range root.Commands() {
+		if c.Name() == "verify" && c.RunE != nil {
+			explainUnsealed(c)
+		}
+	}
 	return root
+}
+
+// markOwnErrors makes every error a command's RunE returns an exitError, so
+// exitCode can tell them from cobra's own (an unknown command, wrong
+// arguments), which alone get the usage hint: a failure inside a command is
+// not cured by reading --help. Such errors keep exit status 2.
+func markOwnErrors(c *cobra.Command) {
+	if f := c.RunE; f != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := f(cmd, args)
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		markOwnErrors(sub)
+	}
 }
 
 // commands is filled by each command's file in init, so adding a command is

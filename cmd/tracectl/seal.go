@@ -17,6 +17,7 @@ type sealOptions struct {
 	key     string
 	recover bool
 	record  recordIdentity
+	keys    keyOptions
 	now     func() time.Time // the clock, an input like everything else
 }
 
@@ -51,6 +52,7 @@ Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference (<provider>://...); without it the bundle is sealed unsigned")
 	f.BoolVar(&o.recover, "recover", false, "recover after a crash: quarantine a torn final line and resolve in-flight attempts as producer_crashed")
 	o.record.flags(cmd)
+	o.keys.flags(cmd)
 	return cmd
 }
 
@@ -64,7 +66,7 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	// The key first: nothing is appended to a bundle that cannot be signed.
 	var rs producer.RecordSigner
 	if o.key != "" {
-		signer, err := loadSigningKey(ctx, o.key)
+		signer, err := loadSigningKey(ctx, o.key, o.keys)
 		if err != nil {
 			return err
 		}

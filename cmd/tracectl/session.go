@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tracectl/tracectl/producer"
@@ -21,7 +22,7 @@ import (
 // sessionOptions describe one recorded proxy session (wrap and demo).
 type sessionOptions struct {
 	bundle, key, durability, retain string
-	callTimeout, grace              time.Duration
+	callTimeout, grace, killAfter   time.Duration
 	maxFrame                        int64
 	serverName                      string
 	record                          recordIdentity
@@ -31,6 +32,12 @@ type sessionOptions struct {
 	clientOut                       io.Writer
 	serverErr                       io.Writer
 	signer                          sign.Signer // preloaded (demo); else loaded from key
+	keys                            keyOptions
+	env                             []string // the server's environment (nil: inherit)
+	// dropEmpty removes the bundle of a start that never received a byte
+	// from the client (a launcher's probe): it holds no evidence.
+	dropEmpty bool
+	announce  bool // print the bundle's path on stderr once it is created
 }
 
 // sessionSummary is the one line printed when a session ends.
@@ -41,9 +48,14 @@ type sessionSummary struct {
 	unreadable int64
 	status     string
 	signed     bool
+	res        *proxy.Result
+	dropped    bool // nothing arrived from the client: the bundle was removed
 }
 
 func (s *sessionSummary) String() string {
+	if s.dropped {
+		return fmt.Sprintf("no client frame arrived (server %s): nothing recorded; bundle %s removed", s.status, s.bundle)
+	}
 	if s.sealed == nil {
 		return fmt.Sprintf("bundle %s not sealed (server %s); run 'tracectl seal --recover --bundle %s'", s.bundle, s.status, s.bundle)
 	}
@@ -58,6 +70,9 @@ func (s *sessionSummary) String() string {
 	}
 	if s.unreadable > 0 {
 		extra += fmt.Sprintf(", %d tools/list requests not readable (forwarded, in no snapshot)", s.unreadable)
+	}
+	if s.res != nil && s.res.ClientGone {
+		extra += ", client gone before the end (later frames recorded, not delivered)"
 	}
 	return fmt.Sprintf("%d attempts: %d responses, %d transport failures, %d unknown%s; server %s; bundle %s %s",
 		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, extra, s.status, s.bundle, sig)
@@ -114,7 +129,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	signer := o.signer
 	if signer == nil && o.key != "" {
 		var err error
-		if signer, err = loadSigningKey(ctx, o.key); err != nil {
+		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
 			return nil, err
 		}
 	}
@@ -138,21 +153,43 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")
 	}
+	if o.announce {
+		fmt.Fprintf(s.err, "tracectl: recording to %s\n", escapeTerminal(o.bundle))
+		wd, _ := os.Getwd()
+		if l := producer.DescribeLaunch(producer.OSFS{}, o.exe, o.args, producer.LaunchEnv{Dir: wd, Getenv: os.Getenv}); l != nil {
+			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(l)))
+		}
+	}
 	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
 	serverErr := o.serverErr
 	if serverErr == nil {
 		serverErr = s.err
 	}
+	grace := o.grace
+	if grace == 0 {
+		grace = -1 // --grace 0: none (the library's zero is its default)
+	}
 	res, runErr := proxy.Run(ctx, proxy.Config{
-		Command: o.exe, Args: o.args,
+		Command: o.exe, Args: o.args, Env: o.env,
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
-		Sink: sink, CallTimeout: o.callTimeout, Grace: o.grace,
+		Sink: sink, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
 	})
 	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames(), unreadable: sink.UnreadableListRequests()}
 	if res != nil {
 		sum.status = res.ExitStatus
+		sum.res = res
 	}
 	finishErr := sink.Finish()
+	if o.dropEmpty && res != nil && res.ClientBytes == 0 && runErr == nil && finishErr == nil {
+		if err := rec.Close(); err != nil {
+			return sum, err
+		}
+		if err := os.RemoveAll(o.bundle); err != nil {
+			return sum, fmt.Errorf("remove the empty bundle: %w", err)
+		}
+		sum.dropped = true
+		return sum, nil
+	}
 	var rs producer.RecordSigner
 	if signer != nil {
 		rs = trustRecordSigner{signer: signer, identity: o.record, now: time.Now}
@@ -164,4 +201,26 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		return sum, err
 	}
 	return sum, nil
+}
+
+// launchString is the one-line form of what a launcher started.
+func launchString(l *producer.Launch) string {
+	var b strings.Builder
+	b.WriteString(l.Launcher)
+	if l.Package != "" {
+		b.WriteString(" package " + l.Package)
+		if l.Version != "" {
+			b.WriteString(" (version " + l.Version + " in the launcher's cache)")
+		}
+	}
+	if l.Script != "" {
+		b.WriteString(" script " + l.Script)
+		if l.ScriptSHA256 != "" {
+			b.WriteString(" " + l.ScriptSHA256)
+		}
+	}
+	if l.Image != "" {
+		b.WriteString(" image " + l.Image)
+	}
+	return b.String()
 }

@@ -2,31 +2,39 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tracectl/tracectl/producer/proxy"
 	"github.com/tracectl/tracectl/transcript"
 )
 
 type wrapOptions struct {
-	bundle      string
-	key         string
-	durability  string
-	retain      string
-	callTimeout time.Duration
-	grace       time.Duration
-	maxFrame    int64
-	serverName  string
-	record      recordIdentity
-	server      []string
+	bundle          string
+	bundleDir       string
+	key             string
+	keys            keyOptions
+	durability      string
+	retain          string
+	callTimeout     time.Duration
+	grace           time.Duration
+	shutdownTimeout time.Duration
+	maxFrame        int64
+	serverName      string
+	record          recordIdentity
+	server          []string
 }
 
 // recordIdentity are the Trust Record members an operator may set.
@@ -52,33 +60,67 @@ func init() {
 func newWrapCmd(s streams, runF func(context.Context, streams, *wrapOptions) error) *cobra.Command {
 	o := &wrapOptions{}
 	cmd := &cobra.Command{
-		Use:   "wrap [--bundle DIR] [--key KEY] [flags] -- SERVER [ARGS...]",
+		Use:   "wrap [--bundle-dir DIR | --bundle DIR] [--key KEY] [flags] SERVER [ARGS...]",
 		Short: "Run a stdio MCP server behind a byte-transparent recording proxy",
 		Long: `wrap starts SERVER and sits between it and the MCP client on stdin/stdout.
 Every byte is forwarded unchanged in both directions. Every tools/call becomes an
 attempt made durable before it is forwarded; responses are made durable before
-the client sees them; tools/list pages become declaration snapshots. When the
-client closes stdin (or on SIGINT/SIGTERM) the bundle is sealed and, with --key,
-signed.
+the client sees them; tools/list pages become declaration snapshots.
 
-Put it in an MCP client's server configuration in place of the server command.`,
-		Example: `  tracectl wrap --bundle run.trace --key key.pem -- npx -y @modelcontextprotocol/server-everything
+The first argument that is not a flag starts the server's command line:
+everything after it is the server's, its flags included (a "--" before it is
+accepted too). Put it in an MCP client's server configuration in place of the
+server command.
+
+Each start records into a new bundle: --bundle names it; --bundle-dir (default
+$XDG_STATE_HOME/tracectl/bundles, else ~/.local/state/tracectl/bundles) gets a
+fresh tracectl-<UTC time to the ms>-<random>.trace per start. Its absolute path
+is printed at start and in the summary. A start that never receives a byte from
+the client (a launcher's probe) leaves no bundle.
+
+Shutdown follows the client: when it closes stdin, calls still running at the
+server may finish for --grace (a call it cancelled does not wait); SIGTERM,
+SIGINT or SIGHUP stop waiting at once. Then the server's stdin is closed, and
+its process group gets SIGTERM after --shutdown-timeout and SIGKILL after that
+again. The bundle is sealed and, with --key, signed. A client that goes away
+mid-session is noted; what the server still sends is recorded.
+
+Exit status: 0 when the client ended the session; the server's own status
+when it ended on its own with a failure (128+N for signal N); 2 for a usage
+error before the server started; 125 when tracectl itself failed (evidence
+could not be made durable, sealing or signing failed; stderr says what to
+run).
+
+The passphrase variable ` + passwordEnv + ` is removed from the server's
+environment.`,
+		Example: `  tracectl wrap --key key.pem npx -y @modelcontextprotocol/server-everything
+  tracectl wrap --bundle run.trace --key key.pem -- ./server --port 0
   tracectl verify --trusted-key key.pem.pub run.trace`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if c.ArgsLenAtDash() != 0 || len(args) == 0 {
-				return usageErr(errors.New("wrap needs the server command after --"), "tracectl wrap [flags] -- SERVER [ARGS...]")
+			// A launcher that adds its own "--" (or a user who writes two)
+			// leaves one in the server's command line: no server is named "--".
+			if len(args) > 0 && args[0] == "--" {
+				args = args[1:]
+			}
+			if len(args) == 0 {
+				return usageErr(errors.New("wrap needs the server command"), "tracectl wrap [flags] SERVER [ARGS...]")
 			}
 			o.server = args
 			return runF(c.Context(), s, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.bundle, "bundle", "", "evidence bundle directory to create (default: tracectl-<UTC time>.trace in the current directory)")
+	// The server's own flags are never taken for wrap's.
+	f.SetInterspersed(false)
+	f.StringVar(&o.bundle, "bundle", "", "evidence bundle directory to create (it must not exist)")
+	f.StringVar(&o.bundleDir, "bundle-dir", "", "create a fresh bundle per start in this directory (default: the user's state directory, tracectl/bundles)")
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference (<provider>://...); without it the bundle is sealed unsigned")
+	o.keys.flags(cmd)
 	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict (fsync before forwarding), batch (group commit) or none")
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (keep payload bytes) or digest (digests and lengths only)")
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
-	f.DurationVar(&o.grace, "grace", 5*time.Second, "how long in-flight calls may finish after the client closes its input")
+	f.DurationVar(&o.grace, "grace", proxy.DefaultGrace, "how long calls still running at the server may finish after the client closes its input")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", proxy.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are forwarded but only their digest and length are kept")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	o.record.flags(cmd)
@@ -100,8 +142,14 @@ func (o *wrapOptions) validate() error {
 	if o.callTimeout < 0 || o.grace < 0 {
 		return usageErr(errors.New("--call-timeout and --grace must not be negative"), "")
 	}
+	if o.shutdownTimeout <= 0 {
+		return usageErr(fmt.Errorf("--shutdown-timeout %s: must be positive", o.shutdownTimeout), "")
+	}
 	if o.maxFrame <= 0 {
 		return usageErr(fmt.Errorf("--max-frame %d: must be positive", o.maxFrame), "")
+	}
+	if o.bundle != "" && o.bundleDir != "" {
+		return usageErr(errors.New("--bundle and --bundle-dir exclude each other"), "--bundle names one bundle; --bundle-dir gets a new one per start")
 	}
 	return nil
 }
@@ -113,7 +161,7 @@ func checkOutputs(bundle, key string) error {
 		return usageErr(err, "")
 	}
 	if _, err := os.Lstat(abs); err == nil {
-		return usageErr(fmt.Errorf("bundle %q already exists", bundle), "choose a new --bundle directory: bundles are created exclusively, never reused")
+		return usageErr(fmt.Errorf("bundle %q already exists", bundle), "bundles are created exclusively, never reused: use --bundle-dir DIR for a new bundle per start")
 	}
 	if key != "" && !strings.Contains(key, "://") {
 		k, err := filepath.Abs(key)
@@ -124,38 +172,151 @@ func checkOutputs(bundle, key string) error {
 	return nil
 }
 
-func defaultBundleName(now time.Time) string {
-	return "tracectl-" + now.UTC().Format("20060102T150405Z") + ".trace"
+// bundleName is a per-start bundle name: UTC time to the millisecond, so
+// names sort by start, and a random suffix, so two starts in the same
+// millisecond (a launcher's probe and its session, two clients) never
+// collide.
+func bundleName(now time.Time, entropy io.Reader) (string, error) {
+	var b [4]byte
+	if _, err := io.ReadFull(entropy, b[:]); err != nil {
+		return "", err
+	}
+	return "tracectl-" + now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:]) + ".trace", nil
 }
+
+// stateBundleDir is where bundles go when neither --bundle nor --bundle-dir
+// is given: the user's state directory, never the working directory (MCP
+// clients start servers in / or wherever they happen to run).
+func stateBundleDir(goos string, getenv func(string) string) (string, error) {
+	if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "tracectl", "bundles"), nil
+	}
+	if goos == "windows" {
+		if d := getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "tracectl", "bundles"), nil
+		}
+		return "", errors.New("%LocalAppData% is not set")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("neither $XDG_STATE_HOME nor $HOME is set")
+	}
+	if goos == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "tracectl", "bundles"), nil
+	}
+	return filepath.Join(home, ".local", "state", "tracectl", "bundles"), nil
+}
+
+// resolveBundle decides the bundle path of this start, creating the bundle
+// directory (0700, with its parents) when one is used.
+func (o *wrapOptions) resolveBundle(now time.Time, entropy io.Reader) (string, error) {
+	if o.bundle != "" {
+		return filepath.Abs(o.bundle)
+	}
+	dir := o.bundleDir
+	if dir == "" {
+		d, err := stateBundleDir(runtime.GOOS, os.Getenv)
+		if err != nil {
+			return "", usageErr(fmt.Errorf("default bundle directory: %w", err), "pass --bundle-dir DIR")
+		}
+		dir = d
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageErr(err, "")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", usageErr(fmt.Errorf("create the bundle directory: %w", err), "")
+	}
+	name, err := bundleName(now, entropy)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// serverEnv is the server's environment: ours, less what tracectl alone
+// needs and the server must not see.
+func serverEnv(environ []string) []string {
+	env := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); k == passwordEnv {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// exitInternal is wrap's status when tracectl itself failed after the
+// server started (the evidence could not be made durable, sealing or
+// signing failed), so a launcher can tell it from the server's own status.
+const exitInternal = 125
 
 func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if o.bundle == "" {
-		o.bundle = defaultBundleName(time.Now())
-		fmt.Fprintf(s.err, "tracectl: recording to %s\n", escapeTerminal(o.bundle))
+	bundle, err := o.resolveBundle(time.Now(), rand.Reader)
+	if err != nil {
+		return err
 	}
-	if err := checkOutputs(o.bundle, o.key); err != nil {
+	if err := checkOutputs(bundle, o.key); err != nil {
 		return err
 	}
 	exe, err := exec.LookPath(o.server[0])
 	if err != nil {
-		return usageErr(fmt.Errorf("server %q: %w", o.server[0], err), "check the command after --")
+		return usageErr(fmt.Errorf("server %q: %w", o.server[0], err), "check the server command")
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// A client that goes away must not kill tracectl with SIGPIPE on its
+	// next write: the write fails instead, the proxy notes the client
+	// gone, and the bundle is sealed. (Caught, not ignored: an ignored
+	// signal would be inherited by the server.)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) { // started under nohup: leave it ignored
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
 	sum, err := recordSession(ctx, s, sessionOptions{
-		bundle: o.bundle, key: o.key, durability: o.durability, retain: o.retain,
-		callTimeout: o.callTimeout, grace: o.grace, maxFrame: o.maxFrame, serverName: o.serverName,
-		record: o.record, exe: exe, args: o.server[1:],
+		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain,
+		callTimeout: o.callTimeout, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
+		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
 		clientIn: s.in, clientOut: s.out,
 	})
 	if sum != nil {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(sum.String()))
 	}
-	return err
+	return wrapExit(sum, err)
+}
+
+// wrapExit decides wrap's exit status (see the command's help).
+func wrapExit(sum *sessionSummary, err error) error {
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) || sum == nil {
+			return err // refused before the server started
+		}
+		hint := ""
+		if sum.sealed == nil {
+			hint = "run 'tracectl seal --recover --bundle " + sum.bundle + "'"
+		} else if !sum.signed {
+			hint = "sign it with 'tracectl seal --bundle " + sum.bundle + " --key KEY'"
+		}
+		return &exitError{code: exitInternal, err: err, hint: hint}
+	}
+	if r := sum.res; r != nil && r.EndedOnItsOwn && r.ExitCode != 0 {
+		code := r.ExitCode
+		if code < 0 || code > 255 {
+			code = 1
+		}
+		return &exitError{code: code}
+	}
+	return nil
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package reliability holds the whole-system campaign: a soak of tracectl
 // wrap under random server kills and client cancellations, and disk faults
 // on a real small file system. Everything runs real processes: the tracectl

@@ -200,6 +200,7 @@ func (nopSink) Protocol(ProtocolObs) error                   { return nil }
 func (nopSink) ListPage([]byte, []byte, bool) error          { return nil }
 func (nopSink) ListChanged(NotificationObs) error            { return nil }
 func (nopSink) Frame(FrameObs) error                         { return nil }
+func (nopSink) ClientGone(string) error                      { return nil }
 
 func proxyPath(b testing.TB, srv string, m benchMode) *benchPath {
 	var sink Sink = nopSink{}

@@ -164,7 +164,7 @@ func TestServerClosesStdoutWithCallInFlight(t *testing.T) {
 	c.send(callLine("9007199254740991", "raw-0000"))
 	got := c.recv()
 	// The client gets a JSON-RPC error for its exact id.
-	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":9007199254740991,"error":{"code":-32002,`) {
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":9007199254740991,"error":{"code":`+strconv.Itoa(codeTransportFailure)+`,`) {
 		t.Fatalf("client got %s", got)
 	}
 	res, err := c.finish()
@@ -185,7 +185,7 @@ func TestAuditFailureFailsClosed(t *testing.T) {
 	c := startProxy(t, sink, Config{}, raw, "-script", "paged")
 	c.send(callLine("7", "raw-0000"))
 	got := c.recv()
-	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":7,"error":{"code":-32001,`) || !strings.Contains(got, "audit unavailable") {
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":7,"error":{"code":`+strconv.Itoa(codeAuditUnavailable)+`,`) || !strings.Contains(got, "audit unavailable") {
 		t.Fatalf("client got %s", got)
 	}
 	// The server never saw the call: a ping answered next proves the
@@ -351,7 +351,12 @@ func TestClientThatStopsReading(t *testing.T) {
 	if res.TransportFailures != 0 || len(res.InFlight) != 0 {
 		t.Fatalf("result = %+v: blamed on the server", res)
 	}
-	want := "attempt a1;attempt a2;response a1 complete late=false;response a2 complete late=false"
+	// The first failed write is reported once; the client's going away
+	// does not stop the recording.
+	want := "attempt a1;attempt a2;response a1 complete late=false;client_gone;response a2 complete late=false"
+	if !res.ClientGone {
+		t.Errorf("Result.ClientGone = false after every write failed")
+	}
 	if got := strings.Join(sink.log(), ";"); got != want {
 		t.Fatalf("sink log = %q, want %q", got, want)
 	}

@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/tracectl/tracectl/producer"
@@ -41,9 +40,18 @@ type Config struct {
 
 	Sink        Sink
 	CallTimeout time.Duration // 0: none
-	Grace       time.Duration // how long in-flight calls may finish after client EOF or ctx cancel
-	KillAfter   time.Duration // after closing the server's stdin: wait, then SIGTERM, then SIGKILL after this
+	Grace       time.Duration // how long open calls may finish after client EOF (0: DefaultGrace; negative: none)
+	KillAfter   time.Duration // after closing the server's stdin: wait this long, then SIGTERM, then SIGKILL after this again
 	Started     func(pid int) // optional: called once the server runs
+	// After is the timer of every lifecycle wait (grace, shutdown steps,
+	// drain); default time.After. Tests inject one to decide when a wait
+	// ends instead of sleeping.
+	After func(time.Duration) <-chan time.Time
+	// Event, optional, is told each lifecycle step as it happens ("ended
+	// client_eof", "grace", "grace over", "stdin closed", "sigterm",
+	// "sigkill", "group sigterm", "group sigkill", "drain cut", "done"),
+	// so tests synchronize on events rather than on sleeps.
+	Event func(step string)
 	// MaxInterpret bounds the bytes of one frame held in memory to read it
 	// (default, and at most, MaxInterpretBytes). A longer client frame is
 	// refused; a longer server frame is spooled, committed, then delivered.
@@ -70,6 +78,21 @@ const DefaultMaxServerFrame = 1 << 30
 // Result summarizes a run.
 type Result struct {
 	ExitStatus string // the server's exit status as observed
+	// ExitCode is the server's exit code, 128+signal when a signal ended
+	// it, -1 when unknown.
+	ExitCode int
+	// EndedOnItsOwn: the server exited or closed its stdout before the
+	// proxy asked it to end (by closing its stdin). Its exit code is then
+	// the server's own verdict; otherwise the proxy ended it.
+	EndedOnItsOwn bool
+	// Ended says what ended the session first (EndClientEOF, ...).
+	Ended string
+	// ClientBytes is how many bytes the client sent: 0 for a start that
+	// never became a session.
+	ClientBytes int64
+	// ClientGone: a write to the client failed; what came after was
+	// recorded but not delivered.
+	ClientGone bool
 	// TransportFailures counts attempts the server abandoned: it exited or
 	// closed stdout on its own with them in flight.
 	TransportFailures int
@@ -147,16 +170,50 @@ var ErrUnrecordable = errors.New("tools/call cannot be recorded exactly")
 // from Run when the Sink cannot make evidence durable.
 var ErrAuditUnavailable = errors.New("audit unavailable: evidence could not be made durable")
 
+// Default lifecycle durations (Config.Grace, Config.KillAfter). They are
+// short on purpose: real MCP clients end a server on their own clock (the
+// TypeScript SDK closes stdin, sends SIGTERM after 2 s and SIGKILL after
+// 4 s), and evidence that is sealed after the client's SIGKILL is lost.
+const (
+	DefaultGrace     = 5 * time.Second
+	DefaultKillAfter = 400 * time.Millisecond
+	// signalStep bounds each shutdown step once ctx is cancelled (the
+	// operator or the client signalled tracectl): open calls are no longer
+	// waited for and the whole shutdown fits in well under 0.5 s.
+	signalStep = 120 * time.Millisecond
+)
+
+// Why a session ended (Result.Ended).
+const (
+	EndClientEOF    = "client_eof"           // the client closed its side
+	EndCanceled     = "canceled"             // ctx was cancelled (SIGTERM, SIGINT)
+	EndServerExit   = "server_exit"          // the server exited on its own
+	EndServerStdout = "server_stdout_closed" // the server closed its stdout on its own
+)
+
 // Run starts the server and proxies until the client closes its input (or
 // ctx is cancelled, or the server goes away) and the server has been shut
 // down. Every byte the server wrote before it closed stdout is forwarded
 // before Run returns.
+//
+// Shutdown follows the client's clock: after client EOF, tools/call
+// requests still open at the server may finish for Grace (a call the
+// client cancelled does not hold it); cancelling ctx at any point stops
+// waiting. Then the server's stdin is closed, and after KillAfter its
+// process group gets SIGTERM, and after KillAfter again SIGKILL (steps of
+// at most signalStep once ctx is cancelled). Processes the server started
+// in its group are ended too, even when the server exits on its own.
+//
+// Run installs no signal handlers: a caller writing to a pipe (fd 1) must
+// handle SIGPIPE itself (signal.Notify), or a client that goes away kills
+// the process before anything is sealed. A failed write to the client is
+// reported once through Sink.ClientGone; recording goes on.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Grace == 0 {
-		cfg.Grace = 5 * time.Second
+		cfg.Grace = DefaultGrace
 	}
 	if cfg.KillAfter == 0 {
-		cfg.KillAfter = 2 * time.Second
+		cfg.KillAfter = DefaultKillAfter
 	}
 	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
 		cfg.MaxInterpret = MaxInterpretBytes
@@ -167,10 +224,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.MaxServerFrame <= 0 {
 		cfg.MaxServerFrame = DefaultMaxServerFrame
 	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	if cfg.Event == nil {
+		cfg.Event = func(string) {}
+	}
+	counted := &countingReader{r: cfg.ClientIn}
+	cfg.ClientIn = counted
+	changed := make(chan struct{}, 1)
+	cfg.Sink = notifySink{Sink: cfg.Sink, changed: changed}
+
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
-	cmd.Stderr = cfg.ServerErr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The server's stderr through a pipe of our own too, so that Wait
+	// does not wait for a grandchild holding it: only the server itself.
+	var errR, errW *os.File
+	errDone := make(chan struct{})
+	if _, ok := cfg.ServerErr.(*os.File); ok || cfg.ServerErr == nil {
+		cmd.Stderr = cfg.ServerErr
+		close(errDone)
+	} else {
+		var err error
+		if errR, errW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		cmd.Stderr = errW
+	}
+	ownGroup(cmd)
 	serverIn, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -185,9 +266,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
+		if errR != nil {
+			errR.Close()
+			errW.Close()
+		}
 		return nil, fmt.Errorf("start server %q: %w", cfg.Command, err)
 	}
 	pw.Close()
+	if errR != nil {
+		errW.Close()
+		go func() { _, _ = io.Copy(cfg.ServerErr, errR); close(errDone) }()
+	}
 	if cfg.Started != nil {
 		cfg.Started(cmd.Process.Pid)
 	}
@@ -203,61 +292,89 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	var clientErr error
 	stdoutClosed := false
+	ended := ""
 	select {
 	case clientErr = <-clientDone:
+		ended = EndClientEOF
 	case <-ctx.Done():
+		ended = EndCanceled
 	case <-serverDone:
 		stdoutClosed = true
+		ended = EndServerStdout
 	case <-exited:
+		ended = EndServerExit
 	}
-	// Stop taking client input into account; let in-flight calls finish for
-	// a grace period while the server can still answer.
-	if !stdoutClosed {
-		deadline := time.NewTimer(cfg.Grace)
-		tick := time.NewTicker(5 * time.Millisecond)
+	cfg.Event("ended " + ended)
+	// Stop taking client input into account; let open calls finish for a
+	// grace period while the server can still answer. Every change to the
+	// open calls goes through the Sink, which wakes this loop.
+	if cfg.Grace > 0 && !stdoutClosed && !isClosed(exited) && ctx.Err() == nil && s.openCalls() > 0 {
+		cfg.Event("grace")
+		deadline := cfg.After(cfg.Grace)
 	wait:
-		for s.inflightCalls() > 0 {
+		for s.openCalls() > 0 {
 			select {
-			case <-deadline.C:
+			case <-deadline:
+				cfg.Event("grace over")
+				break wait
+			case <-ctx.Done():
+				cfg.Event("grace canceled")
 				break wait
 			case <-serverDone:
 				stdoutClosed = true
 				break wait
-			case <-tick.C:
+			case <-exited:
+				break wait
+			case <-changed:
 			}
 		}
-		deadline.Stop()
-		tick.Stop()
 	}
-	serverGone := stdoutClosed || isClosed(exited)
+	// The server ended on its own when it went away before the proxy asked
+	// it to (by closing its stdin).
+	onItsOwn := stdoutClosed || isClosed(exited)
+	serverGone := onItsOwn
 	s.stop()
 	serverIn.Close()
-	terminate(cmd, exited, cfg.KillAfter)
+	cfg.Event("stdin closed")
+	s.terminate(ctx, cmd, exited)
+	s.endGroup(ctx, cmd.Process.Pid)
 	if !stdoutClosed {
 		// The server has exited; drain what it wrote, however long that
-		// takes while bytes keep coming. A grandchild that still holds the
-		// pipe open but writes nothing must not hold us forever: after
-		// KillAfter without a byte, the pipe is closed.
-		s.lastRead.Store(max(s.lastRead.Load(), time.Now().UnixNano()))
-		tick := time.NewTicker(cfg.KillAfter / 4)
+		// takes while bytes keep coming. A process outside its group that
+		// still holds the pipe open but writes nothing must not hold us
+		// forever: after a step without a byte, the pipe is closed.
+		last := s.lastRead.Load()
 	drain:
 		for {
 			select {
 			case <-serverDone:
 				break drain
-			case <-tick.C:
-				if time.Since(time.Unix(0, s.lastRead.Load())) > cfg.KillAfter {
-					pr.Close()
-					<-serverDone
-					break drain
+			case <-cfg.After(s.step(ctx)):
+				if now := s.lastRead.Load(); now != last {
+					last = now
+					continue
 				}
+				cfg.Event("drain cut")
+				pr.Close()
+				<-serverDone
+				break drain
 			}
 		}
-		tick.Stop()
 	}
 	pr.Close()
+	if errR != nil {
+		// The group is ended: stderr is at EOF unless a process outside it
+		// holds it; that one gets a step, then the pipe is closed.
+		select {
+		case <-errDone:
+		case <-cfg.After(s.step(ctx)):
+			errR.Close()
+			<-errDone
+		}
+		errR.Close()
+	}
 	status := exitStatus(cmd, waitErr)
-	res := &Result{ExitStatus: status}
+	res := &Result{ExitStatus: status, ExitCode: exitCode(cmd), EndedOnItsOwn: onItsOwn, Ended: ended, ClientBytes: counted.n.Load()}
 	if serverGone {
 		detail := "server exited: " + status
 		if stdoutClosed {
@@ -267,6 +384,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		res.InFlight = s.abandonInflight()
 	}
+	s.outMu.Lock()
+	res.ClientGone = s.clientGone
+	s.outMu.Unlock()
+	cfg.Event("done")
 	if err := s.sinkError(); err != nil {
 		return res, err
 	}
@@ -276,23 +397,75 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// step is how long one shutdown step waits: KillAfter, or at most
+// signalStep once ctx is cancelled.
+func (s *session) step(ctx context.Context) time.Duration {
+	if ctx.Err() != nil {
+		return min(s.cfg.KillAfter, signalStep)
+	}
+	return s.cfg.KillAfter
+}
+
+// waitExit waits up to one step for the server to exit; a ctx cancelled
+// meanwhile shortens the wait.
+func (s *session) waitExit(ctx context.Context, exited chan struct{}) bool {
+	t := s.cfg.After(s.step(ctx))
+	done := ctx.Done()
+	if ctx.Err() != nil {
+		done = nil
+	}
+	for {
+		select {
+		case <-exited:
+			return true
+		case <-t:
+			return false
+		case <-done:
+			done = nil
+			t = s.cfg.After(signalStep)
+		}
+	}
+}
+
 // terminate stops the server politely: stdin is closed already; wait, then
 // SIGTERM, then SIGKILL to its process group.
-func terminate(cmd *exec.Cmd, exited chan struct{}, after time.Duration) {
-	select {
-	case <-exited:
+func (s *session) terminate(ctx context.Context, cmd *exec.Cmd, exited chan struct{}) {
+	if s.waitExit(ctx, exited) {
 		return
-	case <-time.After(after):
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
+	s.cfg.Event("sigterm")
+	_ = signalGroup(cmd.Process, sigTerm)
+	if s.waitExit(ctx, exited) {
 		return
-	case <-time.After(after):
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	s.cfg.Event("sigkill")
+	_ = signalGroup(cmd.Process, sigKill)
 	<-exited
 }
+
+// endGroup ends what the server left running in its process group (a
+// grandchild that outlives it): SIGTERM, then SIGKILL after a step.
+func (s *session) endGroup(ctx context.Context, pgid int) {
+	if !groupAlive(pgid) {
+		return
+	}
+	s.cfg.Event("group sigterm")
+	_ = killGroup(pgid, sigTerm)
+	deadline := s.cfg.After(s.step(ctx))
+	for groupAlive(pgid) {
+		select {
+		case <-deadline:
+			s.cfg.Event("group sigkill")
+			_ = killGroup(pgid, sigKill)
+			return
+		case <-s.cfg.After(groupPoll):
+		}
+	}
+}
+
+// groupPoll is how often endGroup looks whether the group is empty: the
+// kernel gives no event for it.
+const groupPoll = 5 * time.Millisecond
 
 func exitStatus(cmd *exec.Cmd, err error) string {
 	if cmd.ProcessState != nil {
@@ -304,12 +477,70 @@ func exitStatus(cmd *exec.Cmd, err error) string {
 	return "unknown"
 }
 
-func (s *session) inflightCalls() int {
+// exitCode is the server's exit code as a shell reports it: the code, or
+// 128+signal for a server ended by a signal; -1 when unknown.
+func exitCode(cmd *exec.Cmd) int {
+	if cmd.ProcessState == nil {
+		return -1
+	}
+	if sig, ok := termSignal(cmd.ProcessState); ok {
+		return 128 + sig
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// countingReader counts the client's bytes: a start that never received
+// any is not a session (a launcher's probe, a health check).
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// notifySink wakes the grace loop after every observation that can close
+// or cancel an open call.
+type notifySink struct {
+	Sink
+	changed chan struct{}
+}
+
+func (n notifySink) wake() {
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (n notifySink) Response(a AttemptRef, r ResponseObs) error {
+	defer n.wake()
+	return n.Sink.Response(a, r)
+}
+
+func (n notifySink) CancelSent(a AttemptRef, o NotificationObs) error {
+	defer n.wake()
+	return n.Sink.CancelSent(a, o)
+}
+
+func (n notifySink) TransportFailure(a AttemptRef, detail string) error {
+	defer n.wake()
+	return n.Sink.TransportFailure(a, detail)
+}
+
+// openCalls counts the tools/call requests still running at the server
+// that the client still waits for: a cancelled call does not hold the
+// grace period (the server owes it nothing, and the client ignores a late
+// answer).
+func (s *session) openCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, p := range s.inflight {
-		if p.what == reqCall {
+		if p.what == reqCall && !p.canceled {
 			n++
 		}
 	}
@@ -337,6 +568,8 @@ func (s *session) writeClientLocked(b []byte) error {
 	}
 	if _, err := s.cfg.ClientOut.Write(b); err != nil {
 		s.clientGone = true
+		// Once, under outMu only: the Sink takes none of the proxy's locks.
+		s.noteSinkErr(s.cfg.Sink.ClientGone("write to client: " + err.Error()))
 	}
 	return nil
 }
@@ -352,17 +585,36 @@ func (s *session) noteSinkErr(err error) {
 	}
 }
 
-// errorLine builds a JSON-RPC error response for the exact id text.
+// errorLine builds a JSON-RPC error response for the exact id text. Its
+// data names tracectl and the reason, so a client (and a person reading its
+// log) can tell the proxy's answer from the server's.
 func errorLine(idText string, code int, msg string) []byte {
-	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + strconv.Quote(msg) + `}}` + "\n")
+	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + strconv.Quote(msg) +
+		`,"data":{"source":"tracectl","reason":"` + reasonOf(code) + `"}}}` + "\n")
 }
 
-// JSON-RPC error codes the proxy synthesizes (implementation-defined range).
+// JSON-RPC error codes the proxy synthesizes (spec/wrap.md). They sit in
+// JSON-RPC's implementation-defined range, clear of every code the MCP
+// specification and the Go and TypeScript SDKs assign (-32000 connection
+// closed, -32001 request timeout, -32002 resource not found, -32020..-32022,
+// -32042).
 const (
-	codeAuditUnavailable = -32001 // not forwarded: evidence could not be made durable
-	codeTransportFailure = -32002 // the server went away with the call in flight
+	codeAuditUnavailable = -32091 // not forwarded: evidence could not be made durable
+	codeTransportFailure = -32092 // the server went away with the call in flight
 	codeRefused          = -32600 // Invalid Request: a frame the gate refused, not forwarded
 )
+
+func reasonOf(code int) string {
+	switch code {
+	case codeAuditUnavailable:
+		return "audit_unavailable"
+	case codeTransportFailure:
+		return "transport_failure"
+	case codeRefused:
+		return "refused"
+	}
+	return "other"
+}
 
 func isClosed(c chan struct{}) bool {
 	select {

@@ -122,6 +122,8 @@ func (s *memSink) frame(dir string, i int64) {
 	s.next[dir] = i + 1
 }
 
+func (s *memSink) ClientGone(detail string) error { return s.add("client_gone") }
+
 func (s *memSink) log() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -260,3 +260,5 @@ func (s *RecordingSink) UnreadableListRequests() int64 {
 	defer s.mu.Unlock()
 	return s.unreadable
 }
+
+func (s *RecordingSink) ClientGone(detail string) error { return s.rec.RecordClientGone(detail) }

@@ -32,6 +32,10 @@ type Sink interface {
 	// Frame commits any other frame: forwarded, refused by the gate, or
 	// withheld.
 	Frame(f FrameObs) error
+	// ClientGone records, once, that a write to the client failed (it
+	// closed its end or died): the proxy stops writing to it and goes on
+	// recording what the server sends.
+	ClientGone(detail string) error
 }
 
 // AttemptRef identifies a recorded attempt.

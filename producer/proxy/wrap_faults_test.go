@@ -1,3 +1,5 @@
+//go:build unix
+
 package proxy
 
 import (
@@ -299,7 +301,7 @@ func (f *fullFile) Truncate(size int64) error {
 // TestWrapDiskFull: the bundle's disk fills up, while writing the journal
 // line of an attempt or the payload bytes spooled before it. The call that
 // cannot be recorded is not forwarded (the server, logging every line it
-// reads, never sees it), the client gets -32001 for it, the session goes on,
+// reads, never sees it), the client gets -32091 (audit unavailable) for it, the session goes on,
 // the failure is sticky, and the journal on disk stays a valid transcript:
 // it can be recovered and sealed once there is space, and then verifies.
 func TestWrapDiskFull(t *testing.T) {

@@ -638,8 +638,11 @@ func TestWrapSDKModern(t *testing.T) {
 	if res, err := callTool(ctx, cs, "fail", nil); err != nil || !res.IsError {
 		t.Fatalf("fail: %v, %v; want a tool error", res, err)
 	}
-	// The client gives up after 200 ms: it sends notifications/cancelled;
-	// the server still answers (an error), late.
+	// The client gives up after 200 ms: it sends notifications/cancelled.
+	// A cancelled call does not hold the grace period: the session ends
+	// without waiting for the server's late answer, and the outcome stays
+	// unknown (cancel_sent) unless the server's late answer (the Go SDK
+	// answers a cancelled call at once) arrived before its stdin closed.
 	slowCtx, slowCancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err := callTool(slowCtx, cs, "slow", map[string]any{"ms": 5000})
 	slowCancel()
@@ -651,9 +654,10 @@ func TestWrapSDKModern(t *testing.T) {
 	waitJournal(t, w.dir, "the cancellation", isObservation(transcript.ObsCancelSent))
 	cs.Close()
 	res := w.end()
-	if len(res.InFlight) != 0 || res.TransportFailures != 0 {
-		t.Errorf("Result %+v: want nothing in flight, no transport failure (the cancelled call was answered late)", res)
+	if len(res.InFlight) > 1 || res.TransportFailures != 0 {
+		t.Errorf("Result %+v: want at most the cancelled call abandoned in flight, no transport failure", res)
 	}
+	late := len(res.InFlight) == 0
 	sealed := w.seal()
 
 	j := readJournal(t, w.dir)
@@ -684,7 +688,10 @@ func TestWrapSDKModern(t *testing.T) {
 		json.Unmarshal(l.body, &p)
 		want := "response"
 		if p.Params.Name == "slow" {
-			want = "cancel_sent,late_response"
+			want = "cancel_sent"
+			if late {
+				want += ",late_response"
+			}
 		}
 		if got := j.history(a.AttemptID); got != want {
 			t.Errorf("attempt %s (%s, id %s): history %q, want %q", a.AttemptID, p.Params.Name, id, got, want)
@@ -697,7 +704,7 @@ func TestWrapSDKModern(t *testing.T) {
 				t.Errorf("fail: observation %+v, want is_error in a complete result", last)
 			}
 		case "slow":
-			if last.ResultType != transcript.ResultTypeError {
+			if late && last.ResultType != transcript.ResultTypeError {
 				t.Errorf("slow: late response %+v, want a JSON-RPC error", last)
 			}
 			if n := j.notifications("notifications/cancelled"); len(n) != 1 || n[0].AttemptID != a.AttemptID || n[0].Direction != transcript.ClientToServer {
@@ -705,7 +712,7 @@ func TestWrapSDKModern(t *testing.T) {
 			}
 		}
 	}
-	if c := sealed.Seal; c.Responses != 34 || c.Unknown != 0 || c.TransportFailures != 0 {
+	if c := sealed.Seal; c.Responses+c.Unknown != 34 || c.Unknown != int64(len(res.InFlight)) || c.TransportFailures != 0 {
 		t.Errorf("seal counts %+v", c)
 	}
 	var srcs []string

@@ -1,0 +1,30 @@
+package proxy
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tracectl/tracectl/internal/mcptest"
+)
+
+// TestSpecListsInjectedCodes: every JSON-RPC error code the proxy
+// synthesizes is in spec/wrap.md with its reason, in one table row.
+func TestSpecListsInjectedCodes(t *testing.T) {
+	root, err := mcptest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "spec", "wrap.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{codeAuditUnavailable, codeTransportFailure, codeRefused} {
+		row := "| " + strconv.Itoa(code) + " | `" + reasonOf(code) + "` |"
+		if !strings.Contains(string(b), row) {
+			t.Errorf("spec/wrap.md has no row %q", row)
+		}
+	}
+}
