@@ -1,18 +1,28 @@
 package producer
 
-// RecordClientGone notes that the client of a proxied session went away (a
-// write to it failed): what the server sent afterwards is still recorded,
-// but was not delivered.
-//
-// TODO(lead): journal line. Until the transcript format has a line for it,
-// the detail is kept on the Recorder (ClientGoneDetail) and not committed.
+import "github.com/tracectl/tracectl/transcript"
+
+// RecordClientGone records, once, that the client of a proxied session went
+// away (a write to it failed): a session line (client_gone). What the
+// server sends afterwards is still recorded, but is not delivered.
 func (r *Recorder) RecordClientGone(detail string) error {
 	r.goneMu.Lock()
-	defer r.goneMu.Unlock()
-	if r.clientGone == "" {
-		r.clientGone = detail
+	if r.clientGone != "" {
+		r.goneMu.Unlock()
+		return nil
 	}
-	return nil
+	if detail == "" {
+		detail = "the client went away"
+	}
+	r.clientGone = detail
+	r.goneMu.Unlock()
+	if err := r.begin(true); err != nil {
+		return err
+	}
+	defer r.ops.Done()
+	ev := &transcript.SessionEvent{Type: transcript.TypeSession, Event: transcript.SessionClientGone, Detail: transcript.Detail(detail)}
+	_, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
+	return err
 }
 
 // ClientGoneDetail is the detail of the first RecordClientGone, or "".

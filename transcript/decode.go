@@ -181,6 +181,8 @@ func newEvent(typ string) any {
 		return new(Seal)
 	case TypeFrame:
 		return new(Frame)
+	case TypeSession:
+		return new(SessionEvent)
 	}
 	return nil
 }

@@ -266,6 +266,8 @@ func decodeEvent(typ string, line []byte) any {
 		ev = d.seal()
 	case TypeFrame:
 		ev = d.frame()
+	case TypeSession:
+		ev = d.session()
 	default:
 		return nil
 	}
@@ -701,4 +703,25 @@ func (d *lineDec) frame() *Frame {
 		}
 	})
 	return f
+}
+
+func (d *lineDec) session() *SessionEvent {
+	v := &SessionEvent{}
+	d.object(func(k string) {
+		switch k {
+		case "at_ms":
+			v.AtMs = d.int()
+		case "detail":
+			v.Detail = d.str()
+		case "event":
+			v.Event = d.str()
+		case "seq":
+			v.Seq = d.int()
+		case "type":
+			v.Type = d.str()
+		default:
+			d.fail()
+		}
+	})
+	return v
 }

@@ -39,6 +39,8 @@ func Encode(ev any) ([]byte, error) {
 		v.encode(e)
 	case *Frame:
 		v.encode(e)
+	case *SessionEvent:
+		v.encode(e)
 	default:
 		return nil, fmt.Errorf("encode %T: not a transcript event", ev)
 	}
@@ -428,5 +430,15 @@ func (f *Frame) encode(e *encoder) {
 	e.int("seq", f.Seq)
 	e.str("terminator", f.Terminator)
 	e.str("type", f.Type)
+	e.close()
+}
+
+func (v *SessionEvent) encode(e *encoder) {
+	e.open()
+	e.int("at_ms", v.AtMs)
+	e.optStr("detail", v.Detail)
+	e.str("event", v.Event)
+	e.int("seq", v.Seq)
+	e.str("type", v.Type)
 	e.close()
 }

@@ -32,6 +32,7 @@ const (
 	TypeRecovery     = "recovery"
 	TypeSeal         = "seal"
 	TypeFrame        = "frame"
+	TypeSession      = "session"
 )
 
 // Durability and retention modes, recorded in the header.
@@ -64,6 +65,7 @@ func (e *Resolution) LineSeq() int64    { return e.Seq }
 func (e *Recovery) LineSeq() int64      { return e.Seq }
 func (e *Seal) LineSeq() int64          { return e.Seq }
 func (e *Frame) LineSeq() int64         { return e.Seq }
+func (e *SessionEvent) LineSeq() int64  { return e.Seq }
 
 func (*Header) event()        {}
 func (*Protocol) event()      {}
@@ -75,6 +77,7 @@ func (*Resolution) event()    {}
 func (*Recovery) event()      {}
 func (*Seal) event()          {}
 func (*Frame) event()         {}
+func (*SessionEvent) event()  {}
 
 // Line is the part every transcript line shares.
 type Line struct {
@@ -391,6 +394,24 @@ type Frame struct {
 	Rule        string     `json:"rule,omitempty"`       // the gate rule, with kind unread
 	Payload     Payload    `json:"payload"`
 	Terminator  string     `json:"terminator"`
+}
+
+// Session events (SessionEvent.Event).
+const (
+	// SessionClientGone: a write to the client failed (it closed its end
+	// or died). The proxy went on reading and committing what the server
+	// sent; frames after this line were committed but not delivered.
+	SessionClientGone = "client_gone"
+)
+
+// SessionEvent records something that happened to the session as a whole
+// (v2).
+type SessionEvent struct {
+	Type   string `json:"type"` // "session"
+	Seq    int64  `json:"seq"`
+	AtMs   int64  `json:"at_ms"`
+	Event  string `json:"event"`            // client_gone
+	Detail string `json:"detail,omitempty"` // producer prose, not evidence
 }
 
 // Bundle layout (spec/transcript.md): a directory holding these files.

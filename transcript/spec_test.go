@@ -49,14 +49,14 @@ func TestSpecInSync(t *testing.T) {
 			t.Errorf("observation kind %s not in the Outcomes table", k)
 		}
 	}
-	for _, typ := range []string{TypeHeader, TypeProtocol, TypeSnapshot, TypeNotification, TypeAttempt, TypeObservation, TypeResolution, TypeRecovery, TypeSeal, TypeFrame} {
+	for _, typ := range []string{TypeHeader, TypeProtocol, TypeSnapshot, TypeNotification, TypeAttempt, TypeObservation, TypeResolution, TypeRecovery, TypeSeal, TypeFrame, TypeSession} {
 		if !regexp.MustCompile(`(?m)^### ` + typ + `\b`).MatchString(spec) {
 			t.Errorf("event type %s has no section", typ)
 		}
 	}
 	for _, v := range []string{
 		Format, FormatV1, Profile, MerkleAlg, ProofFormat,
-		FrameForwarded, FrameRefused, FrameWithheld, FrameRequest, FrameNotification, FrameResponse, FrameUnread,
+		SessionClientGone, FrameForwarded, FrameRefused, FrameWithheld, FrameRequest, FrameNotification, FrameResponse, FrameUnread,
 		DurabilityStrict, DurabilityBatch, DurabilityNone, RetainFull, RetainDigest,
 		ReasonProducerCrashed, ReasonSealedInFlight, ReasonServerExited, OutcomeUnknown,
 		BasisCallerDeclared, BasisInferred, BasisContinuation, BasisProducer,

@@ -44,6 +44,8 @@ func validate(ev any) *invalid {
 		return e.validate()
 	case *Frame:
 		return e.validate()
+	case *SessionEvent:
+		return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, MaxDetailBytes))
 	}
 	return bad("unknown event %T", ev)
 }

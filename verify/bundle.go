@@ -260,6 +260,8 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 	switch e := ev.(type) {
 	case *transcript.Frame:
 		b.onFrame(e)
+	case *transcript.SessionEvent:
+		b.onSession(e)
 	case *transcript.Protocol:
 		if e.Payload != nil {
 			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -103,9 +102,6 @@ func firstBlob(fsys fstest.MapFS) string {
 // included) is never read: verify returns within the deadline with
 // file_refused, and a record.json that is not a regular file is an error.
 func TestHostileFiles(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("FIFOs and symlinks")
-	}
 	fsys := verifytest.Standard(t).FS()
 	blob := firstBlob(fsys)
 	outside := t.TempDir()

@@ -29,7 +29,18 @@ const (
 	// refused, frame_too_large on a frame within the gate's limit, a
 	// withheld frame that is not a server response.
 	CodeFrameMisrecorded Code = "frame_misrecorded"
+	// CodeClientGone is info: the client went away mid-session; what the
+	// server sent after it was committed, not delivered.
+	CodeClientGone Code = "client_gone"
 )
+
+// onSession reports a session event.
+func (b *bundleCheck) onSession(e *transcript.SessionEvent) {
+	if e.Event == transcript.SessionClientGone {
+		b.r.add(CodeClientGone, CheckTranscript, StatusInfo, lineSubject(e.Seq),
+			"the client went away (a write to it failed): the frames after this line were committed as the server sent them, not delivered")
+	}
+}
 
 // frameState follows the frame numbering of both directions.
 type frameState struct {

@@ -119,7 +119,7 @@ func (o Options) validate() (Options, error) {
 	var errs []error
 	switch {
 	case o.AtIssued && !o.At.IsZero():
-		errs = append(errs, errors.New("At and AtIssued exclude each other"))
+		errs = append(errs, errors.New("options At and AtIssued exclude each other"))
 	case o.At.IsZero() && !o.AtIssued:
 		errs = append(errs, errors.New("a reference time (At, or AtIssued) is required"))
 	}

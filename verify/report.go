@@ -99,7 +99,7 @@ func AllCodes() []Code {
 		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
-		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded,
+		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type sessionSummary struct {
 	bundle     string
 	sealed     *producer.Sealed
 	oversize   int64
+	refused    int64
 	unreadable int64
 	status     string
 	signed     bool
@@ -65,8 +67,11 @@ func (s *sessionSummary) String() string {
 		sig = "unsigned (sign later with 'tracectl seal --bundle " + s.bundle + " --key KEY')"
 	}
 	extra := ""
+	if s.refused > 0 {
+		extra = fmt.Sprintf(", %d client frames refused by the gate (recorded, not forwarded)", s.refused)
+	}
 	if s.oversize > 0 {
-		extra = fmt.Sprintf(", %d frames too long to interpret (forwarded, not recorded)", s.oversize)
+		extra += fmt.Sprintf(", %d frames over 64 MiB (committed by digest; server frames delivered)", s.oversize)
 	}
 	if s.unreadable > 0 {
 		extra += fmt.Sprintf(", %d tools/list requests not readable (forwarded, in no snapshot)", s.unreadable)
@@ -173,8 +178,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		Command: o.exe, Args: o.args, Env: o.env,
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
 		Sink: sink, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
+		MaxRetain: o.maxFrame, SpoolDir: filepath.Dir(o.bundle),
 	})
-	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames(), unreadable: sink.UnreadableListRequests()}
+	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames(), refused: sink.RefusedFrames(), unreadable: sink.UnreadableListRequests()}
 	if res != nil {
 		sum.status = res.ExitStatus
 		sum.res = res

@@ -49,8 +49,8 @@ func (r *recordIdentity) flags(c *cobra.Command) {
 	c.Flags().StringVar(&r.dataClass, "data-class", "", "record data_class (default \"internal\")")
 }
 
-// defaultMaxFrame bounds what one frame retains; longer frames are still
-// forwarded unchanged and committed by digest and length.
+// defaultMaxFrame bounds what one frame retains; a longer frame is
+// committed by digest and length.
 const defaultMaxFrame = 16 << 20
 
 func init() {
@@ -61,11 +61,15 @@ func newWrapCmd(s streams, runF func(context.Context, streams, *wrapOptions) err
 	o := &wrapOptions{}
 	cmd := &cobra.Command{
 		Use:   "wrap [--bundle-dir DIR | --bundle DIR] [--key KEY] [flags] SERVER [ARGS...]",
-		Short: "Run a stdio MCP server behind a byte-transparent recording proxy",
+		Short: "Run a stdio MCP server behind a recording reference monitor",
 		Long: `wrap starts SERVER and sits between it and the MCP client on stdin/stdout.
-Every byte is forwarded unchanged in both directions. Every tools/call becomes an
-attempt made durable before it is forwarded; responses are made durable before
-the client sees them; tools/list pages become declaration snapshots.
+Every frame, in either direction, is committed to the transcript before it is
+passed on, unchanged. Every tools/call becomes an attempt made durable before
+it is forwarded; responses are made durable before the client sees them;
+tools/list pages become declaration snapshots. A client frame that is not
+exactly one strict JSON-RPC object on one line (NaN, a BOM, a batch, a member
+name in another letter case, a repeated member, ...) is never forwarded: it is
+recorded as refused and answered with a -32600 error naming the rule.
 
 The first argument that is not a flag starts the server's command line:
 everything after it is the server's, its flags included (a "--" before it is

@@ -306,6 +306,7 @@ func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
 	}
 	if _, err := io.Copy(s.cfg.ClientOut, io.NewSectionReader(sp.f, 0, 1<<62)); err != nil {
 		s.clientGone = true
+		s.noteSinkErr(s.cfg.Sink.ClientGone("write to client: " + err.Error()))
 	}
 }
 

@@ -1,13 +1,19 @@
-// Package proxy is tracectl's byte-transparent stdio MCP proxy: it sits
-// between an MCP client and a stdio server, forwards every byte unchanged in
-// both directions, and records what it observes through a Sink (in
-// production, the producer's durable journal).
+// Package proxy is tracectl's stdio MCP proxy, a reference monitor between
+// an MCP client and a stdio server: every frame, in either direction, is
+// read once by the gate (mcpwire.Read) and committed through a Sink (in
+// production, the producer's durable journal) before it is passed on,
+// unchanged. A client frame the gate does not understand exactly is never
+// forwarded: it is committed as refused and answered with a JSON-RPC error
+// naming the rule (spec/transcript.md, "The gate", "Frames").
 //
 // Ordering guarantees (spec/transcript.md, "Durability"):
 //   - a tools/call request is forwarded only after Sink.Attempt returned,
 //     i.e. after the attempt is durable; if it fails, the request is not
 //     forwarded and the client receives a JSON-RPC error (fail closed);
-//   - a tools/call response is forwarded only after Sink.Response returned;
+//   - a tools/call response is delivered only after Sink.Response returned;
+//   - any other frame is forwarded only after Sink.Frame (or CancelSent,
+//     ListChanged) returned: its line is written, durable with the next
+//     group commit;
 //   - when the server goes away with calls in flight, each gets a
 //     transport-failure observation and the client a JSON-RPC error.
 package proxy
@@ -193,8 +199,8 @@ const (
 
 // Run starts the server and proxies until the client closes its input (or
 // ctx is cancelled, or the server goes away) and the server has been shut
-// down. Every byte the server wrote before it closed stdout is forwarded
-// before Run returns.
+// down. Every frame the server wrote before it closed stdout is committed,
+// and delivered unless withheld, before Run returns.
 //
 // Shutdown follows the client's clock: after client EOF, tools/call
 // requests still open at the server may finish for Grace (a call the
