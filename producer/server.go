@@ -70,16 +70,7 @@ func StdioServer(fsys FS, executable string, args []string, name string) (transc
 //
 // TODO(lead): a header member for it (transcript.Server); until then wrap
 // prints it at start.
-type Launch struct {
-	Launcher string `json:"launcher"`          // npx, bunx, pnpm dlx, uvx, pipx run, node, python, deno, docker run, podman run
-	Package  string `json:"package,omitempty"` // the package spec as given (npx, bunx, pnpm dlx, uvx, pipx run; python -m module)
-	// Version is the package's version as the launcher's own files show it
-	// (npx: its cache's node_modules/<name>/package.json).
-	Version      string `json:"version,omitempty"`
-	Script       string `json:"script,omitempty"`        // node/python/deno: the script's path as resolved
-	ScriptSHA256 string `json:"script_sha256,omitempty"` // sha256:<hex> of the script's bytes at start
-	Image        string `json:"image,omitempty"`         // docker/podman run: the image reference as given
-}
+type Launch = transcript.Launch
 
 // LaunchEnv is what DescribeLaunch may read besides the file system: the
 // working directory (relative scripts) and the environment (the npm cache).

@@ -356,6 +356,27 @@ func (d *lineDec) header() *Header {
 					s.Executable = d.str()
 				case "executable_sha256":
 					s.ExecutableSHA256 = d.str()
+				case "launch":
+					l := &Launch{}
+					s.Launch = l
+					d.object(func(k string) {
+						switch k {
+						case "image":
+							l.Image = d.str()
+						case "launcher":
+							l.Launcher = d.str()
+						case "package":
+							l.Package = d.str()
+						case "script":
+							l.Script = d.str()
+						case "script_sha256":
+							l.ScriptSHA256 = d.str()
+						case "version":
+							l.Version = d.str()
+						default:
+							d.fail()
+						}
+					})
 				case "name":
 					s.Name = d.str()
 				case "transport":

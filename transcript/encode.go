@@ -213,6 +213,17 @@ func (h *Header) encode(e *encoder) {
 	e.optStr("args_digest", s.ArgsDigest)
 	e.optStr("executable", s.Executable)
 	e.optStr("executable_sha256", s.ExecutableSHA256)
+	if l := s.Launch; l != nil {
+		e.key("launch")
+		e.open()
+		e.optStr("image", l.Image)
+		e.str("launcher", l.Launcher)
+		e.optStr("package", l.Package)
+		e.optStr("script", l.Script)
+		e.optStr("script_sha256", l.ScriptSHA256)
+		e.optStr("version", l.Version)
+		e.close()
+	}
 	e.optStr("name", s.Name)
 	e.str("transport", s.Transport)
 	e.close()

@@ -128,6 +128,22 @@ type Server struct {
 	ArgsDigest       string `json:"args_digest,omitempty"`       // sha256 of JCS(array of argument strings)
 	Argc             int64  `json:"argc"`
 	Name             string `json:"name,omitempty"` // a label the operator gave, not an authenticated identity
+	// Launch is what a usual launcher (npx, uvx, docker run, node with a
+	// script, ...) was asked to start, as the producer read it from the
+	// command line and the launcher's own files (v2).
+	Launch *Launch `json:"launch,omitempty"`
+}
+
+// Launch is what a launcher was asked to start: the package spec (and the
+// version its own files show), the script (and its digest), or the image.
+// A producer's observation, not an authenticated identity.
+type Launch struct {
+	Launcher     string `json:"launcher"`                // npx, bunx, pnpm dlx, uvx, pipx run, node, python, deno, docker run, podman run
+	Package      string `json:"package,omitempty"`       // the package spec as given
+	Version      string `json:"version,omitempty"`       // the package's version as the launcher's own files show it
+	Script       string `json:"script,omitempty"`        // the script's path as resolved
+	ScriptSHA256 string `json:"script_sha256,omitempty"` // sha256:<hex> of the script's bytes at start
+	Image        string `json:"image,omitempty"`         // the image reference as given
 }
 
 // HeaderLimits are the limits in force while recording.

@@ -235,6 +235,24 @@ func (s *Server) validate() *invalid {
 		optDigest("server.args_digest", s.ArgsDigest),
 		nonneg("server.argc", s.Argc),
 		short("server.name", s.Name, MaxReportedBytes),
+		s.Launch.validate(),
+	)
+}
+
+func (l *Launch) validate() *invalid {
+	if l == nil {
+		return nil
+	}
+	if l.Launcher == "" {
+		return bad("server.launch.launcher is empty")
+	}
+	return first(
+		short("server.launch.launcher", l.Launcher, MaxReportedBytes),
+		short("server.launch.package", l.Package, MaxPathBytes),
+		short("server.launch.version", l.Version, MaxReportedBytes),
+		short("server.launch.script", l.Script, MaxPathBytes),
+		optDigest("server.launch.script_sha256", l.ScriptSHA256),
+		short("server.launch.image", l.Image, MaxPathBytes),
 	)
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/proxy"
@@ -142,6 +143,11 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	if err != nil {
 		return nil, usageErr(err, "server arguments must be valid UTF-8; --server-name at most 256 bytes")
 	}
+	wd, _ := os.Getwd()
+	launch := producer.DescribeLaunch(producer.OSFS{}, o.exe, o.args, producer.LaunchEnv{Dir: wd, Getenv: os.Getenv})
+	if launch != nil && launchRecordable(launch) {
+		server.Launch = launch // committed in the header, bound into every attempt's server digest
+	}
 	prod := transcript.Producer{Name: "tracectl", Version: version()}
 	if signer != nil {
 		if prod.KeyThumbprint, err = sign.Thumbprint(signer.Public()); err != nil {
@@ -160,9 +166,8 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	}
 	if o.announce {
 		fmt.Fprintf(s.err, "tracectl: recording to %s\n", escapeTerminal(o.bundle))
-		wd, _ := os.Getwd()
-		if l := producer.DescribeLaunch(producer.OSFS{}, o.exe, o.args, producer.LaunchEnv{Dir: wd, Getenv: os.Getenv}); l != nil {
-			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(l)))
+		if launch != nil {
+			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(launch)))
 		}
 	}
 	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
@@ -229,4 +234,15 @@ func launchString(l *producer.Launch) string {
 		b.WriteString(" image " + l.Image)
 	}
 	return b.String()
+}
+
+// launchRecordable: a launch the header can hold (valid UTF-8 within the
+// transcript's bounds); anything else is only printed.
+func launchRecordable(l *producer.Launch) bool {
+	for _, v := range []string{l.Package, l.Script, l.Image} {
+		if len(v) > transcript.MaxPathBytes || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return len(l.Version) <= transcript.MaxReportedBytes && utf8.ValidString(l.Version)
 }
