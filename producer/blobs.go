@@ -59,25 +59,39 @@ func newBlobStore(fsys FS, bundle string) *blobStore {
 	return &blobStore{fsys: fsys, dir: filepath.Join(bundle, filepath.FromSlash(transcript.BlobDir)), spool: filepath.Join(blobs, spoolName)}
 }
 
-// put appends b (whose digest d the caller computed) to the spool.
-func (s *blobStore) put(b []byte, d string) error {
-	frame := make([]byte, 0, len(b)+maxSpoolHeader+1)
-	frame = append(frame, d[len("sha256:"):]...)
-	frame = append(frame, ' ')
-	frame = strconv.AppendInt(frame, int64(len(b)), 10)
-	frame = append(frame, '\n')
-	frame = append(frame, b...)
-	frame = append(frame, '\n')
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// spoolHeader appends a spool frame's header for n bytes of digest d.
+func spoolHeader(dst []byte, d string, n int64) []byte {
+	dst = append(dst, d[len("sha256:"):]...)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, n, 10)
+	return append(dst, '\n')
+}
+
+// spoolFile returns the spool, created on the first payload. Called with
+// mu held.
+func (s *blobStore) spoolFile() (File, error) {
 	if s.f == nil {
 		f, err := s.fsys.OpenFile(s.spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
-			return fmt.Errorf("create payload spool: %w", err)
+			return nil, fmt.Errorf("create payload spool: %w", err)
 		}
 		s.f = f
 	}
-	if _, err := s.f.Write(frame); err != nil {
+	return s.f, nil
+}
+
+// put appends b (whose digest d the caller computed) to the spool, in one
+// write.
+func (s *blobStore) put(b []byte, d string) error {
+	frame := spoolHeader(make([]byte, 0, len(b)+maxSpoolHeader+1), d, int64(len(b)))
+	frame = append(append(frame, b...), '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.spoolFile()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(frame); err != nil {
 		return fmt.Errorf("write payload %s: %w", d, err)
 	}
 	return nil
@@ -87,27 +101,19 @@ func (s *blobStore) put(b []byte, d string) error {
 // the spool: a payload too long to hold in memory. If r yields other bytes,
 // settling never makes a blob of them.
 func (s *blobStore) putReader(r io.Reader, d string, n int64) error {
-	head := make([]byte, 0, maxSpoolHeader)
-	head = append(head, d[len("sha256:"):]...)
-	head = append(head, ' ')
-	head = strconv.AppendInt(head, n, 10)
-	head = append(head, '\n')
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f == nil {
-		f, err := s.fsys.OpenFile(s.spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("create payload spool: %w", err)
-		}
-		s.f = f
+	f, err := s.spoolFile()
+	if err != nil {
+		return err
 	}
-	if _, err := s.f.Write(head); err != nil {
+	if _, err := f.Write(spoolHeader(make([]byte, 0, maxSpoolHeader), d, n)); err != nil {
 		return fmt.Errorf("write payload %s: %w", d, err)
 	}
-	if c, err := io.CopyN(s.f, r, n); err != nil {
+	if c, err := io.CopyN(f, r, n); err != nil {
 		return fmt.Errorf("write payload %s: %d of %d bytes: %w", d, c, n, err)
 	}
-	if _, err := s.f.Write([]byte{'\n'}); err != nil {
+	if _, err := f.Write([]byte{'\n'}); err != nil {
 		return fmt.Errorf("write payload %s: %w", d, err)
 	}
 	return nil
