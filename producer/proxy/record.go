@@ -46,6 +46,20 @@ func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
 // Attempt records the attempt; in strict durability it is on disk when this
 // returns.
 func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
+	// A call after a page that offered nextCursor, with no next page
+	// observed (a client that reads the first page only, the TypeScript
+	// SDK's plain listTools()): the declarations it was dispatched with
+	// are that incomplete collection, which is recorded now so the attempt
+	// binds it rather than no snapshot at all.
+	s.mu.Lock()
+	if s.coll != nil && s.coll.OfferedNextPage() {
+		s.coll.Stop(snapshot.StopNextPageNotObserved, "a tools/call came after a page offering nextCursor; no next page was observed before it")
+		if err := s.recordLocked(); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	s.mu.Unlock()
 	i := c.Index
 	h, err := s.rec.Attempt(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
 	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
