@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -50,12 +51,19 @@ type spool struct {
 	n     int64
 	f     *os.File
 	err   error
+	head  []byte // the frame's first bytes, whatever the limit
 }
+
+// spoolHead is how much of a spooled frame's beginning is kept in memory.
+const spoolHead = 4096
 
 // errSpoolFull: the frame outgrew the spool's limit.
 var errSpoolFull = errors.New("frame longer than the spool limit")
 
 func (sp *spool) write(b []byte) error {
+	if room := spoolHead - len(sp.head); room > 0 {
+		sp.head = append(sp.head, b[:min(room, len(b))]...)
+	}
 	if sp.err != nil {
 		return nil
 	}
@@ -287,6 +295,9 @@ func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
 		disp = transcript.FrameWithheld
 	}
 	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: disp})
+	if err == nil {
+		s.releaseUnread(sp.head)
+	}
 	if disp == transcript.FrameWithheld {
 		s.noteSinkErr(err)
 		return
@@ -308,6 +319,68 @@ func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
 		s.clientGone = true
 		s.noteSinkErr(s.cfg.Sink.ClientGone("write to client: " + err.Error()))
 	}
+}
+
+// releaseUnread: a frame too long to read that begins like the response to
+// a call in flight ({"jsonrpc":"2.0","id":<that id>,...) ends the proxy's
+// wait for that call. The call is not given a response (its bytes were
+// never read, so the evidence cannot say what they answered): its outcome
+// stays unknown and it is resolved so at seal. It no longer holds the
+// shutdown grace, and its id no longer collides with a later call.
+func (s *session) releaseUnread(head []byte) {
+	key, ok := leadingID(head)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.inflight[key]
+	if !ok || p.what != reqCall || len(p.conflict) > 0 {
+		return
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	if p.token != "" && s.progress[p.token] == p.ref {
+		delete(s.progress, p.token)
+	}
+	delete(s.inflight, key)
+}
+
+// leadingID reads the id of a response that begins exactly
+// {"jsonrpc":"2.0","id":<id>, with the id a plain integer or a string
+// without escapes: the canonical ids the gate lets requests carry.
+func leadingID(b []byte) (string, bool) {
+	const prefix = `{"jsonrpc":"2.0","id":`
+	rest, ok := bytes.CutPrefix(b, []byte(prefix))
+	if !ok || len(rest) == 0 {
+		return "", false
+	}
+	end := -1
+	if rest[0] == '"' {
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\\' || rest[i] < 0x20 {
+				return "", false
+			}
+			if rest[i] == '"' {
+				end = i + 1
+				break
+			}
+		}
+	} else {
+		i := 0
+		if i < len(rest) && rest[i] == '-' {
+			i++
+		}
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		end = i
+	}
+	if end <= 0 || end >= len(rest) || rest[end] != ',' {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 func (s *session) fromServer(line []byte, index int64) error {

@@ -471,25 +471,42 @@ func TestGateDeliversHugeServerFrame(t *testing.T) {
 	if ok := c.waitID(okID); ok.Error != nil || !isToolSuccess(ok.Result) {
 		t.Fatalf("the ordinary call after the big response: %s", ok.raw)
 	}
+	// The id of the call whose response was too long to read is free
+	// again: a new call under it is its own attempt with its own response,
+	// not a collision with a call still waiting.
+	again := `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"message":"again"}}}`
+	c.send(again)
+	if r := c.waitID(`"big"`); r.Error != nil || !isToolSuccess(r.Result) {
+		t.Fatalf("the call reusing id \"big\": %s", r.raw)
+	}
 	w.end()
 	w.seal()
 
 	j := readJournal(t, w.dir)
 	if !commitsTo(j, digest, int64(len(big.body))) {
-		t.Errorf("no transcript line commits to the big response (%s, %d bytes, over_limit)", digest, len(big.body))
+		t.Errorf("no transcript line commits to the big response (%s, %d bytes)", digest, len(big.body))
 	}
-	if a := j.attemptFor(t, `"big"`); a.Tool != "big" {
-		t.Errorf("the big call's attempt records tool %q", a.Tool)
+	var bigs []*transcript.Attempt
+	for _, a := range j.attempts() {
+		if a.RPCID.Text == `"big"` {
+			bigs = append(bigs, a)
+		}
 	}
-	if got := readCallLog(t, callLog); !slices.Equal(got, []string{callKey("big", json.RawMessage(`{"bytes":`+strconv.Itoa(n)+`}`)), okKey}) {
+	if len(bigs) != 2 || bigs[0].Tool != "big" || bigs[1].Tool != "echo" {
+		t.Fatalf("attempts under id \"big\": %+v, want the big call and the echo after it", bigs)
+	}
+	if got := readCallLog(t, callLog); !slices.Equal(got, []string{callKey("big", json.RawMessage(`{"bytes":`+strconv.Itoa(n)+`}`)), okKey, callKey("echo", json.RawMessage(`{"message":"again"}`))}) {
 		t.Errorf("the server executed %q", got)
 	}
 	// The response was too long for the gate to read, so it is a frame
 	// line, not the attempt's response: the attempt's outcome stays
 	// unknown (sealed in flight), and the bytes the client got are
-	// committed and retained.
-	if h := j.history(j.attemptFor(t, `"big"`).AttemptID); strings.Contains(h, "response") {
+	// committed and retained. The call under the reused id has its own.
+	if h := j.history(bigs[0].AttemptID); strings.Contains(h, "response") {
 		t.Errorf("the big call's history %q claims a response the gate could not read", h)
+	}
+	if h := j.history(bigs[1].AttemptID); h != transcript.ObsResponse {
+		t.Errorf("the call reusing the id has history %q, want its response", h)
 	}
 	requireVerified(t, verifyBundle(t, w.dir, w.signer.Public()))
 }

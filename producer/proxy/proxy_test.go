@@ -301,3 +301,24 @@ func TestSpoolLimits(t *testing.T) {
 		t.Errorf("%d spool files left behind", len(ents))
 	}
 }
+
+func TestLeadingID(t *testing.T) {
+	for _, tc := range []struct {
+		head, want string
+		ok         bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[`, "7", true},
+		{`{"jsonrpc":"2.0","id":-12,"result":`, "-12", true},
+		{`{"jsonrpc":"2.0","id":"big","result":`, `"big"`, true},
+		{`{"jsonrpc":"2.0","id":"a\"b","result":`, "", false}, // escapes: not a canonical-looking id
+		{`{"jsonrpc":"2.0","id":7`, "", false},               // the id may go on past the prefix
+		{`{"id":7,"jsonrpc":"2.0","result":`, "", false},     // another member order: not read
+		{`{"jsonrpc":"2.0","id":7.5,"result":`, "", false},
+		{`{"jsonrpc":"2.0","id":,"result":`, "", false},
+	} {
+		got, ok := leadingID([]byte(tc.head))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("leadingID(%s) = %q, %v; want %q, %v", tc.head, got, ok, tc.want, tc.ok)
+		}
+	}
+}
