@@ -311,8 +311,8 @@ func TestLeadingID(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":-12,"result":`, "-12", true},
 		{`{"jsonrpc":"2.0","id":"big","result":`, `"big"`, true},
 		{`{"jsonrpc":"2.0","id":"a\"b","result":`, "", false}, // escapes: not a canonical-looking id
-		{`{"jsonrpc":"2.0","id":7`, "", false},               // the id may go on past the prefix
-		{`{"id":7,"jsonrpc":"2.0","result":`, "", false},     // another member order: not read
+		{`{"jsonrpc":"2.0","id":7`, "", false},                // the id may go on past the prefix
+		{`{"id":7,"jsonrpc":"2.0","result":`, "", false},      // another member order: not read
 		{`{"jsonrpc":"2.0","id":7.5,"result":`, "", false},
 		{`{"jsonrpc":"2.0","id":,"result":`, "", false},
 	} {
