@@ -20,6 +20,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -595,7 +596,10 @@ func (s *session) noteSinkErr(err error) {
 // data names tracectl and the reason, so a client (and a person reading its
 // log) can tell the proxy's answer from the server's.
 func errorLine(idText string, code int, msg string) []byte {
-	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + strconv.Quote(msg) +
+	// encoding/json, not strconv.Quote: the message must be a JSON string
+	// whatever it holds (Go's \x escapes are not JSON).
+	m, _ := json.Marshal(msg)
+	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) +
 		`,"data":{"source":"tracectl","reason":"` + reasonOf(code) + `"}}}` + "\n")
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
@@ -319,6 +321,30 @@ func TestLeadingID(t *testing.T) {
 		got, ok := leadingID([]byte(tc.head))
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("leadingID(%s) = %q, %v; want %q, %v", tc.head, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestErrorLineIsJSON: what the proxy writes to the client itself is one
+// valid JSON-RPC error line, whatever the message holds.
+func TestErrorLineIsJSON(t *testing.T) {
+	for _, msg := range []string{"plain", "bad \xff\xfe bytes", "quote \" backslash \\ newline \n nul \x00", "\u2028 \u202e bidi"} {
+		line := errorLine(`"x"`, codeRefused, msg)
+		if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 {
+			t.Errorf("%q: not one line: %q", msg, line)
+		}
+		var v struct {
+			ID    string `json:"id"`
+			Error struct {
+				Code int `json:"code"`
+				Data struct{ Source, Reason string }
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(line, &v); err != nil || !json.Valid(line) || !utf8.Valid(line) {
+			t.Errorf("%q: %q is not valid JSON: %v", msg, line, err)
+		}
+		if v.ID != "x" || v.Error.Code != codeRefused || v.Error.Data.Source != "tracectl" || v.Error.Data.Reason != "refused" {
+			t.Errorf("%q: decoded %+v", msg, v)
 		}
 	}
 }
