@@ -348,3 +348,23 @@ func TestErrorLineIsJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLeadingID: leadingID never panics, and what it returns is exactly
+// the id text between the fixed prefix and the next comma.
+func FuzzLeadingID(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","result":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a\"","result":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key, ok := leadingID(b)
+		if !ok {
+			return
+		}
+		if !bytes.HasPrefix(b, []byte(`{"jsonrpc":"2.0","id":`+key+`,`)) {
+			t.Fatalf("leadingID(%q) = %q, not the text after the prefix", b, key)
+		}
+		if bytes.ContainsAny([]byte(key), ",\\") {
+			t.Fatalf("leadingID(%q) = %q holds a comma or backslash", b, key)
+		}
+	})
+}
