@@ -363,8 +363,8 @@ func FuzzLeadingID(f *testing.F) {
 		if !bytes.HasPrefix(b, []byte(`{"jsonrpc":"2.0","id":`+key+`,`)) {
 			t.Fatalf("leadingID(%q) = %q, not the text after the prefix", b, key)
 		}
-		if bytes.ContainsAny([]byte(key), ",\\") {
-			t.Fatalf("leadingID(%q) = %q holds a comma or backslash", b, key)
+		if strings.Contains(key, `\`) || key[0] != '"' && strings.Contains(key, ",") {
+			t.Fatalf("leadingID(%q) = %q: an escape, or a number with a comma", b, key)
 		}
 	})
 }
