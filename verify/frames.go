@@ -48,6 +48,15 @@ type frameState struct {
 	bad     int64            // frame_sequence findings
 	refused int64
 	lines   int64 // frame lines
+
+	// Who a server response can answer, for the transcripts that commit
+	// to frames: calls still waiting for their response (by attempt id:
+	// their JSON-RPC id text; and per id text, how many), and the other
+	// client requests still unanswered (per id text). Only what is open is
+	// kept.
+	openCall  map[string]string // attempt id -> id text
+	openByID  map[string]int    // id text -> calls waiting under it
+	openOther map[string]int    // id text -> other requests waiting under it
 }
 
 // frames checks the frame index a line carries against the sequence of its
@@ -55,6 +64,9 @@ type frameState struct {
 func (b *bundleCheck) frames(idx int64, ev any) {
 	if b.header == nil || b.partial {
 		return
+	}
+	if b.header.FramesCommitted {
+		b.trackOpen(ev)
 	}
 	dir, index, framed := frameOf(ev)
 	if !framed {
@@ -111,6 +123,59 @@ func frameOf(ev any) (dir string, index *int64, framed bool) {
 		return e.Direction, &i, true
 	}
 	return "", nil, false
+}
+
+// trackOpen follows which requests are waiting for a response.
+func (b *bundleCheck) trackOpen(ev any) {
+	fr := &b.fr
+	if fr.openCall == nil {
+		fr.openCall, fr.openByID, fr.openOther = map[string]string{}, map[string]int{}, map[string]int{}
+	}
+	settle := func(attempt string) {
+		if t, ok := fr.openCall[attempt]; ok {
+			delete(fr.openCall, attempt)
+			if fr.openByID[t]--; fr.openByID[t] <= 0 {
+				delete(fr.openByID, t)
+			}
+		}
+	}
+	switch e := ev.(type) {
+	case *transcript.Attempt:
+		if e.RPCID.Present && e.RPCID.Text != "" {
+			if _, dup := fr.openCall[e.AttemptID]; !dup {
+				fr.openCall[e.AttemptID] = e.RPCID.Text
+				fr.openByID[e.RPCID.Text]++
+			}
+		}
+	case *transcript.Observation:
+		switch e.Kind {
+		case transcript.ObsResponse, transcript.ObsLateResponse, transcript.ObsTransportFailure:
+			settle(e.AttemptID)
+		}
+	case *transcript.Resolution:
+		settle(e.AttemptID)
+	case *transcript.Frame:
+		if e.RPCID == nil || e.RPCID.Text == "" || e.Disposition == transcript.FrameRefused {
+			return
+		}
+		t := e.RPCID.Text
+		switch {
+		case e.Direction == transcript.ClientToServer && e.Kind == transcript.FrameRequest:
+			fr.openOther[t]++
+		case e.Direction == transcript.ServerToClient && e.Kind == transcript.FrameResponse:
+			if fr.openOther[t] > 0 {
+				if fr.openOther[t]--; fr.openOther[t] == 0 {
+					delete(fr.openOther, t)
+				}
+				return
+			}
+			if fr.openByID[t] == 1 && e.Disposition == transcript.FrameForwarded {
+				fr.bad++
+				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, fmt.Sprintf("frame %s %d (seq %d)", e.Direction, e.Index, e.Seq),
+					"a response to the one call waiting under id "+quote(t)+", committed as a plain frame: a call's response is committed by its observation, so its outcome cannot be hidden as unknown")
+			}
+		}
+	}
 }
 
 // onFrame checks a frame line's claims against its retained bytes: the

@@ -158,3 +158,51 @@ func TestFrameMisrecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestResponseHiddenAsFrame: a call's response committed as a plain frame,
+// its attempt left to be resolved unknown, hides its outcome: a lie of
+// omission the verifier names. Under an id that another request also
+// waits on, the frame may answer either, and passes.
+func TestResponseHiddenAsFrame(t *testing.T) {
+	build := func(t *testing.T, otherRequest bool) *verifytest.Builder {
+		b := framedWith(t, true, func(b *verifytest.Builder, ping *transcript.Frame, _ *transcript.Attempt, o *transcript.Observation) {
+			if ping != nil && otherRequest {
+				// the ping shares the call's id, "a1"
+				ping.RPCID.Text = `"a1"`
+				ping.Payload = b.Blob([]byte(`{"jsonrpc":"2.0","id":"a1","method":"ping"}`))
+			}
+		})
+		return b
+	}
+	for _, tc := range []struct {
+		name         string
+		otherRequest bool
+		want         bool
+	}{
+		{"the only request waiting under the id", false, true},
+		{"another request waits under the same id", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := build(t, tc.otherRequest)
+			// Replace the call's response observation (the line before
+			// the seal) by a frame with the same bytes, and resolve the
+			// attempt unknown instead.
+			last := len(b.Lines) - 2
+			obs, err := transcript.DecodeLine(b.Lines[last])
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := obs.(*transcript.Observation)
+			b.Lines = b.Lines[:last]
+			b.Add(&transcript.Frame{Direction: transcript.ServerToClient, Index: 1, Disposition: transcript.FrameForwarded,
+				Kind: transcript.FrameResponse, RPCID: &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"a1"`},
+				Payload: *o.Response, Terminator: transcript.TermLF})
+			b.Resolve("a1")
+			b.Seal()
+			rep, codes := verdictCodes(t, b.FS(), trusted(t))
+			if got := slices.Contains(codes, verify.CodeFrameMisrecorded); got != tc.want {
+				t.Fatalf("frame_misrecorded %v, want %v\n%s", got, tc.want, dump(rep))
+			}
+		})
+	}
+}
