@@ -57,6 +57,7 @@ type frameState struct {
 	openCall  map[string]string // attempt id -> id text
 	openByID  map[string]int    // id text -> calls waiting under it
 	openOther map[string]int    // id text -> other requests waiting under it
+	shared    map[string]bool   // id texts a call and another request waited under at once: their responses are not judged
 }
 
 // frames checks the frame index a line carries against the sequence of its
@@ -129,7 +130,12 @@ func frameOf(ev any) (dir string, index *int64, framed bool) {
 func (b *bundleCheck) trackOpen(ev any) {
 	fr := &b.fr
 	if fr.openCall == nil {
-		fr.openCall, fr.openByID, fr.openOther = map[string]string{}, map[string]int{}, map[string]int{}
+		fr.openCall, fr.openByID, fr.openOther, fr.shared = map[string]string{}, map[string]int{}, map[string]int{}, map[string]bool{}
+	}
+	forget := func(t string) {
+		if fr.openByID[t] == 0 && fr.openOther[t] == 0 {
+			delete(fr.shared, t)
+		}
 	}
 	settle := func(attempt string) {
 		if t, ok := fr.openCall[attempt]; ok {
@@ -137,6 +143,7 @@ func (b *bundleCheck) trackOpen(ev any) {
 			if fr.openByID[t]--; fr.openByID[t] <= 0 {
 				delete(fr.openByID, t)
 			}
+			forget(t)
 		}
 	}
 	switch e := ev.(type) {
@@ -145,6 +152,9 @@ func (b *bundleCheck) trackOpen(ev any) {
 			if _, dup := fr.openCall[e.AttemptID]; !dup {
 				fr.openCall[e.AttemptID] = e.RPCID.Text
 				fr.openByID[e.RPCID.Text]++
+				if fr.openOther[e.RPCID.Text] > 0 {
+					fr.shared[e.RPCID.Text] = true
+				}
 			}
 		}
 	case *transcript.Observation:
@@ -162,14 +172,18 @@ func (b *bundleCheck) trackOpen(ev any) {
 		switch {
 		case e.Direction == transcript.ClientToServer && e.Kind == transcript.FrameRequest:
 			fr.openOther[t]++
+			if fr.openByID[t] > 0 {
+				fr.shared[t] = true
+			}
 		case e.Direction == transcript.ServerToClient && e.Kind == transcript.FrameResponse:
 			if fr.openOther[t] > 0 {
 				if fr.openOther[t]--; fr.openOther[t] == 0 {
 					delete(fr.openOther, t)
 				}
+				forget(t)
 				return
 			}
-			if fr.openByID[t] == 1 && e.Disposition == transcript.FrameForwarded {
+			if fr.openByID[t] == 1 && !fr.shared[t] && e.Disposition == transcript.FrameForwarded {
 				fr.bad++
 				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, fmt.Sprintf("frame %s %d (seq %d)", e.Direction, e.Index, e.Seq),
 					"a response to the one call waiting under id "+quote(t)+", committed as a plain frame: a call's response is committed by its observation, so its outcome cannot be hidden as unknown")

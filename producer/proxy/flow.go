@@ -171,8 +171,16 @@ func (s *session) fromClient(f frame, index int64) error {
 			if first.timer != nil {
 				first.timer.Stop()
 			}
+			if !first.conflicted() {
+				first.unattributed = 1 // the first call's own response
+			}
 			first.conflict = append(first.conflict, ref)
-			first.unattributed = 1 + len(first.conflict)
+			first.unattributed++
+		} else if dup {
+			// Another request waits under this id: a response to it can
+			// answer either, so the call's is not guessed either.
+			p.ambiguous, p.unattributed = true, 2
+			s.inflight[idKey] = p
 		} else {
 			s.inflight[idKey] = p
 			delete(s.answered, idKey)
@@ -188,6 +196,8 @@ func (s *session) fromClient(f frame, index int64) error {
 	default:
 		var p *pending
 		if m.Kind == mcpwire.KindRequest {
+			// Every request is tracked by its id, so a call's response is
+			// never taken from another request under the same id.
 			switch m.Method {
 			case mcpwire.MethodToolsList:
 				p = &pending{what: reqList, listReq: append([]byte(nil), line...)}
@@ -195,6 +205,8 @@ func (s *session) fromClient(f frame, index int64) error {
 				p = &pending{what: reqInit}
 			case mcpwire.MethodDiscover:
 				p = &pending{what: reqDiscover}
+			default:
+				p = &pending{what: reqOther}
 			}
 		}
 		if !forwardFrame(nil) {
@@ -222,7 +234,7 @@ func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
 	key := mcpwire.Key(rid)
 	s.mu.Lock()
 	p, ok := s.inflight[key]
-	if !ok || p.what != reqCall || len(p.conflict) > 0 || p.canceled {
+	if !ok || p.what != reqCall || p.conflicted() || p.canceled {
 		// Not a call in flight, or cancelled already (a repeated
 		// cancellation changes no outcome): a plain frame.
 		s.mu.Unlock()
@@ -238,13 +250,25 @@ func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
 
 func (s *session) track(key string, p *pending) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.inflight[key]; ok && cur.what == reqCall {
+		// A call waits under this id: neither response is attributed.
+		if !cur.conflicted() {
+			cur.unattributed = 1 + len(cur.conflict)
+		}
+		cur.ambiguous = true
+		cur.unattributed++
+		if cur.timer != nil {
+			cur.timer.Stop()
+		}
+		return
+	}
 	s.inflight[key] = p
-	s.mu.Unlock()
 }
 
 func (s *session) timeout(key string, p *pending) {
 	s.mu.Lock()
-	if cur, ok := s.inflight[key]; !ok || cur != p || len(p.conflict) > 0 {
+	if cur, ok := s.inflight[key]; !ok || cur != p || p.conflicted() {
 		s.mu.Unlock()
 		return
 	}
@@ -335,7 +359,7 @@ func (s *session) releaseUnread(head []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.inflight[key]
-	if !ok || p.what != reqCall || len(p.conflict) > 0 {
+	if !ok || p.what != reqCall || p.conflicted() {
 		return
 	}
 	if p.timer != nil {
@@ -441,7 +465,7 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: s.modernVer, Source: "discover_response", ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 			}
 		case reqCall:
-			if len(p.conflict) > 0 {
+			if p.conflicted() {
 				// Ambiguous: committed and forwarded, attributed to no
 				// attempt. The entry stays until as many responses as
 				// attempts came; the attempts stay unknown.

@@ -116,6 +116,7 @@ const (
 	reqList            // tools/list: a snapshot page
 	reqInit            // initialize: the legacy negotiated version
 	reqDiscover        // server/discover: the modern server's self-description
+	reqOther           // any other request: tracked so its response is never taken for a call's
 )
 
 type pending struct {
@@ -134,8 +135,12 @@ type pending struct {
 	// flight: responses to the id are then not attributed to any of them.
 	conflict     []AttemptRef
 	unattributed int    // responses still expected for a conflicted id
-	token        string // exact text of the call's _meta.progressToken, or ""
+	ambiguous    bool   // another request (not a call) shares this call's id in flight
+	token        string // the key of the call's _meta.progressToken, or ""
 }
+
+// conflicted: responses to this call's id cannot be attributed to it.
+func (p *pending) conflicted() bool { return len(p.conflict) > 0 || p.ambiguous }
 
 type session struct {
 	cfg        Config

@@ -141,3 +141,31 @@ func TestRepeatedCancellation(t *testing.T) {
 		t.Fatalf("verdict failed: %q", notPassed(rep))
 	}
 }
+
+// TestIDSharedWithAnotherRequest: a client that sends a ping under the id
+// of a call still in flight gets both answered, and the proxy does not
+// take the ping's answer for the call's: neither response is attributed,
+// the call's outcome stays unknown, and the bundle is honest.
+func TestIDSharedWithAnotherRequest(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	w := startWrap(t, wrapOpts{}, raw, "-script", "paged", "-call-delay", "300ms")
+	c := w.raw()
+	c.legacyHandshake()
+	c.send(callLine("5", "raw-0000")) // answered after 300 ms
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	for n := 0; n < 2; {
+		if l := c.recv(); string(l.ID) == "5" {
+			n++
+		}
+	}
+	w.end()
+	w.seal()
+	j := readJournal(t, w.dir)
+	if h := j.history(j.attemptFor(t, "5").AttemptID); strings.Contains(h, "response") {
+		t.Errorf("the call's history %q: a response under a shared id was attributed to it", h)
+	}
+	rep := verifyBundle(t, w.dir, w.signer.Public())
+	if rep.Verdict == verify.Failed {
+		t.Fatalf("verdict failed: %q", notPassed(rep))
+	}
+}
