@@ -66,10 +66,8 @@ func StdioServer(fsys FS, executable string, args []string, name string) (transc
 // observes it at start: npx @scope/pkg is not the server /usr/bin/npx.
 // Every member is a producer observation (what the command line and the
 // launcher's own files said), not an authenticated identity; members that
-// could not be observed are empty.
-//
-// TODO(lead): a header member for it (transcript.Server); until then wrap
-// prints it at start.
+// could not be observed are empty. wrap commits it in the header
+// (transcript.Server.Launch).
 type Launch = transcript.Launch
 
 // LaunchEnv is what DescribeLaunch may read besides the file system: the

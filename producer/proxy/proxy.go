@@ -172,10 +172,10 @@ func (s *session) sinkError() error {
 	return s.sinkErr
 }
 
-// ErrUnrecordable marks a tools/call the recorder cannot record exactly
-// (its envelope is not strict JSON, or its id or method is ambiguous). The
-// proxy refuses to forward it: a call that reaches the server must be in
-// the evidence. It is not an audit failure: the session goes on.
+// ErrUnrecordable marks a tools/call the recorder refuses to record
+// (RecordingSink.Attempt: the producer says it is no tools/call it can
+// record). After the gate read the frame this cannot happen; if it does,
+// the call is not forwarded and the proxy treats it as an audit failure.
 var ErrUnrecordable = errors.New("tools/call cannot be recorded exactly")
 
 // ErrAuditUnavailable is returned to the client (as a JSON-RPC error) and
