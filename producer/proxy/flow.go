@@ -190,7 +190,12 @@ func (s *session) fromClient(f frame, index int64) error {
 		}
 		s.mu.Unlock()
 	case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
-		if !s.cancel(m, line, index) && !forwardFrame(nil) {
+		handled, err := s.cancel(m, line, index)
+		if err != nil {
+			s.noteSinkErr(err)
+			return nil // not committed: not forwarded (a notification gets no reply)
+		}
+		if !handled && !forwardFrame(nil) {
 			return nil
 		}
 	default:
@@ -221,12 +226,13 @@ func (s *session) fromClient(f frame, index int64) error {
 }
 
 // cancel commits a notifications/cancelled that names a call in flight (the
-// notification line and the unknown outcome it leaves); false when it names
-// none, so the caller commits it as a plain frame.
-func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
+// notification line and the unknown outcome it leaves); handled is false
+// when it names none, so the caller commits it as a plain frame. An error
+// means it could not be committed, so it must not be forwarded.
+func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) (handled bool, err error) {
 	rid, ok := m.Params.Get("requestId")
 	if !ok {
-		return false
+		return false, nil
 	}
 	// Matched by value, as the server matches it: a requestId of 7.0
 	// cancels call 7. (Call ids themselves are canonical: the gate refuses
@@ -238,14 +244,14 @@ func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) bool {
 		// Not a call in flight, or cancelled already (a repeated
 		// cancellation changes no outcome): a plain frame.
 		s.mu.Unlock()
-		return false
+		return false, nil
 	}
 	p.canceled = true
 	p.mu.Lock()
 	s.mu.Unlock()
-	s.noteSinkErr(s.cfg.Sink.CancelSent(p.ref, NotificationObs{Line: line, Msg: m, Index: index}))
+	err = s.cfg.Sink.CancelSent(p.ref, NotificationObs{Line: line, Msg: m, Index: index})
 	p.mu.Unlock()
-	return true
+	return true, err
 }
 
 func (s *session) track(key string, p *pending) {
@@ -314,24 +320,24 @@ func (s *session) serverToClient(r io.Reader) error {
 // from its spool; a frame longer than MaxServerFrame could not be spooled
 // whole, so it is committed withheld: never delivered uncommitted.
 func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
+	// Delivered only from a whole spool: a frame that outgrew it, or whose
+	// spool failed, is committed withheld, never claimed forwarded.
 	disp := transcript.FrameForwarded
-	if errors.Is(sp.err, errSpoolFull) {
+	if sp.f == nil || sp.err != nil {
 		disp = transcript.FrameWithheld
 	}
 	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: disp})
 	if err == nil {
 		s.releaseUnread(sp.head)
 	}
-	if disp == transcript.FrameWithheld {
-		s.noteSinkErr(err)
-		return
-	}
 	if err != nil {
 		s.noteSinkErr(err)
 		return // never delivered uncommitted
 	}
-	if sp.f == nil || sp.err != nil {
-		s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
+	if disp == transcript.FrameWithheld {
+		if !errors.Is(sp.err, errSpoolFull) {
+			s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
+		}
 		return
 	}
 	s.outMu.Lock()

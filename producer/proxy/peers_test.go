@@ -361,3 +361,35 @@ func TestClientThatStopsReading(t *testing.T) {
 		t.Fatalf("sink log = %q, want %q", got, want)
 	}
 }
+
+// cancelFailSink fails to commit a cancellation, as a full disk would.
+type cancelFailSink struct{ *memSink }
+
+func (cancelFailSink) CancelSent(AttemptRef, NotificationObs) error {
+	return errors.New("no space left on device")
+}
+
+// TestUncommittedCancellationNotForwarded: a cancellation the sink cannot
+// commit never reaches the server (which logs every line it reads), and the
+// session ends with the audit failure.
+func TestUncommittedCancellationNotForwarded(t *testing.T) {
+	raw := mcptest.Build(t, "rawserver")
+	var serverLog lockedBuf
+	in := strings.NewReader(callLine("5", "raw-0000") + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}` + "\n")
+	_, err := Run(context.Background(), Config{
+		Command: raw, Args: []string{"-script", "never-answer", "-v"},
+		ClientIn: in, ClientOut: io.Discard, ServerErr: &serverLog, Sink: cancelFailSink{&memSink{}},
+		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond,
+	})
+	if !errors.Is(err, ErrAuditUnavailable) {
+		t.Fatalf("Run: %v, want ErrAuditUnavailable", err)
+	}
+	log := serverLog.String()
+	if !strings.Contains(log, `"method":"tools/call"`) {
+		t.Fatalf("the server did not log the call: the log proves nothing:\n%s", log)
+	}
+	if strings.Contains(log, "notifications/cancelled") {
+		t.Errorf("the server read a cancellation that was never committed:\n%s", log)
+	}
+}

@@ -589,9 +589,6 @@ func (s *session) writeClientLocked(b []byte) error {
 func (s *session) noteSinkErr(err error) {
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
-	if err != nil && errors.Is(err, ErrUnrecordable) {
-		return // refused to the client, not an audit failure
-	}
 	if err != nil && s.sinkErr == nil {
 		s.sinkErr = fmt.Errorf("%w: %v", ErrAuditUnavailable, err)
 	}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -367,4 +369,31 @@ func FuzzLeadingID(f *testing.F) {
 			t.Fatalf("leadingID(%q) = %q: an escape, or a number with a comma", b, key)
 		}
 	})
+}
+
+// TestSpoolFailureWithholds: a server frame over the limit whose spool
+// cannot be created is committed withheld (never claimed forwarded), not
+// delivered, and the session ends with the failure.
+func TestSpoolFailureWithholds(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("sh not found")
+	}
+	const interpret = 1 << 20
+	script := fmt.Sprintf(`head -c %d /dev/zero | tr '\0' 'z'; printf '\n'`, 2<<20)
+	var out lockedBuf
+	sink := &memSink{}
+	_, err = Run(context.Background(), Config{
+		Command: sh, Args: []string{"-c", script}, ClientIn: strings.NewReader(""), ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: filepath.Join(t.TempDir(), "missing"),
+	})
+	if !errors.Is(err, ErrAuditUnavailable) {
+		t.Errorf("Run: %v, want ErrAuditUnavailable (the frame could not be delivered)", err)
+	}
+	if log := strings.Join(sink.log(), "; "); !strings.Contains(log, fmt.Sprintf("streamed server_to_client withheld %d", 2<<20)) {
+		t.Errorf("committed: %s", log)
+	}
+	if n := len(out.Bytes()); n != 0 {
+		t.Errorf("the client got %d bytes of a frame that was never spooled", n)
+	}
 }
