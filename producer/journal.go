@@ -35,6 +35,10 @@ type journal struct {
 	err     error
 
 	syncs atomic.Int64 // fsyncs of the journal, for Stats
+	// preSync, if set, runs before each fsync of the journal (outside its
+	// lock): the payload pack is made durable first, so a durable line's
+	// payload is too. Its failure fails the journal.
+	preSync func() error
 
 	stop chan struct{} // batch flusher
 	done chan struct{}
@@ -74,8 +78,14 @@ func (j *journal) syncWritten() {
 		return
 	}
 	j.mu.Unlock()
-	err := j.f.Sync()
-	j.syncs.Add(1)
+	var err error
+	if j.preSync != nil {
+		err = j.preSync()
+	}
+	if err == nil {
+		err = j.f.Sync()
+		j.syncs.Add(1)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err != nil {
@@ -164,8 +174,13 @@ func (j *journal) lead(sync bool) {
 		_, werr = j.f.Write(buf)
 	}
 	if werr == nil && sync {
-		serr = j.f.Sync()
-		j.syncs.Add(1)
+		if j.preSync != nil {
+			serr = j.preSync()
+		}
+		if serr == nil {
+			serr = j.f.Sync()
+			j.syncs.Add(1)
+		}
 	}
 	j.mu.Lock()
 	j.busy = false
