@@ -230,12 +230,15 @@ func (r *Recorder) Dir() string { return r.dir }
 
 // Stats are counters for benchmarks and operators.
 type Stats struct {
-	Lines  int64 // lines in the journal
-	Fsyncs int64 // fsyncs of the journal by this Recorder
+	Lines      int64 // lines in the journal
+	Fsyncs     int64 // fsyncs of the journal by this Recorder
+	PackFsyncs int64 // fsyncs of the payload pack (each before a journal fsync, when the pack grew)
 }
 
 // Stats returns the current counters.
-func (r *Recorder) Stats() Stats { return Stats{Lines: r.j.lines(), Fsyncs: r.j.syncs.Load()} }
+func (r *Recorder) Stats() Stats {
+	return Stats{Lines: r.j.lines(), Fsyncs: r.j.syncs.Load(), PackFsyncs: r.pack.syncs.Load()}
+}
 
 // begin admits one operation; end it with r.ops.Done().
 func (r *Recorder) begin(recording bool) error {
