@@ -461,7 +461,6 @@ func (b *bundle) attempts() int64 {
 	return n
 }
 
-
 // packEntry is one entry of a bundle's payload pack: the digest its header
 // names and its bytes (which a faulted vector may make disagree).
 type packEntry struct {
