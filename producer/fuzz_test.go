@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
@@ -62,13 +61,18 @@ func FuzzPack(f *testing.F) {
 	f.Add([]byte(d + " 7\npayload\n" + d + " 7\npay"))
 	f.Add([]byte(d + " 99999999999999999999\n"))
 	f.Add([]byte(d + " 07\npayload\n"))
+	f.Add([]byte(d + " 7 00112233445566778899aabbccddeeff\npayload\n"))
+	f.Add([]byte(d + " 7 0011\npayload\n"))
 	f.Fuzz(func(t *testing.T, pack []byte) {
 		var next int64
-		end, err := transcript.ScanPack(bytes.NewReader(pack), func(_ string, off, n int64, _ io.Reader) error {
-			if off != next {
-				t.Fatalf("entry at %d, want %d", off, next)
+		end, err := transcript.ScanPack(bytes.NewReader(pack), func(e transcript.PackEntry, _ io.Reader) error {
+			if e.Offset != next {
+				t.Fatalf("entry at %d, want %d", e.Offset, next)
 			}
-			next = off + int64(len(transcript.AppendPackHeader(nil, "sha256:"+strings.Repeat("0", 64), n))) + n + 1
+			if want := int64(len(transcript.AppendPackHeader(nil, e.Digest, e.Length, e.Salt))); e.Header != want {
+				t.Fatalf("entry at %d: header of %d bytes, its fields make %d", e.Offset, e.Header, want)
+			}
+			next = e.Offset + e.Header + e.Length + 1
 			return nil
 		})
 		var p *transcript.PackProblem

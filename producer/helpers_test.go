@@ -241,3 +241,6 @@ func readPayload(dir, digest string) ([]byte, error) {
 	defer p.Close()
 	return p.Read(digest, 1<<30)
 }
+
+// zeroSalt is every payload's salt under testOptions' all-zero entropy.
+var zeroSalt = make([]byte, transcript.SaltBytes)

@@ -15,8 +15,9 @@ type Options struct {
 	// Clock gives the time of each event (at_ms). Required; it must return
 	// times after 1970.
 	Clock func() time.Time
-	// Entropy supplies the 16 bytes of the execution scope id. Required for
-	// Open (crypto/rand.Reader in production).
+	// Entropy supplies the 16 bytes of the execution scope id and each
+	// payload's salt (transcript.SaltBytes). Required for Open
+	// (crypto/rand.Reader in production).
 	Entropy io.Reader
 	// FS is where the bundle is written; nil means OSFS.
 	FS FS

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -109,8 +108,9 @@ func (s *packStore) failLocked(what string, err error) error {
 	return s.err
 }
 
-// put appends b, whose digest d the caller computed.
-func (s *packStore) put(b []byte, d string) error {
+// put appends b, whose commitment d the caller computed (with salt, or
+// SHA-256 when salt is nil).
+func (s *packStore) put(b []byte, d string, salt []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -118,7 +118,7 @@ func (s *packStore) put(b []byte, d string) error {
 	}
 	n := int64(len(b))
 	if len(b) <= maxPackBuf {
-		e := transcript.AppendPackHeader(s.buf[:0], d, n)
+		e := transcript.AppendPackHeader(s.buf[:0], d, n, salt)
 		e = append(append(e, b...), '\n')
 		if cap(e) <= maxPackBuf+transcript.MaxPackHeader+1 {
 			s.buf = e
@@ -127,23 +127,27 @@ func (s *packStore) put(b []byte, d string) error {
 			return s.failLocked("write payload "+d+" to", err)
 		}
 	} else {
-		for _, part := range [][]byte{transcript.AppendPackHeader(nil, d, n), b, {'\n'}} {
+		for _, part := range [][]byte{transcript.AppendPackHeader(nil, d, n, salt), b, {'\n'}} {
 			if _, err := s.f.Write(part); err != nil {
 				return s.failLocked("write payload "+d+" to", err)
 			}
 		}
 	}
-	s.size += packEntryLen(n)
+	s.size += packEntryLen(n, salt != nil)
 	return nil
 }
 
 // packEntryLen is the length of the entry of an n-byte payload.
-func packEntryLen(n int64) int64 {
+func packEntryLen(n int64, salted bool) int64 {
 	digits := int64(1)
 	for v := n; v >= 10; v /= 10 {
 		digits++
 	}
-	return 64 + 1 + digits + 1 + n + 1
+	l := 64 + 1 + digits + 1 + n + 1
+	if salted {
+		l += 1 + 2*transcript.SaltBytes
+	}
+	return l
 }
 
 // errPayloadChanged reports streamed bytes that did not hash to the digest
@@ -161,7 +165,7 @@ func (s *packStore) putReader(r io.Reader, d string, n int64) error {
 	if s.err != nil {
 		return s.err
 	}
-	if _, err := s.f.Write(transcript.AppendPackHeader(nil, d, n)); err != nil {
+	if _, err := s.f.Write(transcript.AppendPackHeader(nil, d, n, nil)); err != nil {
 		return s.failLocked("write payload "+d+" to", err)
 	}
 	h := sha256.New()
@@ -178,7 +182,7 @@ func (s *packStore) putReader(r io.Reader, d string, n int64) error {
 	if err != nil {
 		return s.failLocked(fmt.Sprintf("write payload %s (%d of %d bytes) to", d, c, n), err)
 	}
-	s.size += packEntryLen(n)
+	s.size += packEntryLen(n, false)
 	return nil
 }
 
@@ -230,20 +234,45 @@ func (s *packStore) close(sync bool) error {
 	return err
 }
 
-// payload commits to b and, when retain allows and b is within the frame
-// limit, appends it to the pack (before the line that commits to it).
+// payload commits to b under a new salt and, when retain allows and b is
+// within the frame limit, appends it and its salt to the pack (before the
+// line that commits to it). Not retained, the salt is dropped: the
+// commitment hides the bytes from anyone who guesses them.
 func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, error) {
-	p := transcript.Payload{Digest: canon.SHA256(b), Length: int64(len(b))}
+	p, _, err := r.saltedPayload(b, retain)
+	return p, err
+}
+
+// saltedPayload is payload, returning the salt too (a request's arguments
+// digest is salted with it).
+func (r *Recorder) saltedPayload(b []byte, retain bool) (transcript.Payload, []byte, error) {
+	salt, err := r.newSalt()
+	if err != nil {
+		return transcript.Payload{}, nil, err
+	}
+	p := transcript.Payload{Digest: transcript.SaltedDigest(salt, b), Length: int64(len(b))}
 	switch {
 	case int64(len(b)) > r.opts.Limits.MaxFrameBytes:
 		p.OverLimit = true
 	case retain:
-		if err := r.pack.put(b, p.Digest); err != nil {
-			return p, err
+		if err := r.pack.put(b, p.Digest, salt); err != nil {
+			return p, salt, err
 		}
 		p.Retained = true
 	}
-	return p, nil
+	return p, salt, nil
+}
+
+// newSalt reads a payload salt from the recorder's entropy.
+func (r *Recorder) newSalt() ([]byte, error) {
+	salt := make([]byte, transcript.SaltBytes)
+	r.saltMu.Lock()
+	_, err := io.ReadFull(r.opts.Entropy, salt)
+	r.saltMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%w: read entropy for a payload salt: %w", ErrAuditUnavailable, err)
+	}
+	return salt, nil
 }
 
 // Bundles written before the pack kept payloads as blobs/sha256/<hex> and,
@@ -270,18 +299,18 @@ func (r *Recorder) migrateSpool() (int, error) {
 	}
 	defer f.Close()
 	moved := 0
-	_, err = transcript.ScanPack(f, func(d string, _, n int64, body io.Reader) error {
-		if n > r.opts.Limits.MaxFrameBytes {
-			return nil
+	_, err = transcript.ScanPack(f, func(e transcript.PackEntry, body io.Reader) error {
+		if e.Length > r.opts.Limits.MaxFrameBytes || e.Salt != nil {
+			return nil // a legacy spool holds plain entries only
 		}
-		b := make([]byte, n)
+		b := make([]byte, e.Length)
 		if _, err := io.ReadFull(body, b); err != nil {
 			return nil // torn: the scan reports it
 		}
-		if canon.SHA256(b) != d {
+		if !e.Check(b) {
 			return nil // damaged: never trusted
 		}
-		if err := r.pack.put(b, d); err != nil {
+		if err := r.pack.put(b, e.Digest, nil); err != nil {
 			return err
 		}
 		moved++

@@ -13,8 +13,9 @@ import (
 	"github.com/tracectl/tracectl/transcript"
 )
 
+// packEntry is the plain (unsalted) entry of b.
 func packEntry(b []byte) string {
-	return string(transcript.AppendPackHeader(nil, canon.SHA256(b), int64(len(b)))) + string(b) + "\n"
+	return string(transcript.AppendPackHeader(nil, canon.SHA256(b), int64(len(b)), nil)) + string(b) + "\n"
 }
 
 // TestPackIsTheFinalForm: a bundle's payloads are entries of one pack,
@@ -44,7 +45,9 @@ func TestPackIsTheFinalForm(t *testing.T) {
 	}
 	var all strings.Builder
 	for _, b := range want {
-		all.WriteString(packEntry(b))
+		d := transcript.SaltedDigest(zeroSalt, b)
+		all.Write(transcript.AppendPackHeader(nil, d, int64(len(b)), zeroSalt))
+		all.WriteString(string(b) + "\n")
 	}
 	if string(after) != all.String() {
 		t.Errorf("the pack is not exactly the payloads' entries in order")
@@ -58,7 +61,7 @@ func TestPackIsTheFinalForm(t *testing.T) {
 		t.Errorf("bundle files %v", names)
 	}
 	for _, b := range want {
-		if got, err := readPayload(dir, canon.SHA256(b)); err != nil || string(got) != string(b) {
+		if got, err := readPayload(dir, transcript.SaltedDigest(zeroSalt, b)); err != nil || string(got) != string(b) {
 			t.Errorf("payload %q = %q, %v", b, got, err)
 		}
 	}

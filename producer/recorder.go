@@ -26,6 +26,7 @@ type Recorder struct {
 	fsys     FS
 	j        *journal
 	pack     *packStore
+	saltMu   sync.Mutex // the entropy source need not be safe for concurrent use
 	scope    string
 	server   string // sha256 of JCS(header.server)
 	sealOnly bool   // reopened or recovered: Seal and Close only
@@ -376,10 +377,13 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	}
 	r.mu.Unlock()
 
-	// The request bytes go in before the line that commits to them.
-	if a.Request, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+	// The request bytes go in before the line that commits to them; its
+	// salt salts the arguments digest too.
+	var salt []byte
+	if a.Request, salt, err = r.saltedPayload(body, r.opts.Retention == transcript.RetainFull); err != nil {
 		return nil, r.auditFail(err)
 	}
+	a.ArgsDigest = transcript.SaltedArgsDigest(salt, q.argsDigest)
 	seq, err := r.j.append(r.lineOf(func(s, at int64) {
 		a.Seq, a.AtMs = s, at
 		a.Snapshot = r.snapshotRef(c.Snapshot)
@@ -597,7 +601,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 	}
 	defer r.ops.Done()
 	for _, b := range append([][]byte{s.Manifest}, s.Blobs...) {
-		if err := r.pack.put(b, canon.SHA256(b)); err != nil {
+		if err := r.pack.put(b, canon.SHA256(b), nil); err != nil {
 			return "", r.auditFail(err)
 		}
 	}

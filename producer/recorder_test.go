@@ -47,7 +47,7 @@ func TestRecordAndSeal(t *testing.T) {
 	// Exact bytes: request and response blobs hold what was sent, without
 	// the terminator, and the line says how it ended.
 	a := b.attempts["a1"]
-	if a.Request.Digest != canon.SHA256(req[:len(req)-1]) || a.Request.Length != int64(len(req)-1) || a.Terminator != transcript.TermLF || !a.Request.Retained {
+	if a.Request.Digest != transcript.SaltedDigest(zeroSalt, req[:len(req)-1]) || a.Request.Length != int64(len(req)-1) || a.Terminator != transcript.TermLF || !a.Request.Retained {
 		t.Errorf("request commitment %+v %s", a.Request, a.Terminator)
 	}
 	got, err := readPayload(dir, a.Request.Digest)
@@ -58,7 +58,7 @@ func TestRecordAndSeal(t *testing.T) {
 		t.Errorf("protocol = %+v", a.Protocol)
 	}
 	o := b.obs["a1"][0]
-	if o.Kind != transcript.ObsResponse || o.ResultType != "complete" || o.Response.Digest != canon.SHA256(resp[:len(resp)-1]) || o.Basis != transcript.BasisProducer {
+	if o.Kind != transcript.ObsResponse || o.ResultType != "complete" || o.Response.Digest != transcript.SaltedDigest(zeroSalt, resp[:len(resp)-1]) || o.Basis != transcript.BasisProducer {
 		t.Errorf("response observation %+v", o)
 	}
 	rec, err := os.ReadFile(filepath.Join(dir, transcript.RecordFile))
@@ -513,8 +513,9 @@ func TestStdioServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argsJSON, _ := canon.Marshal([]string{"--token", "s3cret"})
-	if s.ExecutableSHA256 != canon.SHA256([]byte("#!/bin/sh\n")) || s.ArgsDigest != canon.SHA256(argsJSON) || s.Argc != 2 || s.Transport != transcript.TransportStdio {
+	// The argv is counted, never committed by an unsalted digest that
+	// would let anyone confirm a guessed secret in it.
+	if s.ExecutableSHA256 != canon.SHA256([]byte("#!/bin/sh\n")) || s.ArgsDigest != "" || s.Argc != 2 || s.Transport != transcript.TransportStdio {
 		t.Errorf("server = %+v", s)
 	}
 	if _, err := StdioServer(nil, exe, []string{"\xff"}, ""); !errors.Is(err, ErrInvalidOptions) {

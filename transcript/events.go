@@ -4,11 +4,20 @@ package transcript
 // a digest of one kind can never be taken for another (spec/transcript.md).
 const (
 	// Format is the transcript format id this producer writes, recorded in
-	// the header line. v2 adds the frame line and frame indexes: every frame
-	// a proxy passed in either direction is committed (spec/transcript.md,
-	// "Frames").
-	Format = "tracectl.transcript/v2"
-	// FormatV1 is the earlier format, still read and verified: it has no
+	// the header line. v3 salts payload commitments: a payload's digest is
+	// SaltedDigest(salt, bytes) with a random salt kept beside the bytes in
+	// the payload pack and withheld with them, and a request's
+	// arguments_digest is salted with its payload's salt (SaltedArgsDigest),
+	// so nobody holding the bundle, or a proof, can test a guess about bytes
+	// it does not hold; the server's argv is not committed by digest
+	// (spec/transcript.md, "Payloads").
+	Format = "tracectl.transcript/v3"
+	// FormatV2 is the earlier format, still read and verified: v1 plus the
+	// frame line and frame indexes (every frame a proxy passed in either
+	// direction is committed: spec/transcript.md, "Frames"); its payload
+	// digests are SHA-256 of the bytes.
+	FormatV2 = "tracectl.transcript/v2"
+	// FormatV1 is the first format, still read and verified: it has no
 	// frame lines and commits only to the frames it interpreted.
 	FormatV1 = "tracectl.transcript/v1"
 	// Profile names the proposed profile this transcript implements. It is a

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"slices"
@@ -16,9 +17,12 @@ import (
 // The payload pack (spec/transcript.md, "Payloads"): every retained payload
 // is one entry of the append-only file PackFile,
 //
-//	<64 lowercase hex of SHA-256(bytes)> SP <decimal length> LF <bytes> LF
+//	<64 lowercase hex of the commitment> SP <decimal length> [SP <32 lowercase hex salt>] LF <bytes> LF
 //
-// appended before the line that commits to it. The pack is the payload
+// appended before the line that commits to it. Without a salt the
+// commitment is SHA-256(bytes); with one it is SaltedDigest(salt, bytes)
+// (format v3: a commitment nobody can test a guess against without the
+// salt, which is kept with the bytes and withheld with them). The pack is the payload
 // bytes' final form: nothing is moved or renamed at seal. A reader indexes
 // it by scanning the headers (IndexPack), then reads an entry's bytes where
 // the index says they are; the digest in a header is a claim, checked
@@ -26,27 +30,95 @@ import (
 const (
 	// PackFile is the bundle's payload pack.
 	PackFile = "payloads.pack"
+	// SaltBytes is the length of a payload salt.
+	SaltBytes = 16
 	// MaxPackHeader bounds an entry header: 64 hex digits, a space, a
-	// decimal length of at most 19 digits, an LF.
-	MaxPackHeader = 64 + 1 + 19 + 1
+	// decimal length of at most 19 digits, a space and a salt, an LF.
+	MaxPackHeader = 64 + 1 + 19 + 1 + 2*SaltBytes + 1
 )
 
+// Domain separation of salted commitments (spec/transcript.md, "Payloads").
+// SaltedPayloadLabel is what a salted payload hash absorbs before the salt.
+const (
+	SaltedPayloadLabel   = "tracectl salted payload v1\x00"
+	saltedArgumentsLabel = "tracectl salted arguments v1\x00"
+)
+
+// SaltedDigest is the commitment to a payload's bytes under salt:
+// "sha256:" + hex(SHA-256("tracectl salted payload v1" 0x00 || salt ||
+// bytes)).
+func SaltedDigest(salt, b []byte) string {
+	h := NewSaltedHash(salt)
+	h.Write(b)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// NewSaltedHash returns a SHA-256 that has absorbed the payload label and
+// salt: write the bytes, and its sum is SaltedDigest's.
+func NewSaltedHash(salt []byte) hash.Hash {
+	h := sha256.New()
+	h.Write([]byte(SaltedPayloadLabel))
+	h.Write(salt)
+	return h
+}
+
+// SaltedArgsDigest is the arguments commitment of a request whose payload
+// is salted: "sha256:" + hex(SHA-256("tracectl salted arguments v1" 0x00
+// || salt || the 32 bytes of plain)), plain being the canonical arguments
+// digest (RequestFacts.ArgsDigest) and salt the request payload's. "" for
+// "" or a malformed plain digest.
+func SaltedArgsDigest(salt []byte, plain string) string {
+	raw, err := hex.DecodeString(plain[min(len(plain), len("sha256:")):])
+	if plain == "" || err != nil || len(raw) != sha256.Size {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte(saltedArgumentsLabel))
+	h.Write(salt)
+	h.Write(raw)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
 // AppendPackHeader appends the header of an entry holding n bytes whose
-// digest is d ("sha256:<hex>", as canon.SHA256 returns it).
-func AppendPackHeader(dst []byte, d string, n int64) []byte {
+// commitment is d ("sha256:<hex>"), with salt when it is not nil
+// (SaltBytes long).
+func AppendPackHeader(dst []byte, d string, n int64, salt []byte) []byte {
 	dst = append(dst, d[len("sha256:"):]...)
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, n, 10)
+	if salt != nil {
+		dst = append(dst, ' ')
+		dst = hex.AppendEncode(dst, salt)
+	}
 	return append(dst, '\n')
 }
 
-// packHeaderLen is the length of the header of an entry of n bytes.
-func packHeaderLen(n int64) int64 {
-	d := int64(1)
-	for v := n; v >= 10; v /= 10 {
-		d++
+// PackEntry is one entry's header, and where it is.
+type PackEntry struct {
+	Digest string // the commitment its header names, "sha256:<hex>"
+	Salt   []byte // nil: the commitment is SHA-256 of the bytes
+	Offset int64  // of the header
+	Length int64  // of the bytes
+	Header int64  // the header's length: the bytes start at Offset+Header
+}
+
+// Check says whether b are the entry's bytes: SaltedDigest(Salt, b), or
+// SHA-256(b) without a salt, equals Digest.
+func (e PackEntry) Check(b []byte) bool {
+	if e.Salt != nil {
+		return SaltedDigest(e.Salt, b) == e.Digest
 	}
-	return 64 + 1 + d + 1
+	sum := sha256.Sum256(b)
+	return "sha256:"+hex.EncodeToString(sum[:]) == e.Digest
+}
+
+// Hash returns a hash for streaming the entry's bytes: its sum, as
+// "sha256:"+hex, equals Digest when they are the entry's bytes.
+func (e PackEntry) Hash() hash.Hash {
+	if e.Salt != nil {
+		return NewSaltedHash(e.Salt)
+	}
+	return sha256.New()
 }
 
 // PackProblem says where and why a pack stops being readable as entries.
@@ -64,13 +136,12 @@ func (p *PackProblem) Error() string {
 }
 
 // ScanPack reads a pack's entries in order from r, calling fn with each
-// entry's digest ("sha256:<hex>"), the offset of its header and its length;
-// fn reads the entry's bytes from body (at most its length) or leaves them,
+// entry's header; fn reads the entry's bytes from body (at most its length) or leaves them,
 // and ScanPack skips what it did not read. fn sees an entry before ScanPack
 // knows it is whole: an entry at or after the returned end is not one. It returns the offset after the
 // last whole entry and, when the pack does not end there, the problem (a
 // *PackProblem); an error from fn or from reading r is returned as is.
-func ScanPack(r io.Reader, fn func(digest string, offset, length int64, body io.Reader) error) (end int64, err error) {
+func ScanPack(r io.Reader, fn func(e PackEntry, body io.Reader) error) (end int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
 	for {
@@ -85,14 +156,15 @@ func ScanPack(r io.Reader, fn func(digest string, offset, length int64, body io.
 		case err != nil:
 			return off, err
 		}
-		d, n, ok := parsePackHeader(hdr[:len(hdr)-1])
+		e, ok := parsePackHeader(hdr[:len(hdr)-1])
 		if !ok {
-			return off, &PackProblem{Offset: off, Detail: "not an entry header (<64 hex> <length>)"}
+			return off, &PackProblem{Offset: off, Detail: "not an entry header (<64 hex> <length> [<32 hex salt>])"}
 		}
-		hl := int64(len(hdr))
+		n, hl := e.Length, int64(len(hdr))
+		e.Offset, e.Header = off, hl
 		lr := &io.LimitedReader{R: br, N: n}
 		if fn != nil {
-			if err := fn(d, off, n, lr); err != nil {
+			if err := fn(e, lr); err != nil {
 				return off, err
 			}
 		}
@@ -116,35 +188,49 @@ func ScanPack(r io.Reader, fn func(digest string, offset, length int64, body io.
 	}
 }
 
-// parsePackHeader reads "<64 lowercase hex> <decimal length>" (no LF),
-// the length without a sign or leading zeros.
-func parsePackHeader(h []byte) (digest string, n int64, ok bool) {
-	if len(h) < 64+2 || h[64] != ' ' {
-		return "", 0, false
-	}
-	for _, c := range h[:64] {
+func isLowerHex(b []byte) bool {
+	for _, c := range b {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return "", 0, false
+			return false
 		}
 	}
-	num := h[65:]
-	if len(num) > 19 || len(num) > 1 && num[0] == '0' {
-		return "", 0, false
+	return true
+}
+
+// parsePackHeader reads "<64 lowercase hex> <decimal length>[ <32
+// lowercase hex>]" (no LF), the length without a sign or leading zeros.
+func parsePackHeader(h []byte) (e PackEntry, ok bool) {
+	if len(h) < 64+2 || h[64] != ' ' || !isLowerHex(h[:64]) {
+		return e, false
 	}
+	num := h[65:]
+	if sp := slices.Index(num, ' '); sp >= 0 {
+		salt := num[sp+1:]
+		if len(salt) != 2*SaltBytes || !isLowerHex(salt) {
+			return e, false
+		}
+		e.Salt, _ = hex.DecodeString(string(salt))
+		num = num[:sp]
+	}
+	if len(num) == 0 || len(num) > 19 || len(num) > 1 && num[0] == '0' {
+		return e, false
+	}
+	var n int64
 	for _, c := range num {
 		if c < '0' || c > '9' {
-			return "", 0, false
+			return e, false
 		}
 		n = n*10 + int64(c-'0')
 	}
 	if n < 0 {
-		return "", 0, false
+		return e, false
 	}
-	return "sha256:" + string(h[:64]), n, true
+	e.Digest, e.Length = "sha256:"+string(h[:64]), n
+	return e, true
 }
 
 // PackIndex locates a pack's entries by digest without holding their bytes:
-// 24 bytes per entry. Build it with IndexPack.
+// 16 bytes per entry. Build it with IndexPack.
 type PackIndex struct {
 	keys    []packKey
 	used    []bool
@@ -155,7 +241,6 @@ type PackIndex struct {
 type packKey struct {
 	prefix uint64 // the digest's first 8 bytes
 	off    int64  // the entry's header
-	n      int64
 }
 
 // IndexPack scans a pack (ScanPack) and indexes every whole entry, at most
@@ -165,12 +250,12 @@ type packKey struct {
 func IndexPack(r io.Reader, maxEntries int64) (*PackIndex, error) {
 	ix := &PackIndex{}
 	errFull := errors.New("full")
-	end, err := ScanPack(r, func(d string, off, n int64, _ io.Reader) error {
+	end, err := ScanPack(r, func(e PackEntry, _ io.Reader) error {
 		if maxEntries > 0 && int64(len(ix.keys)) == maxEntries {
 			return errFull
 		}
-		raw, _ := hex.DecodeString(d[len("sha256:"):])
-		ix.keys = append(ix.keys, packKey{prefix: binary.BigEndian.Uint64(raw), off: off, n: n})
+		raw, _ := hex.DecodeString(e.Digest[len("sha256:"):])
+		ix.keys = append(ix.keys, packKey{prefix: binary.BigEndian.Uint64(raw), off: e.Offset})
 		return nil
 	})
 	ix.End = end
@@ -217,13 +302,13 @@ func (ix *PackIndex) Unused() int {
 	return n
 }
 
-// Locate returns where the bytes of the first entry whose header names
-// digest begin, and its length, reading the candidates' headers from r
-// (the pack) to compare the whole digest.
-func (ix *PackIndex) Locate(r io.ReaderAt, digest string) (off, n int64, ok bool, err error) {
+// Locate returns the first entry whose header names digest, reading the
+// candidates' headers from r (the pack) again: the index keeps only where
+// they are.
+func (ix *PackIndex) Locate(r io.ReaderAt, digest string) (e PackEntry, ok bool, err error) {
 	raw, herr := hex.DecodeString(digest[min(len(digest), len("sha256:")):])
 	if herr != nil || len(raw) != sha256.Size {
-		return 0, 0, false, nil
+		return e, false, nil
 	}
 	prefix := binary.BigEndian.Uint64(raw)
 	i, _ := slices.BinarySearchFunc(ix.keys, prefix, func(k packKey, p uint64) int {
@@ -235,19 +320,28 @@ func (ix *PackIndex) Locate(r io.ReaderAt, digest string) (off, n int64, ok bool
 		}
 		return 0
 	})
-	var hdr [64]byte
-	want := digest[len("sha256:"):]
+	var buf [MaxPackHeader]byte
 	for ; i < len(ix.keys) && ix.keys[i].prefix == prefix; i++ {
 		k := ix.keys[i]
-		if _, err := r.ReadAt(hdr[:], k.off); err != nil {
-			return 0, 0, false, err
+		m, err := r.ReadAt(buf[:], k.off)
+		if m == 0 && err != nil {
+			return e, false, err
 		}
-		if string(hdr[:]) == want {
+		nl := slices.Index(buf[:m], '\n')
+		if nl < 0 {
+			return e, false, fmt.Errorf("%s at byte %d: the indexed header is gone", PackFile, k.off)
+		}
+		h, ok := parsePackHeader(buf[:nl])
+		if !ok {
+			return e, false, fmt.Errorf("%s at byte %d: the indexed header changed", PackFile, k.off)
+		}
+		if h.Digest == digest {
 			ix.used[i] = true
-			return k.off + packHeaderLen(k.n), k.n, true, nil
+			h.Offset, h.Header = k.off, int64(nl+1)
+			return h, true, nil
 		}
 	}
-	return 0, 0, false, nil
+	return e, false, nil
 }
 
 // ReaderAt returns f as an io.ReaderAt: f itself when it is one (an
@@ -328,19 +422,22 @@ func (p *Payloads) Problem() *PackProblem {
 // it and they are at most max bytes long.
 func (p *Payloads) Read(digest string, max int64) ([]byte, error) {
 	if p.ix != nil {
-		off, n, ok, err := p.ix.Locate(p.ra, digest)
+		e, ok, err := p.ix.Locate(p.ra, digest)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", PackFile, err)
 		}
 		if ok {
-			if n > max {
-				return nil, fmt.Errorf("%s: %d bytes: %w (%d)", digest, n, ErrPayloadTooLarge, max)
+			if e.Length > max {
+				return nil, fmt.Errorf("%s: %d bytes: %w (%d)", digest, e.Length, ErrPayloadTooLarge, max)
 			}
-			b := make([]byte, n)
-			if _, err := p.ra.ReadAt(b, off); err != nil {
+			b := make([]byte, e.Length)
+			if _, err := p.ra.ReadAt(b, e.Offset+e.Header); err != nil {
 				return nil, fmt.Errorf("read %s: %w", PackFile, err)
 			}
-			return checkPayload(b, digest)
+			if !e.Check(b) {
+				return nil, fmt.Errorf("%s: %w", digest, ErrPayloadMismatch)
+			}
+			return b, nil
 		}
 	}
 	path := BlobPath(digest)

@@ -19,7 +19,7 @@ func sampleHeader() *Header {
 		Canonicalization: Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
 		Merkle:           MerkleAlg, ExecutionScope: testScope,
 		Producer:    Producer{Name: "tracectl", Version: "v0.0.0-test"},
-		Server:      Server{Transport: TransportStdio, Executable: "/usr/bin/srv", ExecutableSHA256: dig1, ArgsDigest: dig2, Argc: 2},
+		Server:      Server{Transport: TransportStdio, Executable: "/usr/bin/srv", ExecutableSHA256: dig1, Argc: 2},
 		Retention:   RetainFull,
 		Durability:  DurabilityStrict,
 		Limits:      HeaderLimits{MaxFrameBytes: 1 << 24, MaxSnapshotPages: 100, MaxPageBytes: 1 << 22, MaxSnapshotBytes: 1 << 26},

@@ -151,14 +151,20 @@ func (h *Header) validate() *invalid {
 func (h *Header) validateFormat() *invalid {
 	switch h.Format {
 	case Format:
+		if h.Server.ArgsDigest != "" {
+			return bad("server.args_digest is not a %s member: the argv is not committed by an unsalted digest", Format)
+		}
 		return nil
-	case FormatV1:
-		if h.FramesCommitted {
-			return bad("frames_committed is a %s member", Format)
+	case FormatV2, FormatV1:
+		if h.Server.ArgsDigest == "" && h.Server.Argc != 0 {
+			return bad("server.argc %d without server.args_digest", h.Server.Argc)
+		}
+		if h.FramesCommitted && h.Format == FormatV1 {
+			return bad("frames_committed is a %s member", FormatV2)
 		}
 		return nil
 	}
-	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q and %q", bounded(h.Format), Format, FormatV1)}
+	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q, %q and %q", bounded(h.Format), Format, FormatV2, FormatV1)}
 }
 
 func frameIndex(v *int64) *invalid {
@@ -224,9 +230,6 @@ func (p *Producer) validate() *invalid {
 func (s *Server) validate() *invalid {
 	if s.Transport == "" {
 		return bad("server.transport is empty")
-	}
-	if s.ArgsDigest == "" && s.Argc != 0 {
-		return bad("server.argc %d without server.args_digest", s.Argc)
 	}
 	return first(
 		short("server.transport", s.Transport, MaxReportedBytes),

@@ -86,7 +86,6 @@ type generator struct {
 	thumb    string
 	digest   string // build_provenance.digest of every record
 	srvExec  string // executable_sha256 of the recorded server
-	srvArgs  string // args_digest of the recorded server
 	fixedCtx context.Context
 }
 
@@ -104,16 +103,11 @@ func newGenerator() (*generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := canon.Marshal([]string{"--stdio"})
-	if err != nil {
-		return nil, err
-	}
 	return &generator{
 		signer: s, thumb: tp,
 		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}),
 		digest:   canon.SHA256([]byte("tracectl vectors v1: generator")),
 		srvExec:  canon.SHA256([]byte("tracectl vectors v1: weather-mcp executable")),
-		srvArgs:  canon.SHA256(args),
 		fixedCtx: context.Background(),
 	}, nil
 }
@@ -160,7 +154,7 @@ func (g *generator) open(id string, edit func(*producer.Options)) (*session, err
 		Producer: transcript.Producer{Name: "tracectl-vectors", Version: "v1", KeyThumbprint: g.thumb},
 		Server: transcript.Server{
 			Transport: transcript.TransportStdio, Executable: "/usr/local/bin/weather-mcp",
-			ExecutableSHA256: g.srvExec, ArgsDigest: g.srvArgs, Argc: 1, Name: "weather",
+			ExecutableSHA256: g.srvExec, Argc: 1, Name: "weather",
 		},
 		Limits: producer.Limits{CallTimeout: 30 * time.Second},
 	}
@@ -462,20 +456,22 @@ func (b *bundle) attempts() int64 {
 }
 
 // packEntry is one entry of a bundle's payload pack: the digest its header
-// names and its bytes (which a faulted vector may make disagree).
+// names, its salt (nil: a plain entry) and its bytes (which a faulted vector
+// may make disagree).
 type packEntry struct {
 	digest string
+	salt   []byte
 	data   []byte
 }
 
 func (b *bundle) entries() ([]packEntry, error) {
 	var out []packEntry
-	_, err := transcript.ScanPack(bytes.NewReader(b.files[transcript.PackFile]), func(d string, _, n int64, body io.Reader) error {
-		data := make([]byte, n)
+	_, err := transcript.ScanPack(bytes.NewReader(b.files[transcript.PackFile]), func(e transcript.PackEntry, body io.Reader) error {
+		data := make([]byte, e.Length)
 		if _, err := io.ReadFull(body, data); err != nil {
 			return err
 		}
-		out = append(out, packEntry{d, data})
+		out = append(out, packEntry{e.Digest, e.Salt, data})
 		return nil
 	})
 	return out, err
@@ -484,7 +480,7 @@ func (b *bundle) entries() ([]packEntry, error) {
 func (b *bundle) setEntries(es []packEntry) {
 	var pack []byte
 	for _, e := range es {
-		pack = transcript.AppendPackHeader(pack, e.digest, int64(len(e.data)))
+		pack = transcript.AppendPackHeader(pack, e.digest, int64(len(e.data)), e.salt)
 		pack = append(append(pack, e.data...), '\n')
 	}
 	b.files[transcript.PackFile] = pack
@@ -505,7 +501,8 @@ func (b *bundle) payload(digest string) []byte {
 }
 
 // setPayload puts data in the pack under digest: in place of the entry
-// that names it (the bytes changed, the name kept), or as a new entry.
+// that names it (the bytes changed, the name and salt kept), or as a new
+// plain entry (digest is then SHA-256 of data, or a forgery).
 func (b *bundle) setPayload(digest string, data []byte) {
 	es, _ := b.entries()
 	for i, e := range es {
@@ -515,7 +512,7 @@ func (b *bundle) setPayload(digest string, data []byte) {
 			return
 		}
 	}
-	b.setEntries(append(es, packEntry{digest, data}))
+	b.setEntries(append(es, packEntry{digest, nil, data}))
 }
 
 // dropPayload removes the pack entries that name digest.

@@ -728,11 +728,37 @@ func (g *generator) row6() ([]*vec, error) {
 	}
 	b.setEntries(es)
 	pack = b.files[transcript.PackFile]
-	first := int64(len(transcript.AppendPackHeader(nil, es[0].digest, int64(len(es[0].data))))) + int64(len(es[0].data))
+	first := int64(len(transcript.AppendPackHeader(nil, es[0].digest, int64(len(es[0].data)), es[0].salt))) + int64(len(es[0].data))
 	pack[first] = ' ' // the first entry's closing LF
 	out = append(out, g.bundleVec("r6-pack-frame-damaged", 6, CaseNegative,
 		"The LF that closes the payload pack's first entry is replaced by a space: the pack is not whole entries from there on. That is pack_malformed, and every payload after the damage is unavailable: a reader never guesses where the next entry starts.",
 		string(verify.Failed), codes(cs(verify.CodePackMalformed, verify.CodeEvidenceUnavailable)), codes(bound, cs(verify.CodePayloadsVerified)), b))
+
+	// The salt beside the response's bytes replaced (bytes intact): the
+	// salted commitment no longer opens, which is a mismatch, never a pass.
+	b, _, err = g.basicBundle("r6-payload-salt-changed", nil)
+	if err != nil {
+		return nil, err
+	}
+	if p, err = responseDigest(b); err != nil {
+		return nil, err
+	}
+	es, err = b.entries()
+	if err != nil {
+		return nil, err
+	}
+	for i := range es {
+		if es[i].digest == p {
+			if es[i].salt == nil {
+				return nil, fmt.Errorf("r6-payload-salt-changed: the response entry is not salted")
+			}
+			es[i].salt = bytes.Repeat([]byte{0x5a}, transcript.SaltBytes)
+		}
+	}
+	b.setEntries(es)
+	out = append(out, g.bundleVec("r6-payload-salt-changed", 6, CaseNegative,
+		"The salt kept beside the response's bytes in the payload pack is replaced, the bytes untouched. The response's salted commitment (transcript v3) no longer opens with the bytes and the salt the bundle holds: evidence_mismatch, never a pass, and never merely unavailable.",
+		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
 
 	b, _, err = g.basicBundle("r6-digest-only-retention", func(o *producer.Options) { o.Retention = transcript.RetainDigest })
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 	"github.com/tracectl/tracectl/verify"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v2 from the generator")
+var update = flag.Bool("update", false, "rewrite testdata/v3 from the generator")
 
 // TestVectors runs every committed vector through tracectl's verifier.
 func TestVectors(t *testing.T) {
@@ -38,20 +38,23 @@ func TestVectors(t *testing.T) {
 	}
 }
 
-// TestFrozenV1Vectors: the vectors published for the v1 transcript format
-// (testdata/v1, never regenerated) still verify as they say. A v1 bundle
+// TestFrozenVectors: the vectors published for earlier transcript formats
+// (testdata/v1: blob files; testdata/v2: frames and the payload pack,
+// unsalted digests; never regenerated) still verify as they say. A bundle
 // stays verifiable after the format moved on.
-func TestFrozenV1Vectors(t *testing.T) {
-	res, err := vectors.Run(context.Background(), os.DirFS(vectors.FrozenV1Dir), vectors.Tracectl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) < 40 {
-		t.Fatalf("%d frozen v1 vectors, want the 46 published", len(res))
-	}
-	for _, r := range res {
-		if !r.Pass {
-			t.Errorf("%s (row %d): error %q, problems %q; got %+v", r.ID, r.Row, r.Error, r.Problems, r.Got)
+func TestFrozenVectors(t *testing.T) {
+	for _, dir := range vectors.FrozenDirs {
+		res, err := vectors.Run(context.Background(), os.DirFS(dir), vectors.Tracectl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) < 40 {
+			t.Fatalf("%s: %d frozen vectors, want at least 40", dir, len(res))
+		}
+		for _, r := range res {
+			if !r.Pass {
+				t.Errorf("%s: %s (row %d): error %q, problems %q; got %+v", dir, r.ID, r.Row, r.Error, r.Problems, r.Got)
+			}
 		}
 	}
 }
@@ -124,7 +127,7 @@ func TestGenerateDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !*update && !maps.EqualFunc(embedded, committed, bytes.Equal) {
-		t.Error("the embedded vectors differ from testdata/v2")
+		t.Error("the embedded vectors differ from testdata/v3")
 	}
 	var size int
 	for _, b := range committed {
@@ -338,7 +341,7 @@ func TestSpecReadme(t *testing.T) {
 			t.Errorf("spec/README.md's identifier table lacks %s", id)
 		}
 	}
-	quoted := regexp.MustCompile("`vectors/testdata/v2/([a-z0-9-]+/[a-z.]+)`")
+	quoted := regexp.MustCompile("`vectors/testdata/v3/([a-z0-9-]+/[a-z.]+)`")
 	var source string
 	var block []string
 	inBlock, checked := false, 0

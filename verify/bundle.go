@@ -100,6 +100,11 @@ type bundleCheck struct {
 
 	fr frameState // the frame sequence (frames.go)
 	pk packState  // the payload pack (pack.go)
+	// salted: the header's format salts payload commitments (v3); salt is
+	// the salt of the payload blob last checked and returned, nil for a
+	// plain one.
+	salted bool
+	salt   []byte
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -340,6 +345,7 @@ func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
 		return
 	}
 	b.header = h
+	b.salted = h.Format == transcript.Format
 	b.interpret = true
 	// The server identity each attempt binds: sha256 of JCS(header.server),
 	// from the received bytes.

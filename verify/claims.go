@@ -91,10 +91,15 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 		b.mismatchClaims(subject, "the attempt line", diffs{"request: the bytes are not a tools/call request a producer records (" + quote(reason) + ")"})
 		return nil
 	}
+	args := f.ArgsDigest
+	if b.salt != nil {
+		// v3: salted with the request payload's salt.
+		args = transcript.SaltedArgsDigest(b.salt, args)
+	}
 	var d diffs
 	d.str("tool", a.Tool, f.Tool)
 	d.str("tool_invalid", a.ToolInvalid, f.ToolInvalid)
-	d.str("arguments_digest", a.ArgsDigest, f.ArgsDigest)
+	d.str("arguments_digest", a.ArgsDigest, args)
 	d.str("arguments_unsupported", a.ArgsUnsupport, f.ArgsUnsupported)
 	idClaims(&d, "jsonrpc_id", a.RPCID, f.RPCID)
 	protoClaims(&d, a.Protocol, f)

@@ -59,37 +59,38 @@ func (b *bundleCheck) openPack() *packState {
 	return p
 }
 
-// packEntry returns the pack entry holding digest: a reader of its bytes,
-// their length and where the entry is; nil when the pack does not hold it.
-func (b *bundleCheck) packEntry(digest string) (r io.Reader, n int64, where string, err error) {
+// packEntry returns the pack entry holding digest, a reader of its bytes
+// and where the entry is; a nil reader when the pack does not hold it.
+func (b *bundleCheck) packEntry(digest string) (e transcript.PackEntry, r io.Reader, where string, err error) {
 	p := b.openPack()
 	if p.ix == nil {
-		return nil, 0, "", nil
+		return e, nil, "", nil
 	}
-	off, n, ok, err := p.ix.Locate(p.ra, digest)
+	e, ok, err := p.ix.Locate(p.ra, digest)
 	if err != nil || !ok {
-		return nil, 0, "", err
+		return e, nil, "", err
 	}
-	return io.NewSectionReader(p.ra, off, n), n, fmt.Sprintf("%s entry at byte %d", transcript.PackFile, off-headerLen(n)), nil
-}
-
-func headerLen(n int64) int64 {
-	return int64(len(transcript.AppendPackHeader(make([]byte, 0, transcript.MaxPackHeader), "sha256:0000000000000000000000000000000000000000000000000000000000000000", n)))
+	return e, io.NewSectionReader(p.ra, e.Offset+e.Header, e.Length), fmt.Sprintf("%s entry at byte %d", transcript.PackFile, e.Offset), nil
 }
 
 // readPayload returns the bytes a digest names, from the pack or a blob
 // file, up to max bytes; fs.ErrNotExist when neither holds them. The caller
 // checks them against the digest.
 func (b *bundleCheck) readPayload(digest string, max int64) ([]byte, string, error) {
-	r, n, where, err := b.packEntry(digest)
+	e, r, where, err := b.packEntry(digest)
 	if err != nil {
 		return nil, transcript.PackFile, err
 	}
 	if r != nil {
-		if n > max {
-			return nil, where, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, n, max)
+		if e.Length > max {
+			return nil, where, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, e.Length, max)
 		}
-		data := make([]byte, n)
+		if e.Salt != nil {
+			// Manifests and pages are public declarations, committed by
+			// their plain digest: a salted entry is not one.
+			return nil, where, fmt.Errorf("the %s is salted: not the plain bytes of a manifest or page", where)
+		}
+		data := make([]byte, e.Length)
 		if _, err := io.ReadFull(r, data); err != nil {
 			return nil, where, err
 		}

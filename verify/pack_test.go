@@ -35,7 +35,7 @@ func packed(t *testing.T, fsys fstest.MapFS) (fstest.MapFS, map[string]int) {
 	for _, name := range names {
 		d := "sha256:" + filepath.Base(name)
 		data := fsys[name].Data
-		pack = transcript.AppendPackHeader(pack, d, int64(len(data)))
+		pack = transcript.AppendPackHeader(pack, d, int64(len(data)), nil)
 		at[d] = len(pack)
 		pack = append(append(pack, data...), '\n')
 	}
@@ -107,7 +107,7 @@ func TestPackLayout(t *testing.T) {
 			// but not the length the transcript commits to.
 			end := at[first] + bytes.IndexByte(p[at[first]:], '\n')
 			body := p[at[first]:end]
-			out := transcript.AppendPackHeader(nil, first, int64(len(body)-1))
+			out := transcript.AppendPackHeader(nil, first, int64(len(body)-1), nil)
 			out = append(append(out, body[:len(body)-1]...), '\n')
 			return append(out, p[end+1:]...)
 		}), verify.Failed, []verify.Code{verify.CodeEvidenceMismatch}},
@@ -127,33 +127,12 @@ func TestPackLayout(t *testing.T) {
 	}
 	t.Run("an extra entry nothing commits to", func(t *testing.T) {
 		c := edit(func(p []byte) []byte {
-			return append(transcript.AppendPackHeader(p, "sha256:"+strings.Repeat("0", 64), 3), "abc\n"...)
+			return append(transcript.AppendPackHeader(p, "sha256:"+strings.Repeat("0", 64), 3, nil), "abc\n"...)
 		})
 		if rep, codes := verdictCodes(t, c, trusted(t)); rep.Verdict != verify.Verified {
 			t.Errorf("verdict %s, codes %v: an unreferenced entry carries no claim", rep.Verdict, codes)
 		}
 	})
-}
-
-// TestPackHostile: a pack that is a FIFO or a link is never read.
-func TestPackHostile(t *testing.T) {
-	fsys, _ := packed(t, verifytest.Standard(t).FS())
-	for name, fault := range map[string]func(t *testing.T, dir string){
-		"FIFO":         func(t *testing.T, dir string) { mkfifo(t, filepath.Join(dir, transcript.PackFile)) },
-		"to /dev/zero": func(t *testing.T, dir string) { symlink(t, "/dev/zero", filepath.Join(dir, transcript.PackFile)) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			dir := writeBundle(t, fsys)
-			fault(t, dir)
-			rep, err := bundleWithin(t, dir, trusted(t))
-			if rep == nil {
-				t.Fatalf("no report: %v", err)
-			}
-			if rep.Verdict != verify.Failed || !rep.Has(verify.CodeFileRefused) {
-				t.Errorf("verdict %s, want failed with file_refused\n%s", rep.Verdict, dump(rep))
-			}
-		})
-	}
 }
 
 // TestPackTornUnsealed: a transcript signed before it was sealed (a

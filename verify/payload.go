@@ -78,20 +78,27 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		return nil, false
 	}
 	var f io.Reader
+	var salt []byte
+	b.salt = nil
 	if !quarantine {
-		r, n, where, err := b.packEntry(digest)
+		e, r, where, err := b.packEntry(digest)
 		if err != nil {
 			b.payloadBad++
 			b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read from "+transcript.PackFile+": "+err.Error())
 			return nil, false
 		}
-		if r != nil && n != length {
+		if r != nil && e.Length != length {
 			b.payloadBad++
-			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", where, n, length))
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", where, e.Length, length))
+			return nil, false
+		}
+		if r != nil && e.Salt != nil && !b.salted {
+			b.payloadBad++
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s is salted, but %s commits to plain SHA-256 digests", where, b.formatName()))
 			return nil, false
 		}
 		if r != nil {
-			f, path = r, "the "+where
+			f, path, salt = r, "the "+where, e.Salt
 		}
 	}
 	if f == nil {
@@ -119,6 +126,10 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	}
 	h := b.hash
 	h.Reset()
+	if salt != nil {
+		h.Write([]byte(transcript.SaltedPayloadLabel))
+		h.Write(salt)
+	}
 	var n int64
 	var body []byte
 	var err error
@@ -160,6 +171,7 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	if !quarantine && check == CheckPayload {
 		b.r.Counts.Payloads++
 	}
+	b.salt = salt
 	return body, true
 }
 
@@ -189,4 +201,12 @@ func (b *bundleCheck) withheldFindings() {
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
 			fmt.Sprintf("%d payloads withheld: longer than the header's frame limit; only their digests and lengths are committed (--accept-withheld accepts them)", b.overLimitPayloads))
 	}
+}
+
+// formatName names the header's format for findings.
+func (b *bundleCheck) formatName() string {
+	if b.header == nil {
+		return "the transcript"
+	}
+	return "format " + b.header.Format
 }

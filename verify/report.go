@@ -69,9 +69,9 @@ const (
 	CodeServerProofMissing   Code = "server_proof_missing"      // a claim of server authentication without its proof
 	CodeInclusionProofFailed Code = "inclusion_proof_failed"
 	CodeWithheldAccepted     Code = "withheld_accepted" // info: payloads the declared policy withheld, accepted by the caller (Options.AcceptWithheld)
-	CodePackMalformed        Code = "pack_malformed" // the payload pack is not whole entries: the entries after the damage are not read
-	CodeFileRefused          Code = "file_refused"   // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
-	CodeLimitExceeded        Code = "limit_exceeded" // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
+	CodePackMalformed        Code = "pack_malformed"    // the payload pack is not whole entries: the entries after the damage are not read
+	CodeFileRefused          Code = "file_refused"      // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
+	CodeLimitExceeded        Code = "limit_exceeded"    // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
 
 	CodeFormatUnsupported Code = "format_unsupported"    // unsupported: the transcript or a manifest names a format, policy or algorithm this verifier does not implement
 	CodeTranscriptBound   Code = "transcript_bound"      // pass finding: the recomputed commitment equals tool_transcript.hash

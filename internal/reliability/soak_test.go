@@ -236,6 +236,11 @@ func checkSoakBundle(t *testing.T, s soakSession, answered []bool) int64 {
 	}
 	defer f.Close()
 	r := transcript.NewReader(bufio.NewReader(f))
+	payloads, err := transcript.OpenPayloads(os.DirFS(s.bundle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer payloads.Close()
 	attemptOf := map[string]int{} // attempt id -> call
 	calls := map[int]string{}     // call -> attempt id
 	responded := map[string]bool{}
@@ -254,7 +259,17 @@ func checkSoakBundle(t *testing.T, s soakSession, answered []bool) int64 {
 			if _, dup := attemptOf[e.AttemptID]; dup {
 				t.Fatalf("attempt id %s repeats", e.AttemptID)
 			}
-			i, ok := byDigest[e.ArgsDigest]
+			// Arguments digests are salted (transcript v3): the call is
+			// found by the plain digest of the retained request's arguments.
+			req, err := payloads.Read(e.Request.Digest, 1<<20)
+			if err != nil {
+				t.Fatalf("attempt %s: request bytes: %v", e.AttemptID, err)
+			}
+			facts, err := transcript.DeriveRequest(req)
+			if err != nil {
+				t.Fatalf("attempt %s: %v", e.AttemptID, err)
+			}
+			i, ok := byDigest[facts.ArgsDigest]
 			if !ok {
 				t.Fatalf("attempt %s has arguments no call sent", e.AttemptID)
 			}

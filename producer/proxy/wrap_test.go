@@ -136,14 +136,10 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 		o.grace = 2 * time.Second
 	}
 	dir := filepath.Join(t.TempDir(), "run.trace")
-	argv, err := canon.Marshal(append([]string{}, args...))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec, err := producer.Open(dir, producer.Options{
 		Clock: time.Now, Entropy: rand.Reader, FS: o.fs, Durability: o.durability,
 		Producer: transcript.Producer{Name: "tracectl-proxy-test", Version: "test"},
-		Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: server, ArgsDigest: canon.SHA256(argv), Argc: int64(len(args))},
+		Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: server, Argc: int64(len(args))},
 		Limits:   producer.Limits{CallTimeout: o.callTimeout, MaxFrameBytes: o.maxFrame}, FramesCommitted: true,
 	})
 	if err != nil {
@@ -520,9 +516,24 @@ func (w *wrapRun) checkTraffic(j *journalView) map[string]wireLine {
 			want = append(want, canon.SHA256(l.body))
 		}
 	}
+	// Commitments are salted (transcript v3): the exact bytes are compared
+	// through the retained copies, each checked against its commitment.
+	payloads, err := transcript.OpenPayloads(os.DirFS(w.dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer payloads.Close()
+	plain := func(p *transcript.Payload) string {
+		b, err := payloads.Read(p.Digest, 1<<30)
+		if err != nil {
+			t.Errorf("payload %s: %v", p.Digest, err)
+			return ""
+		}
+		return canon.SHA256(b)
+	}
 	var got []string
 	for _, a := range j.attempts() {
-		got = append(got, a.Request.Digest)
+		got = append(got, plain(&a.Request))
 		if !a.Request.Retained {
 			t.Errorf("attempt %s: request not retained", a.AttemptID)
 		}
@@ -538,7 +549,7 @@ func (w *wrapRun) checkTraffic(j *journalView) map[string]wireLine {
 		for _, o := range j.observations(a.AttemptID) {
 			switch o.Kind {
 			case transcript.ObsResponse, transcript.ObsLateResponse:
-				recorded[a.RPCID.Text+" "+o.Response.Digest] = true
+				recorded[a.RPCID.Text+" "+plain(o.Response)] = true
 			case transcript.ObsTransportFailure:
 				failed[a.RPCID.Text] = true
 			}

@@ -45,7 +45,7 @@ import (
 )
 
 // dirs: the current vectors and the frozen v1-format ones.
-var dirs = []string{"../testdata/v2", "../testdata/v1"}
+var dirs = []string{"../testdata/v3", "../testdata/v2", "../testdata/v1"}
 
 type manifest struct {
 	ID       string `json:"id"`
@@ -457,7 +457,7 @@ func (b *bundle) claimsDiffer() int {
 		if !ok {
 			continue
 		}
-		data, err := b.payload((p["digest"].(string)))
+		data, salt, err := b.saltedPayload(p["digest"].(string))
 		if err != nil {
 			continue
 		}
@@ -492,6 +492,15 @@ func (b *bundle) claimsDiffer() int {
 			}
 			sum := sha256.Sum256(args)
 			digest = "sha256:" + hex.EncodeToString(sum[:])
+			if salt != nil {
+				// v3: SHA-256("tracectl salted arguments v1" 0x00 || the
+				// request's salt || the 32 bytes of the plain digest).
+				h := sha256.New()
+				h.Write([]byte("tracectl salted arguments v1\x00"))
+				h.Write(salt)
+				h.Write(sum[:])
+				digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+			}
 		}
 		id, _ := e["jsonrpc_id"].(map[string]any)
 		if e["tool"] != msg.Params.Name || e["arguments_digest"] != digest || id["text"] != string(msg.ID) {
@@ -504,7 +513,7 @@ func (b *bundle) claimsDiffer() int {
 // messageID returns the exact JSON text of a retained message's id, or ""
 // when the bytes are missing or not a JSON object.
 func (b *bundle) messageID(p map[string]any) (string, bool) {
-	data, err := b.payload((p["digest"].(string)))
+	data, err := b.payload(p["digest"].(string))
 	if err != nil {
 		return "", false
 	}
@@ -643,10 +652,18 @@ func (b *bundle) commitments() counts {
 
 // payload returns the retained bytes a digest names, as spec/transcript.md
 // ("Payloads") lays them out: the first entry of payloads.pack
-// ("<hex> <length>LF<bytes>LF") whose header names the digest, else (a
-// bundle written before the pack) blobs/sha256/<hex>. os.ErrNotExist when
-// neither holds it. The bytes are not checked here (blobState does).
+// ("<hex> <length>[ <salt hex>]LF<bytes>LF") whose header names the digest,
+// else (a bundle written before the pack) blobs/sha256/<hex>.
+// os.ErrNotExist when neither holds it. The bytes are not checked here
+// (blobState does).
 func (b *bundle) payload(digest string) ([]byte, error) {
+	data, _, err := b.saltedPayload(digest)
+	return data, err
+}
+
+// saltedPayload is payload with the entry's salt (nil for a plain entry or
+// a blob file).
+func (b *bundle) saltedPayload(digest string) ([]byte, []byte, error) {
 	pack, err := os.ReadFile(filepath.Join(b.dir, "payloads.pack"))
 	if err == nil {
 		want := strings.TrimPrefix(digest, "sha256:")
@@ -655,20 +672,45 @@ func (b *bundle) payload(digest string) ([]byte, error) {
 			if nl < 0 {
 				break
 			}
-			hexd, num, ok := strings.Cut(string(pack[:nl]), " ")
-			n, perr := strconv.Atoi(num)
-			if !ok || perr != nil || n < 0 || nl+1+n+1 > len(pack) || pack[nl+1+n] != '\n' {
+			fields := strings.Split(string(pack[:nl]), " ")
+			if len(fields) < 2 || len(fields) > 3 {
+				break
+			}
+			var salt []byte
+			if len(fields) == 3 {
+				var serr error
+				if salt, serr = hex.DecodeString(fields[2]); serr != nil || len(salt) != 16 {
+					break
+				}
+			}
+			hexd := fields[0]
+			n, perr := strconv.Atoi(fields[1])
+			if perr != nil || n < 0 || nl+1+n+1 > len(pack) || pack[nl+1+n] != '\n' {
 				break // the rest is not entries: nothing after it is read
 			}
 			if hexd == want {
-				return pack[nl+1 : nl+1+n], nil
+				return pack[nl+1 : nl+1+n], salt, nil
 			}
 			pack = pack[nl+1+n+1:]
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return nil, nil, err
 	}
-	return os.ReadFile(filepath.Join(b.dir, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:")))
+	data, err := os.ReadFile(filepath.Join(b.dir, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:")))
+	return data, nil, err
+}
+
+// commit is the commitment to data: SHA-256 of the bytes, or with a salt
+// (transcript v3) SHA-256("tracectl salted payload v1" 0x00 || salt ||
+// bytes).
+func commit(salt, data []byte) string {
+	h := sha256.New()
+	if salt != nil {
+		h.Write([]byte("tracectl salted payload v1\x00"))
+		h.Write(salt)
+	}
+	h.Write(data)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func (b *bundle) payloadJSON(digest string, v any) error {
@@ -683,12 +725,11 @@ func (b *bundle) payloadJSON(digest string, v any) error {
 
 // blobState is "ok", "missing" or "mismatched" (length -1: not checked).
 func (b *bundle) blobState(digest string, length int) string {
-	data, err := b.payload((digest))
+	data, salt, err := b.saltedPayload(digest)
 	if errors.Is(err, os.ErrNotExist) {
 		return "missing"
 	}
-	sum := sha256.Sum256(data)
-	if err != nil || "sha256:"+hex.EncodeToString(sum[:]) != digest || length >= 0 && len(data) != length {
+	if err != nil || commit(salt, data) != digest || length >= 0 && len(data) != length {
 		return "mismatched"
 	}
 	return "ok"
