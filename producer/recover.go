@@ -295,6 +295,9 @@ func (r *Recorder) recover() error {
 	if rep.TempBlobs, err = removeTempBlobs(r.fsys, r.blobs.dir); err != nil {
 		return fmt.Errorf("remove temporary blobs: %w", err)
 	}
+	if err := removeCheckpointTemps(r.fsys, r.dir); err != nil {
+		return err
+	}
 	if rep.Blobs, err = r.blobs.settle(true); err != nil {
 		return fmt.Errorf("settle payload spool: %w", err)
 	}

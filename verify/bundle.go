@@ -99,6 +99,8 @@ type bundleCheck struct {
 	malformedAt int64           // first malformed line, or -1
 
 	fr frameState // the frame sequence (frames.go)
+
+	ck *checkpointCheck // signed checkpoints (checkpoint.go), nil without
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -155,7 +157,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			if len(line) > 0 {
 				c.Add(line)
-				b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(line)))
+				if !b.ck.tornTail(len(line)) {
+					b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(line)))
+				}
 			}
 			break
 		}
@@ -169,6 +173,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		c.Add(line)
 		b.r.Counts.Lines++
 		b.line(idx, line)
+		b.ck.at(b, c)
 		if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
 			b.v.o.Progress(b.r.Counts.Lines)
 		}
@@ -548,7 +553,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()
 	}
-	if b.interpret && !b.sealed && b.malformedAt < 0 {
+	if b.interpret && !b.sealed && b.malformedAt < 0 && !b.ck.isUnsealed() {
 		b.malformed(r.Counts.Lines, "not_sealed", "the transcript has no seal line: it was signed before it was sealed")
 	}
 	if b.seal != nil {
@@ -574,6 +579,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 				fmt.Sprintf("call_count %d, the transcript records %d attempts", *tt.CallCount, r.Counts.Attempts))
 		}
 	}
+	b.ck.finish(b, c)
 	if !b.interpret {
 		return
 	}
