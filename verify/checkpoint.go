@@ -245,9 +245,9 @@ func (k *checkpointCheck) finishUnsealed(b *bundleCheck, c *transcript.Committer
 		k.v.checkRecord(r, data)
 	}
 	r.add(CodeCheckpointBound, CheckTranscript, StatusPass, last.file,
-		fmt.Sprintf("the first %d lines (%d attempts) commit to the signed %s: signed evidence", last.lines, last.attempts, last.hash))
-	detail := fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; lines %d to %d (%d attempts) are after the last checkpoint, unsigned evidence",
-		last.lines, total-1, r.Counts.Attempts-last.attempts)
+		fmt.Sprintf("the first %d lines (%s) commit to the signed %s: signed evidence", last.lines, attemptsText(last.attempts), last.hash))
+	detail := fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; lines %d to %d (%s) are after the last checkpoint, unsigned evidence",
+		last.lines, total-1, attemptsText(r.Counts.Attempts-last.attempts))
 	if total == last.lines {
 		detail = fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; the last checkpoint covers all %d lines, and nothing after them was recorded", total)
 	}
@@ -281,4 +281,11 @@ func (v *Verifier) unsealedBundle(ctx context.Context, fsys fs.FS) (rep *Report,
 	}
 	rep, err = result(r)
 	return rep, true, err
+}
+
+func attemptsText(n int64) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return strconv.FormatInt(n, 10) + " attempts"
 }
