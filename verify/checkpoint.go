@@ -214,8 +214,12 @@ func (k *checkpointCheck) finish(b *bundleCheck, c *transcript.Committer) {
 	}
 	if len(valid) > 0 {
 		last := valid[len(valid)-1]
+		what := fmt.Sprintf("%d checkpoints commit to the prefixes they name", len(valid))
+		if len(valid) == 1 {
+			what = "1 checkpoint commits to the prefix it names"
+		}
 		r.add(CodeCheckpointBound, CheckTranscript, StatusPass, checkpointDir,
-			fmt.Sprintf("%d checkpoints commit to the prefixes they name, signed by the record's key; the last, %s, to the first %d lines", len(valid), last.file, last.lines))
+			fmt.Sprintf("%s, signed by the record's key; the last, %s, to the first %d lines", what, last.file, last.lines))
 	}
 }
 
