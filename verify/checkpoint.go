@@ -72,12 +72,14 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 			fmt.Sprintf("more than %d entries (MaxCheckpoints): no checkpoint was checked", MaxCheckpoints))
 		return k
 	}
+	judged := 0 // entries judged: checkpoints and names that are none
 	for _, e := range ents {
 		name := e.Name()
 		file := checkpointDir + "/" + name
 		if strings.HasPrefix(name, checkpointTmpPrefix) || e.IsDir() {
 			continue // a half-written checkpoint a crash left (seal --recover removes it)
 		}
+		judged++
 		n, ok := checkpointLines(name)
 		if !ok {
 			r.add(CodeCheckpointInvalid, CheckTranscript, StatusFail, boundedQuote(file),
@@ -116,7 +118,7 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 		k.entries = append(k.entries, ce)
 	}
 	slices.SortFunc(k.entries, func(a, b *checkpointEntry) int { return compareInt(a.lines, b.lines) })
-	if len(k.entries) == 0 {
+	if judged == 0 {
 		return nil
 	}
 	return k
