@@ -62,12 +62,12 @@ type checkpointCheck struct {
 // readCheckpoints lists and record-checks the bundle's checkpoints. It
 // returns nil when the bundle has none.
 func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
-	ents, err := fs.ReadDir(fsys, checkpointDir)
-	if err != nil || len(ents) == 0 {
+	ents, over := listCheckpoints(fsys)
+	if len(ents) == 0 {
 		return nil
 	}
 	k := &checkpointCheck{v: v}
-	if len(ents) > MaxCheckpoints {
+	if over {
 		r.add(CodeLimitExceeded, CheckTranscript, StatusUnsupported, checkpointDir,
 			fmt.Sprintf("more than %d entries (MaxCheckpoints): no checkpoint was checked", MaxCheckpoints))
 		return k
@@ -122,6 +122,31 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 		return nil
 	}
 	return k
+}
+
+// listCheckpoints reads the entries of checkpoints/, at most
+// MaxCheckpoints of them (over: there are more). Nil when there is no such
+// directory.
+func listCheckpoints(fsys fs.FS) (ents []fs.DirEntry, over bool) {
+	f, err := fsys.Open(checkpointDir)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	d, ok := f.(fs.ReadDirFile)
+	if !ok {
+		return nil, false
+	}
+	for {
+		batch, err := d.ReadDir(1024)
+		ents = append(ents, batch...)
+		if len(ents) > MaxCheckpoints {
+			return ents[:1], true
+		}
+		if err != nil || len(batch) == 0 {
+			return ents, false
+		}
+	}
 }
 
 func compareInt(a, b int64) int {
@@ -252,7 +277,7 @@ func (k *checkpointCheck) finishUnsealed(b *bundleCheck, c *transcript.Committer
 	}
 	r.add(CodeCheckpointBound, CheckTranscript, StatusPass, last.file,
 		fmt.Sprintf("the first %d lines (%s) commit to the signed %s: signed evidence", last.lines, attemptsText(last.attempts), last.hash))
-	detail := fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; lines %d to %d (%s) are after the last checkpoint, unsigned evidence",
+	detail := fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; lines %d to %d (%s) are after the last checkpoint, unsigned evidence (tracectl seal --recover seals and signs the transcript as it is now, keeping the checkpoints)",
 		last.lines, total-1, attemptsText(r.Counts.Attempts-last.attempts))
 	if total == last.lines {
 		detail = fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; the last checkpoint covers all %d lines, and nothing after them was recorded", total)
