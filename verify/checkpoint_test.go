@@ -89,6 +89,22 @@ func TestCheckpointUnsealed(t *testing.T) {
 	if rep.TrustBasis != verify.TrustKey || !rep.Has(verify.CodeSignatureValid) || !rep.Has(verify.CodeTrustedKeyMatch) {
 		t.Errorf("the checkpoint's record was not checked as the bundle's: trust %s\n%s", rep.TrustBasis, dump(rep))
 	}
+	// A crash mid-write leaves a torn final line: expected after the last
+	// checkpoint, reported with the unsigned tail, not as malformed.
+	f, err := os.OpenFile(filepath.Join(dir, transcript.TranscriptFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"at_ms":17829`)
+	f.Close()
+	rep, codes = verdictCodes(t, os.DirFS(dir), trusted(t))
+	if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeTailUnsigned}) {
+		t.Fatalf("torn tail: verdict %s, problems %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+	if tail := rep.Find(verify.CodeTailUnsigned)[0]; !strings.Contains(tail.Detail, "a torn final line of 14 bytes") {
+		t.Errorf("tail_unsigned %q does not name the torn line", tail.Detail)
+	}
+
 	// A bundle with neither record.json nor checkpoints still has nothing
 	// to verify against.
 	if err := os.RemoveAll(filepath.Join(dir, producer.CheckpointDir)); err != nil {
