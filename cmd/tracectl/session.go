@@ -168,7 +168,6 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	}
 	if err := startCheckpoints(rec, o.checkpoint, signer, o.record, s.err); err != nil {
 		rec.Close()
-		os.RemoveAll(o.bundle)
 		return nil, err
 	}
 	if o.announce {
