@@ -99,6 +99,7 @@ type bundleCheck struct {
 	malformedAt int64           // first malformed line, or -1
 
 	fr frameState // the frame sequence (frames.go)
+	pk packState  // the payload pack (pack.go)
 
 	ck *checkpointCheck // signed checkpoints (checkpoint.go), nil without
 }
@@ -550,6 +551,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		return
 	}
 	b.withheldFindings()
+	b.packFindings()
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()
 	}

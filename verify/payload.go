@@ -67,20 +67,43 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 			fmt.Sprintf("commits to %d bytes, more than Limits.MaxPayloadBytes (%d; --max-payload-bytes): not read", length, max))
 		return nil, false
 	}
-	f, err := openRegular(b.fsys, path)
-	if err != nil {
-		b.payloadBad++
-		if b.refused(path, check, subject, err) {
+	var f io.Reader
+	if !quarantine {
+		r, n, where, err := b.packEntry(digest)
+		if err != nil {
+			b.payloadBad++
+			b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read from "+transcript.PackFile+": "+err.Error())
 			return nil, false
 		}
-		detail := "the committed bytes are missing from the bundle (" + path + ")"
-		if !errors.Is(err, fs.ErrNotExist) {
-			detail = "the committed bytes cannot be read: " + err.Error()
+		if r != nil && n != length {
+			b.payloadBad++
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", where, n, length))
+			return nil, false
 		}
-		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, detail)
-		return nil, false
+		if r != nil {
+			f, path = r, "the "+where
+		}
 	}
-	defer f.Close()
+	if f == nil {
+		file, err := openRegular(b.fsys, path)
+		if err != nil {
+			b.payloadBad++
+			if b.refused(path, check, subject, err) {
+				return nil, false
+			}
+			detail := "the committed bytes are missing from the bundle (" + path + ")"
+			if !quarantine {
+				detail = "the committed bytes are missing from the bundle (neither " + transcript.PackFile + " nor " + path + " holds them)"
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				detail = "the committed bytes cannot be read: " + err.Error()
+			}
+			b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, detail)
+			return nil, false
+		}
+		defer file.Close()
+		f = file
+	}
 	if b.hash == nil {
 		b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
 	}
@@ -88,6 +111,7 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	h.Reset()
 	var n int64
 	var body []byte
+	var err error
 	if keep && length <= transcript.MaxDeriveBytes {
 		if int64(cap(b.body)) < length+1 {
 			b.body = make([]byte, length+1)
