@@ -213,7 +213,7 @@ func (k *checkpointCheck) finish(b *bundleCheck, c *transcript.Committer) {
 		return
 	}
 	r := b.r
-	signer := r.Signer // record.json's, when the bundle is sealed
+	signer := r.Signer // record.json's, when the bundle is sealed ("" when it has none to compare)
 	var valid []*checkpointEntry
 	for _, ce := range k.entries {
 		switch {
@@ -226,7 +226,7 @@ func (k *checkpointCheck) finish(b *bundleCheck, c *transcript.Committer) {
 			ce.problems = append(ce.problems, fmt.Sprintf("the first %d lines commit to %s, the checkpoint signs %s", ce.lines, ce.root, ce.hash))
 		case ce.calls != nil && ce.interp && *ce.calls != ce.attempts:
 			ce.problems = append(ce.problems, fmt.Sprintf("call_count %d, the first %d lines record %d attempts", *ce.calls, ce.lines, ce.attempts))
-		case !k.unsealed && ce.signer != signer:
+		case !k.unsealed && signer != "" && ce.signer != signer:
 			ce.problems = append(ce.problems, "signed by "+ce.signer+", the bundle's record by "+signer)
 		}
 		if len(ce.problems) > 0 {

@@ -8,7 +8,10 @@
 // response before the client does.
 //
 // The client side is the SDK's own mcp.IOTransport over in-memory pipes;
-// the server side is any byte stream (Command starts a stdio server).
+// the server side is any byte stream: Command starts a stdio server (as
+// mcp.CommandTransport does), and the Reader and Writer an mcp.IOTransport
+// would be given are ServerOut and ServerIn. The recorder's signed
+// checkpoints (producer.Recorder.StartCheckpoints) work here as in wrap.
 package mcpsdk
 
 import (
