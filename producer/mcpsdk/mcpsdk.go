@@ -108,7 +108,8 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // Wait waits until the session has ended (the client closed it, or the
-// server's output ended and then the client closed) and returns what the
+// server's output ended: the client's connection is then closed, its calls
+// in flight answered with a transport failure) and returns what the
 // session observed. ctx bounds the wait only.
 func (t *Transport) Wait(ctx context.Context) (*proxy.Result, error) {
 	t.once.Do(func() { t.started, t.done = make(chan struct{}), make(chan struct{}) })

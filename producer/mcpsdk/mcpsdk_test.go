@@ -277,11 +277,16 @@ func TestAdapterServerGone(t *testing.T) {
 	if err := <-errc; err == nil || !strings.Contains(err.Error(), "transport failure") {
 		t.Fatalf("the call in flight: %v, want tracectl's transport failure", err)
 	}
-	cs.Close()
+	// The session ends with the server's output, without waiting for the
+	// client, whose connection is closed: a later call fails at once.
 	res, err := tr.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}}); err == nil {
+		t.Error("a call after the server went away succeeded")
+	}
+	cs.Close()
 	if res.Ended != "server_stdout_closed" || !res.EndedOnItsOwn || res.TransportFailures != 1 {
 		t.Errorf("result %+v", res)
 	}

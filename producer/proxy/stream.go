@@ -77,12 +77,15 @@ func NewSession(cfg Config, st Streams) *Session {
 //   - the client's input ends (EndClientEOF): ServerIn is closed and the
 //     server's output is read, committed and delivered to its end; calls
 //     still without an answer then are Result.InFlight (unknown).
-//   - the server's output ends first (EndServerStdout): each call in flight
-//     gets a transport failure and the client a JSON-RPC error; Serve then
-//     waits for the client's input to end.
-//   - ctx is cancelled (EndCanceled): ServerIn is closed, the calls in
-//     flight are Result.InFlight, and Serve returns without waiting for the
-//     streams (close them to end their readers).
+//   - the server's output ends first (EndServerStdout): ServerIn is closed,
+//     each call in flight gets a transport failure and the client a
+//     JSON-RPC error, and later client input is not interpreted.
+//   - ctx is cancelled (EndCanceled): ServerIn is closed and the calls in
+//     flight are Result.InFlight.
+//
+// Unless the client's input ended, Serve returns without waiting for it:
+// close ClientIn (and whatever the client reads ClientOut from) to end the
+// client's side.
 func (x *Session) Serve(ctx context.Context) (*Result, error) {
 	s := x.s
 	serverDone := make(chan error, 1)
@@ -105,13 +108,9 @@ func (x *Session) Serve(ctx context.Context) (*Result, error) {
 		res.InFlight = s.abandonInflight()
 	case <-serverDone:
 		res.Ended, res.EndedOnItsOwn = EndServerStdout, true
-		res.TransportFailures = s.failInflight("server closed its output")
-		select {
-		case clientErr = <-clientDone:
-		case <-ctx.Done():
-		}
 		s.stop()
 		s.serverIn.Close()
+		res.TransportFailures = s.failInflight("server closed its output")
 	case <-ctx.Done():
 		res.Ended = EndCanceled
 		s.stop()
