@@ -742,6 +742,16 @@ func (g *generator) row6() ([]*vec, error) {
 		"The producer chose digest-only retention: request, response and protocol payloads are committed by digest and length but not kept (snapshot pages always are). Their bytes are unavailable evidence, not verified calls.",
 		string(verify.Incomplete), codes(cs(verify.CodeEvidenceUnavailable, verify.CodeSnapshotVerified)), codes(bound, cs(verify.CodeEvidenceMismatch)), b))
 
+	b, _, err = g.basicBundle("r6-digest-only-accepted", func(o *producer.Options) { o.Retention = transcript.RetainDigest })
+	if err != nil {
+		return nil, err
+	}
+	acc := g.bundleVec("r6-digest-only-accepted", 6, CaseBoundary,
+		"The digest-only bundle of r6-digest-only-retention, verified by an auditor who accepts what the producer's declared policy withheld (accept_withheld): the verdict is verified, and one withheld_accepted finding states that the withheld payloads' digests and lengths, not their bytes, were verified.",
+		string(verify.Verified), codes(cs(verify.CodeWithheldAccepted, verify.CodeSnapshotVerified)), codes(bound, cs(verify.CodeEvidenceUnavailable, verify.CodeEvidenceMismatch)), b)
+	acc.m.Bundle.AcceptWithheld = true
+	out = append(out, acc)
+
 	// A signed line's claims about its retained bytes: each vector changes
 	// one claim inside a validly signed transcript, the bytes untouched.
 	claims := []struct {
