@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
@@ -65,6 +66,8 @@ type Recorder struct {
 
 	goneMu     sync.Mutex // guards clientGone (clientgone.go)
 	clientGone string
+
+	ckpt atomic.Pointer[checkpoints] // signed checkpoints (checkpoint.go), nil without
 }
 
 // Outcome buckets of an attempt, as the seal line counts them.
@@ -392,6 +395,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 		return nil, err
 	}
 	st.seq = seq
+	r.ckpt.Load().noteAttempt()
 	return &Handle{r: r, st: st}, nil
 }
 
@@ -743,6 +747,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 // later, or Seal instead of Close. Attempts still without a terminal
 // observation stay so until then.
 func (r *Recorder) Close() error {
+	r.ckpt.Load().stop()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

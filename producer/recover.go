@@ -314,6 +314,9 @@ func (r *Recorder) recover() error {
 	if rep.TempBlobs, err = removeTempBlobs(r.fsys, filepath.Join(r.dir, filepath.FromSlash(transcript.BlobDir))); err != nil {
 		return fmt.Errorf("remove temporary blobs: %w", err)
 	}
+	if err := removeCheckpointTemps(r.fsys, r.dir); err != nil {
+		return err
+	}
 	if rep.Migrated, err = r.migrateSpool(); err != nil {
 		return err
 	}

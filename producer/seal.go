@@ -41,6 +41,7 @@ const recordTmp = ".record.json.tmp"
 // whose seal line is durable but whose record is missing can be signed
 // later through Reopen.
 func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, error) {
+	r.ckpt.Load().stop()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

@@ -105,6 +105,8 @@ type bundleCheck struct {
 	// plain one.
 	salted bool
 	salt   []byte
+
+	ck *checkpointCheck // signed checkpoints (checkpoint.go), nil without
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -161,7 +163,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			if len(line) > 0 {
 				c.Add(line)
-				b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(line)))
+				if !b.ck.tornTail(len(line)) {
+					b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(line)))
+				}
 			}
 			break
 		}
@@ -175,6 +179,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		c.Add(line)
 		b.r.Counts.Lines++
 		b.line(idx, line)
+		b.ck.at(b, c)
 		if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
 			b.v.o.Progress(b.r.Counts.Lines)
 		}
@@ -556,7 +561,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()
 	}
-	if b.interpret && !b.sealed && b.malformedAt < 0 {
+	if b.interpret && !b.sealed && b.malformedAt < 0 && !b.ck.isUnsealed() {
 		b.malformed(r.Counts.Lines, "not_sealed", "the transcript has no seal line: it was signed before it was sealed")
 	}
 	if b.seal != nil {
@@ -582,6 +587,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 				fmt.Sprintf("call_count %d, the transcript records %d attempts", *tt.CallCount, r.Counts.Attempts))
 		}
 	}
+	b.ck.finish(b, c)
 	if !b.interpret {
 		return
 	}

@@ -102,6 +102,7 @@ func AllCodes() []Code {
 		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone,
+		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
 	}
 }
 

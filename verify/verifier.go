@@ -54,18 +54,27 @@ func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
 // A bundle whose record cannot be read at all (absent, unreadable, not a
 // regular file: ErrNotRegular, or larger than sign.MaxRecordBytes:
 // ErrTooLarge) returns a nil Report and an error wrapping the cause: there
-// is nothing to verify against. Every other problem is a finding. The error is nil iff the verdict is Verified; otherwise it is a
+// is nothing to verify against. The exception is a bundle without
+// record.json that holds signed checkpoints (its producer stopped before
+// sealing): it is verified by its last valid checkpoint, and the lines
+// after it are reported unsigned (tail_unsigned; spec/checkpoints.md). Every other problem is a finding. The error is nil iff the verdict is Verified; otherwise it is a
 // *VerdictError carrying the same Report, or ctx.Err().
 func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 	// One byte past the limit is enough for ParseRecord to refuse an
 	// oversized record as a finding.
 	data, err := readFile(fsys, transcript.RecordFile, sign.MaxRecordBytes)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if rep, ok, cerr := v.unsealedBundle(ctx, fsys); ok {
+				return rep, cerr // checkpoints sign a prefix (checkpoint.go)
+			}
+		}
 		return nil, fmt.Errorf("read %s: %w", transcript.RecordFile, err)
 	}
 	r := newReport(KindBundle, v.o.At)
 	rec := v.checkRecord(r, data)
 	b := newBundleCheck(v, r, fsys, rec)
+	b.ck = v.readCheckpoints(r, fsys)
 	if err := b.scanTree(ctx); err != nil {
 		return nil, err
 	}

@@ -40,6 +40,8 @@ type sessionOptions struct {
 	// from the client (a launcher's probe): it holds no evidence.
 	dropEmpty bool
 	announce  bool // print the bundle's path on stderr once it is created
+	// checkpoint: sign checkpoints as the session goes (checkpoint.go)
+	checkpoint checkpointEvery
 }
 
 // sessionSummary is the one line printed when a session ends.
@@ -163,6 +165,10 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	})
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")
+	}
+	if err := startCheckpoints(rec, o.checkpoint, signer, o.record, s.err); err != nil {
+		rec.Close()
+		return nil, err
 	}
 	if o.announce {
 		fmt.Fprintf(s.err, "tracectl: recording to %s\n", escapeTerminal(o.bundle))

@@ -35,6 +35,7 @@ type wrapOptions struct {
 	serverName      string
 	record          recordIdentity
 	server          []string
+	checkpoint      checkpointEvery
 }
 
 // recordIdentity are the Trust Record members an operator may set.
@@ -95,6 +96,11 @@ error before the server started; 125 when tracectl itself failed (evidence
 could not be made durable, sealing or signing failed; stderr says what to
 run).
 
+--checkpoint-every N|DUR signs a checkpoint of the transcript so far into the
+bundle's checkpoints/ every N tools/call attempts or every DUR: a session
+killed before it seals is signed up to its last checkpoint (tracectl verify
+reports the rest as unsigned; 'tracectl seal --recover' keeps the checkpoints).
+
 The passphrase variable ` + passwordEnv + ` is removed from the server's
 environment.`,
 		Example: `  tracectl wrap --key key.pem npx -y @modelcontextprotocol/server-everything
@@ -127,6 +133,7 @@ environment.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", proxy.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are forwarded but only their digest and length are kept")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
+	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
 	return cmd
 }
@@ -154,6 +161,9 @@ func (o *wrapOptions) validate() error {
 	}
 	if o.bundle != "" && o.bundleDir != "" {
 		return usageErr(errors.New("--bundle and --bundle-dir exclude each other"), "--bundle names one bundle; --bundle-dir gets a new one per start")
+	}
+	if o.checkpoint.set() && o.key == "" {
+		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
 	return nil
 }
@@ -292,7 +302,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain,
 		callTimeout: o.callTimeout, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
-		clientIn: s.in, clientOut: s.out,
+		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint,
 	})
 	if sum != nil {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(sum.String()))

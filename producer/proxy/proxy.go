@@ -30,8 +30,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tracectl/tracectl/producer"
 )
 
 // Config configures a proxy run.
@@ -221,27 +219,7 @@ const (
 // the process before anything is sealed. A failed write to the client is
 // reported once through Sink.ClientGone; recording goes on.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Grace == 0 {
-		cfg.Grace = DefaultGrace
-	}
-	if cfg.KillAfter == 0 {
-		cfg.KillAfter = DefaultKillAfter
-	}
-	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
-		cfg.MaxInterpret = MaxInterpretBytes
-	}
-	if cfg.MaxRetain <= 0 {
-		cfg.MaxRetain = producer.DefaultMaxFrameBytes
-	}
-	if cfg.MaxServerFrame <= 0 {
-		cfg.MaxServerFrame = DefaultMaxServerFrame
-	}
-	if cfg.After == nil {
-		cfg.After = time.After
-	}
-	if cfg.Event == nil {
-		cfg.Event = func(string) {}
-	}
+	cfg = cfg.withDefaults() // stream.go
 	counted := &countingReader{r: cfg.ClientIn}
 	cfg.ClientIn = counted
 	changed := make(chan struct{}, 1)
@@ -292,7 +270,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Started != nil {
 		cfg.Started(cmd.Process.Pid)
 	}
-	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{}, clientOut: cfg.ClientOut, serverIn: serverIn}
+	s := newSession(cfg, serverIn) // stream.go
 
 	exited := make(chan struct{})
 	var waitErr error
