@@ -1,0 +1,237 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// Redaction is one redacted value: where it was in the message (an RFC 6901
+// JSON Pointer from the message's root) and the class that redacted it. It
+// deliberately holds no offset or length: the list is retained as evidence,
+// and a length says something about a secret.
+type Redaction struct {
+	Pointer string `json:"pointer"`
+	Class   Class  `json:"class"`
+}
+
+// Result is a redacted message.
+type Result struct {
+	// Redacted is the message with each redacted value's token replaced by
+	// the JSON string "[REDACTED:<class>]"; every other byte is the
+	// input's. It is the input slice itself when nothing was redacted.
+	Redacted []byte
+	// Redactions are sorted by Pointer (byte order), then document order.
+	Redactions []Redaction
+}
+
+// Marker returns the JSON string token that replaces a value of class c.
+func Marker(c Class) []byte { return []byte(`"[REDACTED:` + string(c) + `]"`) }
+
+// Message redacts one JSON-RPC message given as its exact bytes (one JSON
+// value; surrounding whitespace is kept). See the package doc for what is
+// redacted. rules nil means Default().
+//
+// A message that is not strict JSON (canon's grammar, duplicate names
+// allowed) fails with CodeInvalidMessage, one whose member names hold a
+// secret with CodeSecretInName; in both cases the caller must not retain
+// the message's bytes at all.
+func Message(msg []byte, rules *Rules) (Result, error) {
+	if rules == nil {
+		rules = Default()
+	}
+	doc, err := canon.Parse(msg, canon.ParseOptions{Limits: rules.limits, AllowDuplicateKeys: true})
+	if err != nil {
+		e := &Error{Code: CodeInvalidMessage, Rule: -1, Err: err}
+		var ce *canon.Error
+		if errors.As(err, &ce) {
+			e.Pointer = ce.Pointer
+		}
+		return Result{}, e
+	}
+	w := walker{rules: rules}
+	if err := w.value(doc.Root(), rules.pointers); err != nil {
+		return Result{}, err
+	}
+	if len(w.spans) == 0 {
+		return Result{Redacted: msg}, nil
+	}
+	out := make([]byte, 0, len(msg))
+	at := int64(0)
+	reds := make([]Redaction, len(w.spans))
+	for i, s := range w.spans {
+		out = append(out, msg[at:s.start]...)
+		out = append(out, Marker(s.class)...)
+		at = s.end
+		reds[i] = Redaction{Pointer: s.pointer, Class: s.class}
+	}
+	out = append(out, msg[at:]...)
+	slices.SortStableFunc(reds, func(a, b Redaction) int { return strings.Compare(a.Pointer, b.Pointer) })
+	return Result{Redacted: out, Redactions: reds}, nil
+}
+
+type span struct {
+	start, end int64
+	class      Class
+	pointer    string
+}
+
+// walker visits a parsed message in document order. spans come out in
+// document order and never overlap: a redacted value's children are not
+// visited.
+type walker struct {
+	rules *Rules
+	path  []string // reference tokens from the root to the current value
+	spans []span
+}
+
+func (w *walker) redact(v canon.Value, c Class) {
+	start := v.Offset()
+	w.spans = append(w.spans, span{start: start, end: start + int64(len(v.Raw())), class: c, pointer: w.pointer()})
+}
+
+// value visits v, whose path is w.path; node is the pointer-rule trie at
+// that path (nil when no rule reaches below).
+func (w *walker) value(v canon.Value, node *trie) error {
+	if node != nil && node.end {
+		if !isMarker(v) {
+			w.redact(v, ClassOperatorPointer)
+		}
+		return nil
+	}
+	switch v.Kind() {
+	case canon.KindString:
+		if isMarker(v) {
+			return nil
+		}
+		if c := w.rules.classify(text(v)); c != "" {
+			w.redact(v, c)
+		}
+	case canon.KindArray:
+		for i, e := range v.Elems() {
+			w.path = append(w.path, strconv.Itoa(i))
+			err := w.value(e, node.child(w.path[len(w.path)-1]))
+			w.path = w.path[:len(w.path)-1]
+			if err != nil {
+				return err
+			}
+		}
+	case canon.KindObject:
+		return w.object(v, node)
+	}
+	return nil
+}
+
+func (w *walker) object(v canon.Value, node *trie) error {
+	members := v.Members()
+	// An AWS secret access key is a bare 40-character string: redact one
+	// only beside a member holding an access key id.
+	awsPair := false
+	if w.rules.defaults {
+		for _, m := range members {
+			if m.Value.Kind() == canon.KindString && awsKeyIDShape.Match(text(m.Value)) {
+				awsPair = true
+				break
+			}
+		}
+	}
+	for _, m := range members {
+		if c := w.rules.classify([]byte(m.Name)); c != "" {
+			w.path = append(w.path, m.Name)
+			e := &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
+			w.path = w.path[:len(w.path)-1]
+			return e
+		}
+		w.path = append(w.path, m.Name)
+		child := node.child(m.Name)
+		var err error
+		switch {
+		case child != nil && child.end:
+			err = w.value(m.Value, child)
+		case w.rules.defaults && secretName(m.Name) && worthRedacting(m.Value):
+			w.redact(m.Value, ClassSecretName)
+		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape.Match(text(m.Value)):
+			w.redact(m.Value, ClassAWSSecretKey)
+		default:
+			err = w.value(m.Value, child)
+		}
+		w.path = w.path[:len(w.path)-1]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *walker) pointer() string {
+	var b []byte
+	for _, t := range w.path {
+		b = append(b, '/')
+		b = append(b, strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")...)
+	}
+	return string(b)
+}
+
+// classify returns the class that redacts the decoded string s, or "".
+func (r *Rules) classify(s []byte) Class {
+	if r.defaults {
+		if c := detect(s); c != "" {
+			return c
+		}
+	}
+	for _, re := range r.patterns {
+		if re.Match(s) {
+			return ClassOperatorPattern
+		}
+	}
+	return ""
+}
+
+// worthRedacting is false for values under a secret-like name that hold
+// nothing to hide: null, booleans, "" and empty containers, and a marker
+// already there.
+func worthRedacting(v canon.Value) bool {
+	switch v.Kind() {
+	case canon.KindNull, canon.KindBool:
+		return false
+	case canon.KindString:
+		return len(v.Raw()) > 2 && !isMarker(v)
+	case canon.KindArray, canon.KindObject:
+		return v.Len() > 0
+	}
+	return true
+}
+
+// text returns the decoded text of a string value, without a copy when it
+// has no escapes.
+func text(v canon.Value) []byte {
+	raw := v.Raw()
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	s, _ := v.Str()
+	return []byte(s)
+}
+
+// isMarker reports whether v is exactly a marker token, as written: what
+// was redacted once is not redacted again, so redaction is idempotent.
+func isMarker(v canon.Value) bool {
+	if v.Kind() != canon.KindString {
+		return false
+	}
+	raw := v.Raw()
+	const pre, post = `"[REDACTED:`, `]"`
+	if len(raw) <= len(pre)+len(post) || !bytes.HasPrefix(raw, []byte(pre)) || !bytes.HasSuffix(raw, []byte(post)) {
+		return false
+	}
+	for _, c := range raw[len(pre) : len(raw)-len(post)] {
+		if (c < 'a' || c > 'z') && c != '_' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
