@@ -41,6 +41,13 @@ func Marker(c Class) []byte { return []byte(`"[REDACTED:` + string(c) + `]"`) }
 // secret with CodeSecretInName; in both cases the caller must not retain
 // the message's bytes at all.
 func Message(msg []byte, rules *Rules) (Result, error) {
+	res, _, err := message(msg, rules)
+	return res, err
+}
+
+// message is Message that also returns the spans it replaced, in document
+// order, for tests.
+func message(msg []byte, rules *Rules) (Result, []span, error) {
 	if rules == nil {
 		rules = Default()
 	}
@@ -51,14 +58,14 @@ func Message(msg []byte, rules *Rules) (Result, error) {
 		if errors.As(err, &ce) {
 			e.Pointer = ce.Pointer
 		}
-		return Result{}, e
+		return Result{}, nil, e
 	}
 	w := walker{rules: rules}
 	if err := w.value(doc.Root(), rules.pointers); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if len(w.spans) == 0 {
-		return Result{Redacted: msg}, nil
+		return Result{Redacted: msg}, nil, nil
 	}
 	out := make([]byte, 0, len(msg))
 	at := int64(0)
@@ -71,7 +78,7 @@ func Message(msg []byte, rules *Rules) (Result, error) {
 	}
 	out = append(out, msg[at:]...)
 	slices.SortStableFunc(reds, func(a, b Redaction) int { return strings.Compare(a.Pointer, b.Pointer) })
-	return Result{Redacted: out, Redactions: reds}, nil
+	return Result{Redacted: out, Redactions: reds}, w.spans, nil
 }
 
 type span struct {
