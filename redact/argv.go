@@ -32,6 +32,7 @@ func Argv(argv []string, rules *Rules) ([]string, []int) {
 		passwordNext // after -p: not a port
 	)
 	pending := none
+	var sc scratch
 	for i, a := range argv {
 		p := pending
 		pending = none
@@ -52,7 +53,7 @@ func Argv(argv []string, rules *Rules) ([]string, []int) {
 			if rules.defaults && secretName(name) && value != "" {
 				c = ClassSecretName
 			} else {
-				c = rules.classify([]byte(value))
+				c = rules.classify([]byte(value), &sc)
 			}
 			if c != "" {
 				out[i] = a[:len(a)-len(value)] + argMarkerOf(c)
@@ -68,7 +69,7 @@ func Argv(argv []string, rules *Rules) ([]string, []int) {
 				pending = secretNext
 			}
 		}
-		if c := rules.classify([]byte(a)); c != "" {
+		if c := rules.classify([]byte(a), &sc); c != "" {
 			out[i] = argMarkerOf(c)
 			changed = append(changed, i)
 		}

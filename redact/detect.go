@@ -116,17 +116,23 @@ func notPlainWord(m []byte) bool {
 	return false
 }
 
+// scratch holds buffers reused across the strings of one message.
+type scratch struct {
+	text []byte // a decoded string value
+}
+
 // detect returns the class of the first built-in detector that finds a
 // secret in s, or "".
-func detect(s []byte) Class {
+func detect(s []byte, _ *scratch) Class {
 	if len(s) < minDetect {
 		return ""
 	}
+	hit := prefilter(s)
 	for i := range detectors {
-		d := &detectors[i]
-		if !d.prefilter(s) {
+		if hit&(1<<i) == 0 {
 			continue
 		}
+		d := &detectors[i]
 		if d.valid == nil {
 			if d.re.Match(s) {
 				return d.class
@@ -142,42 +148,60 @@ func detect(s []byte) Class {
 	return ""
 }
 
-func (d *detector) prefilter(s []byte) bool {
-	for _, k := range d.keys {
-		if d.fold {
-			if containsFold(s, k) {
-				return true
-			}
-		} else if bytes.Contains(s, []byte(k)) {
-			return true
-		}
-	}
-	return false
+// trigger is one detector key, filed under its first byte (both letter
+// cases for a fold key).
+type trigger struct {
+	key  string
+	det  uint8
+	fold bool
 }
 
-// containsFold reports whether s contains the lowercase ASCII key in any
-// letter case.
-func containsFold(s []byte, key string) bool {
-	k0, k0u := key[0], key[0]-'a'+'A'
-	for i := 0; i+len(key) <= len(s); i++ {
-		if c := s[i]; c != k0 && c != k0u {
-			continue
-		}
-		j := 1
-		for ; j < len(key); j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+var triggers = func() (t [256][]trigger) {
+	if len(detectors) > 64 {
+		panic("redact: more detectors than prefilter bits")
+	}
+	for i, d := range detectors {
+		for _, k := range d.keys {
+			tr := trigger{key: k, det: uint8(i), fold: d.fold}
+			t[k[0]] = append(t[k[0]], tr)
+			if d.fold && 'a' <= k[0] && k[0] <= 'z' {
+				t[k[0]-'a'+'A'] = append(t[k[0]-'a'+'A'], tr)
 			}
-			if c != key[j] {
-				break
-			}
-		}
-		if j == len(key) {
-			return true
 		}
 	}
-	return false
+	return t
+}()
+
+// prefilter returns the set of detectors (bit i for detectors[i]) one of
+// whose keys s contains, in a single pass over s.
+func prefilter(s []byte) uint64 {
+	var hit uint64
+	for i, c := range s {
+		for _, t := range triggers[c] {
+			if hit&(1<<t.det) != 0 || len(s)-i < len(t.key) {
+				continue
+			}
+			if t.fold && hasPrefixFold(s[i:], t.key) || !t.fold && string(s[i:i+len(t.key)]) == t.key {
+				hit |= 1 << t.det
+			}
+		}
+	}
+	return hit
+}
+
+// hasPrefixFold reports whether s starts with the lowercase ASCII key in
+// any letter case.
+func hasPrefixFold(s []byte, key string) bool {
+	for j := 0; j < len(key); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != key[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // awsSecretShape is a value that is exactly an AWS secret access key's

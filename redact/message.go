@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
 )
@@ -94,6 +96,7 @@ type walker struct {
 	rules *Rules
 	path  []string // reference tokens from the root to the current value
 	spans []span
+	sc    scratch
 }
 
 func (w *walker) redact(v canon.Value, c Class) {
@@ -115,7 +118,7 @@ func (w *walker) value(v canon.Value, node *trie) error {
 		if isMarker(v) {
 			return nil
 		}
-		if c := w.rules.classify(text(v)); c != "" {
+		if c := w.rules.classify(w.text(v), &w.sc); c != "" {
 			w.redact(v, c)
 		}
 	case canon.KindArray:
@@ -140,14 +143,14 @@ func (w *walker) object(v canon.Value, node *trie) error {
 	awsPair := false
 	if w.rules.defaults {
 		for _, m := range members {
-			if m.Value.Kind() == canon.KindString && awsKeyIDShape.Match(text(m.Value)) {
+			if m.Value.Kind() == canon.KindString && awsKeyIDShape.Match(w.text(m.Value)) {
 				awsPair = true
 				break
 			}
 		}
 	}
 	for _, m := range members {
-		if c := w.rules.classify([]byte(m.Name)); c != "" {
+		if c := w.rules.classify([]byte(m.Name), &w.sc); c != "" {
 			w.path = append(w.path, m.Name)
 			e := &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
 			w.path = w.path[:len(w.path)-1]
@@ -161,7 +164,7 @@ func (w *walker) object(v canon.Value, node *trie) error {
 			err = w.value(m.Value, child)
 		case w.rules.defaults && secretName(m.Name) && worthRedacting(m.Value):
 			w.redact(m.Value, ClassSecretName)
-		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape.Match(text(m.Value)):
+		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape.Match(w.text(m.Value)):
 			w.redact(m.Value, ClassAWSSecretKey)
 		default:
 			err = w.value(m.Value, child)
@@ -184,9 +187,9 @@ func (w *walker) pointer() string {
 }
 
 // classify returns the class that redacts the decoded string s, or "".
-func (r *Rules) classify(s []byte) Class {
+func (r *Rules) classify(s []byte, sc *scratch) Class {
 	if r.defaults {
-		if c := detect(s); c != "" {
+		if c := detect(s, sc); c != "" {
 			return c
 		}
 	}
@@ -213,15 +216,70 @@ func worthRedacting(v canon.Value) bool {
 	return true
 }
 
-// text returns the decoded text of a string value, without a copy when it
-// has no escapes.
-func text(v canon.Value) []byte {
+// text returns the decoded text of a string value: a span of the input
+// when it has no escapes, else decoded into w.sc.text (valid until the next
+// call).
+func (w *walker) text(v canon.Value) []byte {
 	raw := v.Raw()
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1]
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return body
 	}
-	s, _ := v.Str()
-	return []byte(s)
+	w.sc.text = unescape(w.sc.text[:0], body)
+	return w.sc.text
+}
+
+// unescape appends the decoded UTF-8 of a JSON string body that canon has
+// validated (every escape well formed, surrogates paired).
+func unescape(dst, body []byte) []byte {
+	for i := 0; i < len(body); {
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			return append(dst, body[i:]...)
+		}
+		dst = append(dst, body[i:i+j]...)
+		i += j
+		switch c := body[i+1]; c {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(body[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) && i+6 <= len(body) {
+				r = utf16.DecodeRune(r, hex4(body[i+2:i+6]))
+				i += 6
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, c)
+		}
+		i += 2
+	}
+	return dst
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
 }
 
 // isMarker reports whether v is exactly a marker token, as written: what
