@@ -15,9 +15,11 @@
 //     secret-like ("password", "clientSecret", "X-Api-Key", "set-cookie")
 //     has its whole value redacted, whatever its type (null, booleans, ""
 //     and empty containers are kept: they hide nothing).
-//   - Fail closed. A message that is not strict JSON, or whose member names
-//     themselves hold a secret, is an *Error (CodeInvalidMessage,
-//     CodeSecretInName): the caller withholds it whole.
+//   - Fail closed. A message that is not strict JSON, whose member names
+//     themselves hold a secret, or with a value to redact under a repeated
+//     member name (its pointer would be ambiguous) is an *Error
+//     (CodeInvalidMessage, CodeSecretInName, CodeAmbiguousPointer): the
+//     caller withholds it whole.
 //   - Idempotence. A value that already is a marker is never redacted
 //     again, so Message(Message(m).Redacted) gives the same bytes and no
 //     redactions; Argv likewise.

@@ -40,8 +40,9 @@ func Marker(c Class) []byte { return []byte(`"[REDACTED:` + string(c) + `]"`) }
 //
 // A message that is not strict JSON (canon's grammar, duplicate names
 // allowed) fails with CodeInvalidMessage, one whose member names hold a
-// secret with CodeSecretInName; in both cases the caller must not retain
-// the message's bytes at all.
+// secret with CodeSecretInName, one with a value to redact under a
+// repeated member name with CodeAmbiguousPointer; in each case the caller
+// must not retain the message's bytes at all.
 func Message(msg []byte, rules *Rules) (Result, error) {
 	res, _, err := message(msg, rules)
 	return res, err
@@ -65,6 +66,9 @@ func message(msg []byte, rules *Rules) (Result, []span, error) {
 	w := walker{rules: rules}
 	if err := w.value(doc.Root(), rules.pointers); err != nil {
 		return Result{}, nil, err
+	}
+	if w.err != nil {
+		return Result{}, nil, w.err
 	}
 	if len(w.spans) == 0 {
 		return Result{Redacted: msg}, nil, nil
@@ -97,9 +101,16 @@ type walker struct {
 	path  []string // reference tokens from the root to the current value
 	spans []span
 	sc    scratch
+	dups  int // open objects that repeat a member name
+	err   *Error
 }
 
 func (w *walker) redact(v canon.Value, c Class) {
+	if w.dups > 0 && w.err == nil {
+		// A pointer through a repeated name names two values; a verifier
+		// could not check which one was replaced.
+		w.err = &Error{Code: CodeAmbiguousPointer, Rule: -1, Pointer: w.pointer(), Detail: "a value to redact lies under a repeated member name"}
+	}
 	start := v.Offset()
 	w.spans = append(w.spans, span{start: start, end: start + int64(len(v.Raw())), class: c, pointer: w.pointer()})
 }
@@ -137,6 +148,10 @@ func (w *walker) value(v canon.Value, node *trie) error {
 }
 
 func (w *walker) object(v canon.Value, node *trie) error {
+	if v.HasDuplicates() {
+		w.dups++
+		defer func() { w.dups-- }()
+	}
 	members := v.Members()
 	// An AWS secret access key is a bare 40-character string: redact one
 	// only beside a member holding an access key id.

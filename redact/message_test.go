@@ -211,6 +211,16 @@ func TestMessageFailsClosed(t *testing.T) {
 	if bytes.Contains([]byte(e.Detail), []byte(tok)) {
 		t.Fatalf("the error detail repeats the secret: %s", e.Detail)
 	}
+	// A value to redact under a repeated name: its pointer would be
+	// ambiguous. Repeated names elsewhere are fine.
+	_, err = Message([]byte(`{"result":{"a":{"password":"p"},"a":{}}}`), nil)
+	if !errors.Is(err, CodeAmbiguousPointer) || !errors.As(err, &e) || e.Pointer != "/result/a/password" {
+		t.Fatalf("redaction under a repeated name: %v", err)
+	}
+	res, err := Message([]byte(`{"result":{"a":1,"a":2},"params":{"password":"p"}}`), nil)
+	if err != nil || len(res.Redactions) != 1 {
+		t.Fatalf("repeated names beside a redaction: %v %v", res.Redactions, err)
+	}
 }
 
 func TestMessageUnchangedIsInput(t *testing.T) {

@@ -27,6 +27,9 @@ const (
 	// cannot be redacted exactly is not retained.
 	CodeInvalidMessage Code = "redact_invalid_message" // not one strict JSON value (wraps the *canon.Error)
 	CodeSecretInName   Code = "redact_secret_in_name"  // a member name itself holds a secret: splicing values cannot hide it
+	// A value to redact lies under a repeated member name, so its pointer
+	// would name more than one value and the redaction could not be checked.
+	CodeAmbiguousPointer Code = "redact_ambiguous_pointer"
 )
 
 // Error is a rejection with a stable Code. Rule is the index of the
