@@ -323,3 +323,34 @@ func TestEveryClassHasASample(t *testing.T) {
 	}
 	_ = strconv.Itoa
 }
+
+// Rules are shared by every frame of a session: Message and Argv may run
+// concurrently on one *Rules (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	r, err := NewRules(Config{Pointers: []string{"/arguments/a"}, Patterns: []string{`x\d`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := samples()
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for i := g; i < len(ss) && err == nil; i += 4 {
+				in := `{"params":{"arguments":{"a":1,"b":` + jsonString(ss[i].value) + `}}}`
+				var res Result
+				res, err = Message([]byte(in), r)
+				if err == nil && len(res.Redactions) != 2 {
+					err = errors.New("want 2 redactions in " + in)
+				}
+				Argv([]string{"srv", ss[i].value}, r)
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -177,7 +178,7 @@ func parsePointer(p string) ([]string, error) {
 		return nil, fmt.Errorf("pointer of %d bytes, at most %d", len(p), MaxPointerLen)
 	}
 	if !strings.HasPrefix(p, "/") {
-		return nil, fmt.Errorf("a pointer starts with '/' and names a base: /arguments/..., /result/... or /_meta/...")
+		return nil, errors.New("a pointer starts with '/' and names a base: /arguments/REST, /result/REST or /_meta/REST")
 	}
 	parts := strings.Split(p[1:], "/")
 	if len(parts) > maxPointerTokens {
