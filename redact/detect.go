@@ -212,7 +212,8 @@ var awsKeyIDShape = regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z
 
 // secretName reports whether a member, flag or variable name is
 // secret-like: after dropping '-', '_' and '.' and lowering ASCII letters,
-// it ends with one of secretSuffixes and is not one of notSecretNames.
+// it is "pass" or "pw", or ends with one of secretSuffixes and is not one
+// of notSecretNames.
 func secretName(name string) bool {
 	if len(name) > 128 {
 		return false
@@ -233,6 +234,9 @@ func secretName(name string) bool {
 	norm := string(buf[:n])
 	if notSecretNames[norm] {
 		return false
+	}
+	if norm == "pass" || norm == "pw" {
+		return true
 	}
 	for _, s := range secretSuffixes {
 		if len(norm) >= len(s) && norm[len(norm)-len(s):] == s {

@@ -14,7 +14,12 @@
 //     and more") redacts the whole string; a member whose name is
 //     secret-like ("password", "clientSecret", "X-Api-Key", "set-cookie")
 //     has its whole value redacted, whatever its type (null, booleans, ""
-//     and empty containers are kept: they hide nothing).
+//     and empty containers are kept: they hide nothing). So has the "value"
+//     of a name/value pair whose "name" (or "key") is secret-like
+//     ({"name":"DB_PASSWORD","value":"..."}). One exception keeps schema
+//     evidence: an object under a secret-like name inside a JSON Schema
+//     "properties", "patternProperties", "$defs" or "definitions" map is a
+//     parameter's declaration, and is searched, not redacted whole.
 //   - Fail closed. A message that is not strict JSON, whose member names
 //     themselves hold a secret, or with a value to redact under a repeated
 //     member name (its pointer would be ambiguous) is an *Error

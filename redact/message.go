@@ -153,14 +153,25 @@ func (w *walker) object(v canon.Value, node *trie) error {
 		defer func() { w.dups-- }()
 	}
 	members := v.Members()
+	// The members of a JSON Schema "properties" map (and its kin) name
+	// parameters, not data: a tool's "password" parameter is declared by a
+	// subschema object, which is evidence to keep.
+	schemaMap := len(w.path) > 0 && schemaMaps[w.path[len(w.path)-1]]
 	// An AWS secret access key is a bare 40-character string: redact one
 	// only beside a member holding an access key id.
-	awsPair := false
+	// A name/value pair ({"name":"DB_PASSWORD","value":"..."}, as in
+	// environment lists and HTTP header arrays) names its value.
+	awsPair, namedSecret := false, false
 	if w.rules.defaults {
 		for _, m := range members {
-			if m.Value.Kind() == canon.KindString && awsKeyIDShape.Match(w.text(m.Value)) {
+			if m.Value.Kind() != canon.KindString {
+				continue
+			}
+			if awsKeyIDShape.Match(w.text(m.Value)) {
 				awsPair = true
-				break
+			}
+			if (m.Name == "name" || m.Name == "key") && secretName(string(w.text(m.Value))) {
+				namedSecret = true
 			}
 		}
 	}
@@ -177,7 +188,8 @@ func (w *walker) object(v canon.Value, node *trie) error {
 		switch {
 		case child != nil && child.end:
 			err = w.value(m.Value, child)
-		case w.rules.defaults && secretName(m.Name) && worthRedacting(m.Value):
+		case w.rules.defaults && (secretName(m.Name) && !(schemaMap && m.Value.Kind() == canon.KindObject) ||
+			namedSecret && m.Name == "value") && worthRedacting(m.Value):
 			w.redact(m.Value, ClassSecretName)
 		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape.Match(w.text(m.Value)):
 			w.redact(m.Value, ClassAWSSecretKey)
@@ -191,6 +203,10 @@ func (w *walker) object(v canon.Value, node *trie) error {
 	}
 	return nil
 }
+
+// schemaMaps are the JSON Schema keywords whose members are named
+// subschemas.
+var schemaMaps = map[string]bool{"properties": true, "patternProperties": true, "$defs": true, "definitions": true}
 
 func (w *walker) pointer() string {
 	var b []byte

@@ -102,7 +102,7 @@ func TestMessageSecretNames(t *testing.T) {
 	names := []string{"password", "Password", "db_password", "PASSWD", "secret", "client_secret", "clientSecret",
 		"token", "access_token", "accessToken", "refresh-token", "api_key", "apiKey", "API-KEY", "x-api-key", "apikey",
 		"cookie", "Cookie", "set-cookie", "authorization", "Authorization", "private_key", "privateKey",
-		"aws_secret_access_key", "secretKey", "credentials", "passphrase"}
+		"aws_secret_access_key", "secretKey", "credentials", "passphrase", "pass", "PW"}
 	for _, n := range names {
 		for _, v := range []string{`"hunter2"`, `1234`, `{"user":"a","pass":"b"}`, `["a"]`, `"x"`} {
 			in := `{"params":{"arguments":{` + jsonString(n) + `:` + v + `,"keep":"hunter2"}}}`
@@ -132,6 +132,39 @@ func TestMessageSecretNames(t *testing.T) {
 		if len(res.Redactions) != 0 || string(res.Redacted) != in {
 			t.Errorf("%s: redacted %v", in, res.Redactions)
 		}
+	}
+}
+
+// A tool's declared parameters named like secrets are schema, not data:
+// tools/list keeps them; a value under the same name in data is redacted.
+func TestMessageSchemaProperties(t *testing.T) {
+	in := `{"result":{"tools":[{"name":"login","inputSchema":{"type":"object","properties":{` +
+		`"password":{"type":"string","format":"password"},"api_key":{"type":"string","description":"your key"},` +
+		`"token":{"$ref":"#/$defs/token"}},"required":["password"],"$defs":{"token":{"type":"string"}}}}]}}`
+	res, err := Message([]byte(in), nil)
+	if err != nil || len(res.Redactions) != 0 {
+		t.Fatalf("schema redacted: %v %v", res.Redactions, err)
+	}
+	// A string under "properties" (GeoJSON, say) is data.
+	in = `{"result":{"feature":{"properties":{"token":"abc","password":{"v":"x"}}}}}`
+	res, err = Message([]byte(in), nil)
+	if err != nil || len(res.Redactions) != 1 || res.Redactions[0].Pointer != "/result/feature/properties/token" {
+		t.Fatalf("data under properties: %v %v", res.Redactions, err)
+	}
+}
+
+// A name/value pair names its value: environment lists, header arrays.
+func TestMessageNameValuePairs(t *testing.T) {
+	in := `{"result":{"env":[{"name":"DB_PASSWORD","value":"hunter2"},{"name":"HOME","value":"/root"}],` +
+		`"headers":[{"key":"X-Api-Key","value":{"v":1}},{"key":"Accept","value":"*/*"}],"other":{"name":"token","title":"t"}}}`
+	res, err := Message([]byte(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"result":{"env":[{"name":"DB_PASSWORD","value":"[REDACTED:secret_name]"},{"name":"HOME","value":"/root"}],` +
+		`"headers":[{"key":"X-Api-Key","value":"[REDACTED:secret_name]"},{"key":"Accept","value":"*/*"}],"other":{"name":"token","title":"t"}}}`
+	if string(res.Redacted) != want {
+		t.Fatalf("got  %s\nwant %s", res.Redacted, want)
 	}
 }
 
