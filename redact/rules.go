@@ -171,9 +171,22 @@ var pointerBases = map[string][][]string{
 	"_meta":     {{"params", "_meta"}, {"result", "_meta"}},
 }
 
-// parsePointer splits an RFC 6901 pointer into its unescaped reference
-// tokens and checks that the first names a base.
+// parsePointer splits an operator's RFC 6901 pointer into its unescaped
+// reference tokens and checks that the first names a base.
 func parsePointer(p string) ([]string, error) {
+	parts, err := splitPointer(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := pointerBases[parts[0]]; !ok {
+		return nil, fmt.Errorf("unknown base %s: the first token is arguments, result or _meta", quoteBounded(parts[0]))
+	}
+	return parts, nil
+}
+
+// splitPointer splits a non-empty RFC 6901 pointer into its unescaped
+// reference tokens.
+func splitPointer(p string) ([]string, error) {
 	if len(p) > MaxPointerLen {
 		return nil, fmt.Errorf("pointer of %d bytes, at most %d", len(p), MaxPointerLen)
 	}
@@ -191,9 +204,6 @@ func parsePointer(p string) ([]string, error) {
 			}
 		}
 		parts[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	if _, ok := pointerBases[parts[0]]; !ok {
-		return nil, fmt.Errorf("unknown base %s: the first token is arguments, result or _meta", quoteBounded(parts[0]))
 	}
 	return parts, nil
 }
