@@ -215,10 +215,10 @@ var awsKeyIDShape = regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z
 // it is "pass" or "pw", or ends with one of secretSuffixes and is not one
 // of notSecretNames.
 func secretName(name string) bool {
-	if len(name) > 128 {
+	if len(name) > maxNameLen {
 		return false
 	}
-	var buf [128]byte
+	var buf [maxNameLen]byte
 	n := 0
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -245,6 +245,10 @@ func secretName(name string) bool {
 	}
 	return false
 }
+
+// maxNameLen bounds the names secretName judges: longer ones are never
+// secret-like (and cost nothing to skip).
+const maxNameLen = 128
 
 // secretSuffixes are normalized name endings: "db_password", "clientSecret",
 // "X-Api-Key", "set-cookie", "AWS_SECRET_ACCESS_KEY" all end with one.

@@ -28,6 +28,10 @@
 //   - Idempotence. A value that already is a marker is never redacted
 //     again, so Message(Message(m).Redacted) gives the same bytes and no
 //     redactions; Argv likewise.
+//   - Checkable without the rules. Check confirms that a list of
+//     redactions describes the redacted bytes; Apply re-applies a list to
+//     the original, and Apply(original, list) equals Message's output. A
+//     verifier needs neither detectors nor patterns (DESIGN.md).
 //   - Stable names. Classes and Codes are never renamed; a Redaction is a
 //     JSON Pointer and a Class, never an offset or a length.
 //

@@ -164,7 +164,9 @@ func (w *walker) object(v canon.Value, node *trie) error {
 	awsPair, namedSecret := false, false
 	if w.rules.defaults {
 		for _, m := range members {
-			if m.Value.Kind() != canon.KindString {
+			// Both shapes are short (an escape is at most 6 bytes a
+			// character): long strings are left to value.
+			if m.Value.Kind() != canon.KindString || len(m.Value.Raw()) > 6*maxNameLen+2 {
 				continue
 			}
 			if awsKeyIDShape.Match(w.text(m.Value)) {
