@@ -139,10 +139,17 @@ func detect(s []byte, _ *scratch) Class {
 			}
 			continue
 		}
-		for _, m := range d.re.FindAllSubmatch(s, -1) {
-			if d.valid(m[len(m)-1]) {
+		// One match at a time, so a hostile string of a million
+		// near-misses costs linear time and no slice of all matches.
+		for at := 0; at < len(s); {
+			loc := d.re.FindSubmatchIndex(s[at:])
+			if loc == nil {
+				break
+			}
+			if g := loc[len(loc)-2:]; g[0] >= 0 && d.valid(s[at+g[0]:at+g[1]]) {
 				return d.class
 			}
+			at += max(loc[1], 1)
 		}
 	}
 	return ""

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
@@ -35,11 +35,8 @@ var locations = []struct {
 	{"notification", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%s}}`, "/params/data"},
 }
 
-// expect builds the message with tok (a JSON string token) at loc and the
-// exact bytes the redaction must produce.
-func place(msg, tok string) string { return fmtOne(msg, tok) }
-
-func fmtOne(msg, tok string) string {
+// place puts tok (a JSON token) where msg has "%s".
+func place(msg, tok string) string {
 	i := bytes.Index([]byte(msg), []byte("%s"))
 	return msg[:i] + tok + msg[i+2:]
 }
@@ -48,7 +45,7 @@ func TestMessageEveryClassEveryLocation(t *testing.T) {
 	for _, s := range samples() {
 		for _, embed := range []string{"%s", "see: %s -- and more text"} {
 			for _, loc := range locations {
-				tok := jsonString(fmtOne(embed, s.value))
+				tok := jsonString(place(embed, s.value))
 				in := place(loc.msg, tok)
 				res, err := Message([]byte(in), nil)
 				if err != nil {
@@ -354,7 +351,6 @@ func TestEveryClassHasASample(t *testing.T) {
 			t.Errorf("marker of %s is not recognized as one: %v", c, err)
 		}
 	}
-	_ = strconv.Itoa
 }
 
 // Rules are shared by every frame of a session: Message and Argv may run
@@ -385,5 +381,17 @@ func TestConcurrentUse(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A string of many near-misses of a validated detector is still searched
+// to its end: the credential after them is found.
+func TestManyNearMisses(t *testing.T) {
+	s := strings.Repeat("Bearer authentication ", 20000) + "Bearer " + gen(alnum, 40)
+	if c := detect([]byte(s), &scratch{}); c != ClassAuthorization {
+		t.Fatalf("got %q", c)
+	}
+	if c := detect([]byte(strings.Repeat("Bearer authentication ", 20000)), &scratch{}); c != "" {
+		t.Fatalf("near-misses alone: %q", c)
 	}
 }
