@@ -101,7 +101,7 @@ type walker struct {
 	path  []string // reference tokens from the root to the current value
 	spans []span
 	sc    scratch
-	dups  int // open objects that repeat a member name
+	dups  int // members on the path whose name their object repeats
 	err   *Error
 }
 
@@ -148,11 +148,14 @@ func (w *walker) value(v canon.Value, node *trie) error {
 }
 
 func (w *walker) object(v canon.Value, node *trie) error {
-	if v.HasDuplicates() {
-		w.dups++
-		defer func() { w.dups-- }()
-	}
 	members := v.Members()
+	var repeated map[string]int
+	if v.HasDuplicates() {
+		repeated = map[string]int{}
+		for _, m := range members {
+			repeated[m.Name]++
+		}
+	}
 	// The members of a JSON Schema "properties" map (and its kin) name
 	// parameters, not data: a tool's "password" parameter is declared by a
 	// subschema object, which is evidence to keep.
@@ -185,6 +188,10 @@ func (w *walker) object(v canon.Value, node *trie) error {
 			return e
 		}
 		w.path = append(w.path, m.Name)
+		amb := repeated[m.Name] > 1
+		if amb {
+			w.dups++
+		}
 		child := node.child(m.Name)
 		var err error
 		switch {
@@ -197,6 +204,9 @@ func (w *walker) object(v canon.Value, node *trie) error {
 			w.redact(m.Value, ClassAWSSecretKey)
 		default:
 			err = w.value(m.Value, child)
+		}
+		if amb {
+			w.dups--
 		}
 		w.path = w.path[:len(w.path)-1]
 		if err != nil {
