@@ -102,8 +102,10 @@ type Config struct {
 	// "/arguments/...", "/result/..." or "/_meta/...". The value there is
 	// redacted whole, whatever its type. (--redact POINTER)
 	Pointers []string
-	// Patterns are Go RE2 expressions; a string value (or argv entry) any
-	// of them matches is redacted whole. (--redact-pattern REGEX)
+	// Patterns are Go RE2 expressions, matched unanchored against decoded
+	// text; a string value (or argv entry) any of them matches is redacted
+	// whole, and a member name one matches makes the message unredactable
+	// (CodeSecretInName), as a detector's would. (--redact-pattern REGEX)
 	Patterns []string
 	// NoDefault turns the built-in detectors off, the secret-like names
 	// included: only Pointers and Patterns redact. (--no-default-redaction)
