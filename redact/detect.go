@@ -89,8 +89,10 @@ var detectors = []detector{
 		valid: credentialLike},
 	{class: ClassURLCredentials, keys: []string{"://"},
 		re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"']+:([^\s/?#@"']+)@[A-Za-z0-9.\[-]`)},
-	{class: ClassSecretAssign, keys: []string{"pass", "secret", "key", "token", "pwd"}, fold: true,
-		re:    regexp.MustCompile(`(?i)(?:^|[^a-z0-9])(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`),
+	// Not "pwd": PWD=/home/user is the working directory in every
+	// environment dump.
+	{class: ClassSecretAssign, keys: []string{"pass", "secret", "key", "token"}, fold: true,
+		re:    regexp.MustCompile(`(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`),
 		valid: notPlainWord},
 }
 

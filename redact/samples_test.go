@@ -127,5 +127,8 @@ func notSecrets() []string {
 		"tracectl-20261201T185113.123Z-" + hex(8) + ".trace",
 		"/home/user/.local/state/tracectl/bundles", `C:\Users\user\AppData`,
 		"数据 données поиск файлов 🚀", "Größe über naïve résumé",
+		// An environment dump, as server-everything's get-env returns.
+		`{"PWD":"/home/user","HOME":"/root","PATH":"/usr/local/bin:/usr/bin:/bin","SHELL":"/bin/bash","LANG":"C.UTF-8","TERM":"xterm-256color","NODE_VERSION":"24.22.3","HOSTNAME":"4f1c2e9a7b3d"}`,
+		"PWD=/home/user\nOLDPWD=/tmp\nSHLVL=1\n_=/usr/bin/env",
 	}
 }
