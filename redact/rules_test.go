@@ -131,7 +131,8 @@ func TestSecretName(t *testing.T) {
 		"private-key": true, "Proxy-Authorization": true, "secrets": true,
 		"progressToken": false, "next_page_token": false, "max_tokens": false, "tokens": false, "keyboard": false,
 		"passwordless": false, "secretary_name": false, "author": false, "key": false, "": false,
-		strings.Repeat("a", 200) + "password": false, // over the bound: never scanned
+		strings.Repeat("a", maxNameLen-8) + "password":   true,  // at the bound
+		strings.Repeat("a", maxNameLen-8+1) + "password": false, // over it: never judged
 	} {
 		if got := secretName(name); got != want {
 			t.Errorf("secretName(%q) = %v, want %v", name, got, want)
