@@ -17,6 +17,10 @@ import "strings"
 //   - a built-in detector or an operator pattern matches it (the value part
 //     of a "--flag=VALUE" or NAME=VALUE entry, else the whole entry).
 //
+// A value glued to a short flag ("-psecret") is not recognized as one, and
+// a secret value that starts with '-' after its flag is taken for a flag
+// (unless a detector knows its shape).
+//
 // Markers are "[REDACTED:<class>]" without JSON quotes; an entry that
 // already is (or ends in) a marker is left alone, so Argv is idempotent.
 func Argv(argv []string, rules *Rules) ([]string, []int) {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tracectl/tracectl/canon"
 )
@@ -123,11 +124,14 @@ type Rules struct {
 	limits   canon.Limits
 }
 
-// Default returns the rules of the zero Config.
-func Default() *Rules {
+// Default returns the rules of the zero Config. They are immutable and
+// shared.
+func Default() *Rules { return defaultRules() }
+
+var defaultRules = sync.OnceValue(func() *Rules {
 	r, _ := NewRules(Config{})
 	return r
-}
+})
 
 // NewRules validates c. Every problem is an *Error with a stable code and
 // the index of the offending rule.
