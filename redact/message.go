@@ -56,12 +56,14 @@ func message(msg []byte, rules *Rules) (Result, []span, error) {
 	}
 	doc, err := canon.Parse(msg, canon.ParseOptions{Limits: rules.limits, AllowDuplicateKeys: true})
 	if err != nil {
-		e := &Error{Code: CodeInvalidMessage, Rule: -1, Err: err}
+		// canon's detail quotes input and its pointer names members,
+		// either of which may be a secret here: keep the code and the
+		// offset only, so the error is safe to log.
 		var ce *canon.Error
 		if errors.As(err, &ce) {
-			e.Pointer = ce.Pointer
+			err = &canon.Error{Code: ce.Code, Offset: ce.Offset, Detail: "detail withheld: the input may hold a secret"}
 		}
-		return Result{}, nil, e
+		return Result{}, nil, &Error{Code: CodeInvalidMessage, Rule: -1, Err: err}
 	}
 	w := walker{rules: rules}
 	if err := w.value(doc.Root(), rules.pointers); err != nil {
@@ -182,10 +184,8 @@ func (w *walker) object(v canon.Value, node *trie) error {
 	}
 	for _, m := range members {
 		if c := w.rules.classify([]byte(m.Name), &w.sc); c != "" {
-			w.path = append(w.path, m.Name)
-			e := &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
-			w.path = w.path[:len(w.path)-1]
-			return e
+			// The pointer is the object's: the name is the secret.
+			return &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
 		}
 		w.path = append(w.path, m.Name)
 		amb := repeated[m.Name] > 1

@@ -37,7 +37,8 @@ const (
 // Error is a rejection with a stable Code. Rule is the index of the
 // offending operator rule (NewRules), Pointer the RFC 6901 pointer of the
 // offending place in a message (Message), Err the cause (a *canon.Error or
-// a regexp error) when there is one.
+// a regexp error) when there is one. Errors from Message never quote the
+// message: they are safe to log.
 type Error struct {
 	Code    Code
 	Rule    int    // index in Config.Pointers or Config.Patterns; -1 when not about a rule
