@@ -1,0 +1,75 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// A verifier's two checks hold for everything Message produces: the list
+// describes the redacted bytes, and applying it to the original gives them.
+func TestCheckApplyRoundTrip(t *testing.T) {
+	r, err := NewRules(Config{Pointers: []string{"/arguments/n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range samples() {
+		for _, loc := range locations {
+			in := place(loc.msg, jsonString(s.value))
+			in = in[:len(in)-1] + `,"extra":{"password":[1],"n":2}}`
+			res, err := Message([]byte(in), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(res.Redacted, res.Redactions, canon.Limits{}); err != nil {
+				t.Errorf("%s in %s: Check: %v", s.class, loc.name, err)
+			}
+			got, err := Apply([]byte(in), res.Redactions, canon.Limits{})
+			if err != nil || !bytes.Equal(got, res.Redacted) {
+				t.Errorf("%s in %s: Apply = %s, %v\nwant %s", s.class, loc.name, got, err, res.Redacted)
+			}
+		}
+	}
+	// The whole message can be the redacted value.
+	tok := jsonString("ghp_" + gen(alnum, 36))
+	res, err := Message([]byte(" "+tok+" "), nil)
+	if err != nil || len(res.Redactions) != 1 || res.Redactions[0].Pointer != "" || string(res.Redacted) != ` "[REDACTED:github_token]" ` {
+		t.Fatalf("root: %q %v %v", res.Redacted, res.Redactions, err)
+	}
+	if err := Check(res.Redacted, res.Redactions, canon.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckRejects(t *testing.T) {
+	red := []byte(`{"a":"[REDACTED:jwt]","b":["x","[REDACTED:secret_name]"],"c":{"d":"[REDACTED:nonsense]"},"e":{"f":1,"f":2}}`)
+	ok := []Redaction{{"/a", ClassJWT}, {"/b/1", ClassSecretName}}
+	if err := Check(red, ok, canon.Limits{}); err != nil {
+		t.Fatalf("valid list: %v", err)
+	}
+	for name, reds := range map[string][]Redaction{
+		"unsorted":      {{"/b/1", ClassSecretName}, {"/a", ClassJWT}},
+		"repeated":      {{"/a", ClassJWT}, {"/a", ClassJWT}},
+		"wrong class":   {{"/a", ClassGitHubToken}},
+		"unknown class": {{"/c/d", "nonsense"}},
+		"not a marker":  {{"/b/0", ClassSecretName}},
+		"missing":       {{"/z", ClassJWT}},
+		"leading zero":  {{"/b/01", ClassSecretName}},
+		"below scalar":  {{"/a/x", ClassJWT}},
+		"repeated name": {{"/e/f", ClassJWT}},
+		"bad pointer":   {{"a", ClassJWT}},
+	} {
+		err := Check(red, reds, canon.Limits{})
+		if !errors.Is(err, CodeBadRedaction) {
+			t.Errorf("%s: %v, want %s", name, err, CodeBadRedaction)
+		}
+	}
+	if _, err := Apply([]byte(`{"a":{"b":1}}`), []Redaction{{"/a", ClassJWT}, {"/a/b", ClassJWT}}, canon.Limits{}); !errors.Is(err, CodeBadRedaction) {
+		t.Errorf("nested redactions: %v", err)
+	}
+	if _, err := Apply([]byte(`{"a":`), nil, canon.Limits{}); !errors.Is(err, CodeInvalidMessage) {
+		t.Errorf("invalid original: %v", err)
+	}
+}

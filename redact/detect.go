@@ -1,0 +1,275 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"regexp"
+)
+
+// Class names a detector. Classes are part of tracectl's contract: they are
+// written into the redacted bytes ("[REDACTED:<class>]") and into the
+// evidence's list of redactions, and are never renamed.
+type Class string
+
+// The built-in classes, in the order detectors are tried (the first that
+// matches names the redaction), then the name and operator classes.
+const (
+	ClassPrivateKey      Class = "private_key"           // PEM "-----BEGIN ... PRIVATE KEY-----"
+	ClassJWT             Class = "jwt"                   // eyJ....eyJ....sig
+	ClassGitHubToken     Class = "github_token"          // ghp_ gho_ ghu_ ghs_ ghr_ github_pat_
+	ClassGitLabToken     Class = "gitlab_token"          // glpat- and the other gl*- token prefixes
+	ClassAnthropicKey    Class = "anthropic_api_key"     // sk-ant-
+	ClassOpenAIKey       Class = "openai_api_key"        // sk-..., sk-proj-..., sk-svcacct-..., sk-admin-...
+	ClassAWSAccessKeyID  Class = "aws_access_key_id"     // AKIA..., ASIA... (16 base32 characters)
+	ClassAWSSecretKey    Class = "aws_secret_access_key" // 40 characters next to "aws ... secret", or beside an access key id
+	ClassGoogleAPIKey    Class = "google_api_key"        // AIza + 35
+	ClassSlackWebhook    Class = "slack_webhook"         // https://hooks.slack.com/services/...
+	ClassSlackToken      Class = "slack_token"           // xoxa- xoxb- xoxp- xoxr- xoxs- xapp-
+	ClassStripeKey       Class = "stripe_key"            // sk_live_ rk_live_ sk_test_ rk_test_
+	ClassAuthorization   Class = "authorization"         // Bearer ..., Basic base64(user:pass), Authorization: ...
+	ClassURLCredentials  Class = "url_credentials"       // scheme://user:password@host
+	ClassSecretAssign    Class = "secret_assignment"     // password=..., api_key: ... inside free text
+	ClassSecretName      Class = "secret_name"           // the value of a member, flag or variable whose name is secret-like
+	ClassOperatorPointer Class = "operator_pointer"      // --redact POINTER
+	ClassOperatorPattern Class = "operator_pattern"      // --redact-pattern REGEX
+)
+
+// Classes lists every class, built-in detectors first, in detection order.
+func Classes() []Class {
+	out := make([]Class, 0, len(detectors)+3)
+	for _, d := range detectors {
+		out = append(out, d.class)
+	}
+	return append(out, ClassSecretName, ClassOperatorPointer, ClassOperatorPattern)
+}
+
+// detector finds one credential shape in a string. keys are literal
+// substrings at least one of which every match contains (ASCII, matched
+// case-insensitively when fold is set): a cheap filter before the regular
+// expression. valid, when set, checks a submatch the expression cannot.
+type detector struct {
+	class Class
+	keys  []string
+	fold  bool
+	re    *regexp.Regexp
+	valid func(m []byte) bool
+}
+
+// minDetect is shorter than any string a built-in detector matches, so
+// shorter strings (most of a JSON-RPC envelope) skip them all.
+const minDetect = 12
+
+var detectors = []detector{
+	{class: ClassPrivateKey, keys: []string{"PRIVATE KEY"},
+		re: regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)},
+	{class: ClassJWT, keys: []string{"eyJ"},
+		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
+	{class: ClassGitHubToken, keys: []string{"gh", "github_pat_"},
+		re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{50,255}\b`)},
+	{class: ClassGitLabToken, keys: []string{"gl"},
+		re: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent)-[A-Za-z0-9_.-]{20,}`)},
+	{class: ClassAnthropicKey, keys: []string{"sk-ant-"},
+		re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{32,}`)},
+	{class: ClassOpenAIKey, keys: []string{"sk-"},
+		re: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})\b`)},
+	{class: ClassAWSAccessKeyID, keys: []string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T"},
+		re: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
+	{class: ClassAWSSecretKey, keys: []string{"aws", "amazon"}, fold: true,
+		re: regexp.MustCompile(`(?i)(?:aws|amazon)[a-z0-9_ .-]{0,20}secret[a-z0-9_ .-]{0,20}["']?\s*[:=]\s*["']?[A-Za-z0-9/+]{40}(?:[^A-Za-z0-9/+=]|$)`)},
+	{class: ClassGoogleAPIKey, keys: []string{"AIza"},
+		re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{class: ClassSlackWebhook, keys: []string{"hooks.slack.com"},
+		re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{16,}`)},
+	{class: ClassSlackToken, keys: []string{"xox", "xapp-"},
+		re: regexp.MustCompile(`\bxox[abprs]-[0-9A-Za-z-]{10,}|\bxapp-[0-9]-[0-9A-Za-z-]{10,}`)},
+	{class: ClassStripeKey, keys: []string{"k_live_", "k_test_"},
+		re: regexp.MustCompile(`\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}`)},
+	{class: ClassAuthorization, keys: []string{"bearer", "basic", "authorization"}, fold: true,
+		re:    regexp.MustCompile(`(?i)(?:\bbearer\s+|\bbasic\s+|\bauthorization["']?\s*[:=]\s*["']?(?:[a-z]+\s+)?)([A-Za-z0-9._~+/-]{8,}=*)`),
+		valid: credentialLike},
+	{class: ClassURLCredentials, keys: []string{"://"},
+		re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"']+:([^\s/?#@"']+)@[A-Za-z0-9.\[-]`)},
+	// Not "pwd": PWD=/home/user is the working directory in every
+	// environment dump.
+	{class: ClassSecretAssign, keys: []string{"pass", "secret", "key", "token"}, fold: true,
+		re:    regexp.MustCompile(`(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`),
+		valid: notPlainWord},
+}
+
+// credentialLike accepts what follows Bearer/Basic/Authorization when it
+// looks like a credential, not a word of prose ("Bearer authentication"):
+// a Basic value that is base64 of "user:password", or a value with a digit
+// and at least 12 characters, or one of at least 32.
+func credentialLike(m []byte) bool {
+	if dec, err := base64.StdEncoding.DecodeString(string(m)); err == nil && bytes.IndexByte(dec, ':') > 0 {
+		return true
+	}
+	return len(m) >= 32 || (len(m) >= 12 && bytes.ContainsAny(m, "0123456789"))
+}
+
+// notPlainWord rejects a value of only lowercase letters ("password:
+// required"), which prose has and passwords seldom do.
+func notPlainWord(m []byte) bool {
+	for _, c := range m {
+		if c < 'a' || c > 'z' {
+			return true
+		}
+	}
+	return false
+}
+
+// scratch holds buffers reused across the strings of one message.
+type scratch struct {
+	text []byte // a decoded string value
+}
+
+// detect returns the class of the first built-in detector that finds a
+// secret in s, or "".
+func detect(s []byte, _ *scratch) Class {
+	if len(s) < minDetect {
+		return ""
+	}
+	hit := prefilter(s)
+	for i := range detectors {
+		if hit&(1<<i) == 0 {
+			continue
+		}
+		d := &detectors[i]
+		if d.valid == nil {
+			if d.re.Match(s) {
+				return d.class
+			}
+			continue
+		}
+		// One match at a time, so a hostile string of a million
+		// near-misses costs linear time and no slice of all matches.
+		for at := 0; at < len(s); {
+			loc := d.re.FindSubmatchIndex(s[at:])
+			if loc == nil {
+				break
+			}
+			if g := loc[len(loc)-2:]; g[0] >= 0 && d.valid(s[at+g[0]:at+g[1]]) {
+				return d.class
+			}
+			at += max(loc[1], 1)
+		}
+	}
+	return ""
+}
+
+// trigger is one detector key, filed under its first byte (both letter
+// cases for a fold key).
+type trigger struct {
+	key  string
+	det  uint8
+	fold bool
+}
+
+var triggers = func() (t [256][]trigger) {
+	if len(detectors) > 64 {
+		panic("redact: more detectors than prefilter bits")
+	}
+	for i, d := range detectors {
+		for _, k := range d.keys {
+			tr := trigger{key: k, det: uint8(i), fold: d.fold}
+			t[k[0]] = append(t[k[0]], tr)
+			if d.fold && 'a' <= k[0] && k[0] <= 'z' {
+				t[k[0]-'a'+'A'] = append(t[k[0]-'a'+'A'], tr)
+			}
+		}
+	}
+	return t
+}()
+
+// prefilter returns the set of detectors (bit i for detectors[i]) one of
+// whose keys s contains, in a single pass over s.
+func prefilter(s []byte) uint64 {
+	var hit uint64
+	for i, c := range s {
+		for _, t := range triggers[c] {
+			if hit&(1<<t.det) != 0 || len(s)-i < len(t.key) {
+				continue
+			}
+			if t.fold && hasPrefixFold(s[i:], t.key) || !t.fold && string(s[i:i+len(t.key)]) == t.key {
+				hit |= 1 << t.det
+			}
+		}
+	}
+	return hit
+}
+
+// hasPrefixFold reports whether s starts with the lowercase ASCII key in
+// any letter case.
+func hasPrefixFold(s []byte, key string) bool {
+	for j := 0; j < len(key); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != key[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// awsSecretShape is a value that is exactly an AWS secret access key's
+// shape: redacted when a sibling member holds an access key id.
+var awsSecretShape = regexp.MustCompile(`^[A-Za-z0-9/+]{40}$`)
+
+var awsKeyIDShape = regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}$`)
+
+// secretName reports whether a member, flag or variable name is
+// secret-like: after dropping '-', '_' and '.' and lowering ASCII letters,
+// it is "pass" or "pw", or ends with one of secretSuffixes and is not one
+// of notSecretNames.
+func secretName(name string) bool {
+	if len(name) > maxNameLen {
+		return false
+	}
+	var buf [maxNameLen]byte
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-' || c == '_' || c == '.':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	norm := string(buf[:n])
+	if notSecretNames[norm] {
+		return false
+	}
+	if norm == "pass" || norm == "pw" {
+		return true
+	}
+	for _, s := range secretSuffixes {
+		if len(norm) >= len(s) && norm[len(norm)-len(s):] == s {
+			return true
+		}
+	}
+	return false
+}
+
+// maxNameLen bounds the names secretName judges: longer ones are never
+// secret-like (and cost nothing to skip).
+const maxNameLen = 128
+
+// secretSuffixes are normalized name endings: "db_password", "clientSecret",
+// "X-Api-Key", "set-cookie", "AWS_SECRET_ACCESS_KEY" all end with one.
+var secretSuffixes = []string{
+	"password", "passwd", "passphrase", "secret", "secrets", "token", "apikey", "apikeys",
+	"privatekey", "secretkey", "secretaccesskey", "cookie", "cookies", "authorization",
+	"credential", "credentials",
+}
+
+// notSecretNames end like a secret but are protocol fields whose values are
+// not credentials: MCP's progressToken, and pagination tokens.
+var notSecretNames = map[string]bool{
+	"progresstoken": true, "pagetoken": true, "nextpagetoken": true, "nexttoken": true,
+	"continuationtoken": true, "resumptiontoken": true, "synctoken": true,
+}

@@ -1,0 +1,345 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// Redaction is one redacted value: where it was in the message (an RFC 6901
+// JSON Pointer from the message's root) and the class that redacted it. It
+// deliberately holds no offset or length: the list is retained as evidence,
+// and a length says something about a secret.
+type Redaction struct {
+	Pointer string `json:"pointer"`
+	Class   Class  `json:"class"`
+}
+
+// Result is a redacted message.
+type Result struct {
+	// Redacted is the message with each redacted value's token replaced by
+	// the JSON string "[REDACTED:<class>]"; every other byte is the
+	// input's. It is the input slice itself when nothing was redacted.
+	Redacted []byte
+	// Redactions are sorted by Pointer (byte order), then document order.
+	Redactions []Redaction
+}
+
+// Marker returns the JSON string token that replaces a value of class c.
+func Marker(c Class) []byte { return []byte(`"[REDACTED:` + string(c) + `]"`) }
+
+// Message redacts one JSON-RPC message given as its exact bytes (one JSON
+// value; surrounding whitespace is kept). See the package doc for what is
+// redacted. rules nil means Default().
+//
+// A message that is not strict JSON (canon's grammar, duplicate names
+// allowed) fails with CodeInvalidMessage, one whose member names hold a
+// secret with CodeSecretInName, one with a value to redact under a
+// repeated member name with CodeAmbiguousPointer; in each case the caller
+// must not retain the message's bytes at all.
+func Message(msg []byte, rules *Rules) (Result, error) {
+	res, _, err := message(msg, rules)
+	return res, err
+}
+
+// message is Message that also returns the spans it replaced, in document
+// order, for tests.
+func message(msg []byte, rules *Rules) (Result, []span, error) {
+	if rules == nil {
+		rules = Default()
+	}
+	doc, err := canon.Parse(msg, canon.ParseOptions{Limits: rules.limits, AllowDuplicateKeys: true})
+	if err != nil {
+		// canon's detail quotes input and its pointer names members,
+		// either of which may be a secret here: keep the code and the
+		// offset only, so the error is safe to log.
+		var ce *canon.Error
+		if errors.As(err, &ce) {
+			err = &canon.Error{Code: ce.Code, Offset: ce.Offset, Detail: "detail withheld: the input may hold a secret"}
+		}
+		return Result{}, nil, &Error{Code: CodeInvalidMessage, Rule: -1, Err: err}
+	}
+	w := walker{rules: rules}
+	if err := w.value(doc.Root(), rules.pointers); err != nil {
+		return Result{}, nil, err
+	}
+	if w.err != nil {
+		return Result{}, nil, w.err
+	}
+	if len(w.spans) == 0 {
+		return Result{Redacted: msg}, nil, nil
+	}
+	out := make([]byte, 0, len(msg))
+	at := int64(0)
+	reds := make([]Redaction, len(w.spans))
+	for i, s := range w.spans {
+		out = append(out, msg[at:s.start]...)
+		out = append(out, Marker(s.class)...)
+		at = s.end
+		reds[i] = Redaction{Pointer: s.pointer, Class: s.class}
+	}
+	out = append(out, msg[at:]...)
+	slices.SortStableFunc(reds, func(a, b Redaction) int { return strings.Compare(a.Pointer, b.Pointer) })
+	return Result{Redacted: out, Redactions: reds}, w.spans, nil
+}
+
+type span struct {
+	start, end int64
+	class      Class
+	pointer    string
+}
+
+// walker visits a parsed message in document order. spans come out in
+// document order and never overlap: a redacted value's children are not
+// visited.
+type walker struct {
+	rules *Rules
+	path  []string // reference tokens from the root to the current value
+	spans []span
+	sc    scratch
+	dups  int // members on the path whose name their object repeats
+	err   *Error
+}
+
+func (w *walker) redact(v canon.Value, c Class) {
+	if w.dups > 0 && w.err == nil {
+		// A pointer through a repeated name names two values; a verifier
+		// could not check which one was replaced.
+		w.err = &Error{Code: CodeAmbiguousPointer, Rule: -1, Pointer: w.pointer(), Detail: "a value to redact lies under a repeated member name"}
+	}
+	start := v.Offset()
+	w.spans = append(w.spans, span{start: start, end: start + int64(len(v.Raw())), class: c, pointer: w.pointer()})
+}
+
+// value visits v, whose path is w.path; node is the pointer-rule trie at
+// that path (nil when no rule reaches below).
+func (w *walker) value(v canon.Value, node *trie) error {
+	if node != nil && node.end {
+		if !isMarker(v) {
+			w.redact(v, ClassOperatorPointer)
+		}
+		return nil
+	}
+	switch v.Kind() {
+	case canon.KindString:
+		if isMarker(v) {
+			return nil
+		}
+		if c := w.rules.classify(w.text(v), &w.sc); c != "" {
+			w.redact(v, c)
+		}
+	case canon.KindArray:
+		for i, e := range v.Elems() {
+			w.path = append(w.path, strconv.Itoa(i))
+			err := w.value(e, node.child(w.path[len(w.path)-1]))
+			w.path = w.path[:len(w.path)-1]
+			if err != nil {
+				return err
+			}
+		}
+	case canon.KindObject:
+		return w.object(v, node)
+	}
+	return nil
+}
+
+func (w *walker) object(v canon.Value, node *trie) error {
+	members := v.Members()
+	var repeated map[string]int
+	if v.HasDuplicates() {
+		repeated = map[string]int{}
+		for _, m := range members {
+			repeated[m.Name]++
+		}
+	}
+	// The members of a JSON Schema "properties" map (and its kin) name
+	// parameters, not data: a tool's "password" parameter is declared by a
+	// subschema object, which is evidence to keep.
+	schemaMap := len(w.path) > 0 && schemaMaps[w.path[len(w.path)-1]]
+	// An AWS secret access key is a bare 40-character string: redact one
+	// only beside a member holding an access key id.
+	// A name/value pair ({"name":"DB_PASSWORD","value":"..."}, as in
+	// environment lists and HTTP header arrays) names its value.
+	awsPair, namedSecret := false, false
+	if w.rules.defaults {
+		for _, m := range members {
+			// Both shapes are short (an escape is at most 6 bytes a
+			// character): long strings are left to value.
+			if m.Value.Kind() != canon.KindString || len(m.Value.Raw()) > 6*maxNameLen+2 {
+				continue
+			}
+			if awsKeyIDShape.Match(w.text(m.Value)) {
+				awsPair = true
+			}
+			if (m.Name == "name" || m.Name == "key") && secretName(string(w.text(m.Value))) {
+				namedSecret = true
+			}
+		}
+	}
+	for _, m := range members {
+		if c := w.rules.classify([]byte(m.Name), &w.sc); c != "" {
+			// The pointer is the object's: the name is the secret.
+			return &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
+		}
+		w.path = append(w.path, m.Name)
+		amb := repeated[m.Name] > 1
+		if amb {
+			w.dups++
+		}
+		child := node.child(m.Name)
+		var err error
+		switch {
+		case child != nil && child.end:
+			err = w.value(m.Value, child)
+		case w.rules.defaults && (secretName(m.Name) && !(schemaMap && m.Value.Kind() == canon.KindObject) ||
+			namedSecret && m.Name == "value") && worthRedacting(m.Value):
+			w.redact(m.Value, ClassSecretName)
+		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape.Match(w.text(m.Value)):
+			w.redact(m.Value, ClassAWSSecretKey)
+		default:
+			err = w.value(m.Value, child)
+		}
+		if amb {
+			w.dups--
+		}
+		w.path = w.path[:len(w.path)-1]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// schemaMaps are the JSON Schema keywords whose members are named
+// subschemas.
+var schemaMaps = map[string]bool{"properties": true, "patternProperties": true, "$defs": true, "definitions": true}
+
+func (w *walker) pointer() string {
+	var b []byte
+	for _, t := range w.path {
+		b = append(b, '/')
+		b = append(b, strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")...)
+	}
+	return string(b)
+}
+
+// classify returns the class that redacts the decoded string s, or "".
+func (r *Rules) classify(s []byte, sc *scratch) Class {
+	if r.defaults {
+		if c := detect(s, sc); c != "" {
+			return c
+		}
+	}
+	for _, re := range r.patterns {
+		if re.Match(s) {
+			return ClassOperatorPattern
+		}
+	}
+	return ""
+}
+
+// worthRedacting is false for values under a secret-like name that hold
+// nothing to hide: null, booleans, "" and empty containers, and a marker
+// already there.
+func worthRedacting(v canon.Value) bool {
+	switch v.Kind() {
+	case canon.KindNull, canon.KindBool:
+		return false
+	case canon.KindString:
+		return len(v.Raw()) > 2 && !isMarker(v)
+	case canon.KindArray, canon.KindObject:
+		return v.Len() > 0
+	}
+	return true
+}
+
+// text returns the decoded text of a string value: a span of the input
+// when it has no escapes, else decoded into w.sc.text (valid until the next
+// call).
+func (w *walker) text(v canon.Value) []byte {
+	raw := v.Raw()
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return body
+	}
+	w.sc.text = unescape(w.sc.text[:0], body)
+	return w.sc.text
+}
+
+// unescape appends the decoded UTF-8 of a JSON string body that canon has
+// validated (every escape well formed, surrogates paired).
+func unescape(dst, body []byte) []byte {
+	for i := 0; i < len(body); {
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			return append(dst, body[i:]...)
+		}
+		dst = append(dst, body[i:i+j]...)
+		i += j
+		switch c := body[i+1]; c {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(body[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) && i+6 <= len(body) {
+				r = utf16.DecodeRune(r, hex4(body[i+2:i+6]))
+				i += 6
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, c)
+		}
+		i += 2
+	}
+	return dst
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// isMarker reports whether v is exactly a marker token, as written: what
+// was redacted once is not redacted again, so redaction is idempotent.
+func isMarker(v canon.Value) bool {
+	if v.Kind() != canon.KindString {
+		return false
+	}
+	raw := v.Raw()
+	const pre, post = `"[REDACTED:`, `]"`
+	if len(raw) <= len(pre)+len(post) || !bytes.HasPrefix(raw, []byte(pre)) || !bytes.HasSuffix(raw, []byte(post)) {
+		return false
+	}
+	for _, c := range raw[len(pre) : len(raw)-len(post)] {
+		if (c < 'a' || c > 'z') && c != '_' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
