@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
@@ -71,5 +72,38 @@ func TestCheckRejects(t *testing.T) {
 	}
 	if _, err := Apply([]byte(`{"a":`), nil, canon.Limits{}); !errors.Is(err, CodeInvalidMessage) {
 		t.Errorf("invalid original: %v", err)
+	}
+}
+
+func TestScan(t *testing.T) {
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"params":{"token":NaN}}`,
+		"\xef\xbb\xbf{\"a\":\"ghp_" + strings.Repeat("A", 36) + "\"}",
+		`[{"password":"x"}]`,
+		"Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789",
+	} {
+		if !Scan([]byte(raw), nil) {
+			t.Errorf("Scan(%.40q) found nothing", raw)
+		}
+	}
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":NaN}}}`,
+		"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}",
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`,
+	} {
+		if Scan([]byte(raw), nil) {
+			t.Errorf("Scan(%.40q) found a secret", raw)
+		}
+	}
+	off, _ := NewRules(Config{NoDefault: true})
+	if Scan([]byte(`{"password":"x"}`), off) {
+		t.Error("Scan with the defaults off found a secret-like name")
+	}
+	pat, _ := NewRules(Config{NoDefault: true, Patterns: []string{`acct-[0-9]{6}`}})
+	if !Scan([]byte(`{"a":acct-123456}`), pat) {
+		t.Error("Scan missed an operator pattern")
+	}
+	if d, ptrs, pats := pat.Policy(); d || ptrs != 0 || pats != 1 {
+		t.Errorf("Policy() = %v %d %d", d, ptrs, pats)
 	}
 }

@@ -119,10 +119,11 @@ type Config struct {
 
 // Rules is a validated Config, safe for concurrent use.
 type Rules struct {
-	defaults bool
-	pointers *trie // absolute message paths, expanded from the bases
-	patterns []*regexp.Regexp
-	limits   canon.Limits
+	defaults  bool
+	nPointers int   // operator pointers, as configured
+	pointers  *trie // absolute message paths, expanded from the bases
+	patterns  []*regexp.Regexp
+	limits    canon.Limits
 }
 
 // Default returns the rules of the zero Config. They are immutable and
@@ -137,7 +138,7 @@ var defaultRules = sync.OnceValue(func() *Rules {
 // NewRules validates c. Every problem is an *Error with a stable code and
 // the index of the offending rule.
 func NewRules(c Config) (*Rules, error) {
-	r := &Rules{defaults: !c.NoDefault, pointers: &trie{}, limits: c.Limits}
+	r := &Rules{defaults: !c.NoDefault, nPointers: len(c.Pointers), pointers: &trie{}, limits: c.Limits}
 	if len(c.Pointers) > MaxPointers {
 		return nil, &Error{Code: CodeTooManyRules, Rule: -1, Detail: fmt.Sprintf("%d pointers, at most %d", len(c.Pointers), MaxPointers)}
 	}

@@ -195,14 +195,54 @@ func (d *lineDec) payload(p *Payload) {
 			p.Digest = d.str()
 		case "length":
 			p.Length = d.int()
+		case "original":
+			p.Original = d.str()
 		case "over_limit":
 			p.OverLimit = d.bool()
+		case "redactions":
+			d.array(func() {
+				var r Redaction
+				d.object(func(k string) {
+					switch k {
+					case "class":
+						r.Class = d.str()
+					case "pointer":
+						r.Pointer = d.str()
+					default:
+						d.fail()
+					}
+				})
+				p.Redactions = append(p.Redactions, r)
+			})
 		case "retained":
 			p.Retained = d.bool()
+		case "withheld":
+			p.Withheld = d.str()
 		default:
 			d.fail()
 		}
 	})
+}
+
+// array calls elem for each element; elem must consume it (or fail).
+func (d *lineDec) array(elem func()) {
+	d.expect('[')
+	if d.peek() == ']' {
+		d.i++
+		return
+	}
+	for !d.bad {
+		elem()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return
+		default:
+			d.fail()
+		}
+	}
 }
 
 func (d *lineDec) rpcID() *JSONRPCID {

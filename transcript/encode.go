@@ -236,8 +236,24 @@ func (p *Payload) encode(e *encoder) {
 	e.open()
 	e.str("digest", p.Digest)
 	e.int("length", p.Length)
+	e.optStr("original", p.Original)
 	e.optBool("over_limit", p.OverLimit)
+	if len(p.Redactions) > 0 {
+		e.key("redactions")
+		e.b = append(e.b, '[')
+		for i, r := range p.Redactions {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.open()
+			e.str("class", r.Class)
+			e.str("pointer", r.Pointer)
+			e.close()
+		}
+		e.b = append(e.b, ']')
+	}
 	e.bool("retained", p.Retained)
+	e.optStr("withheld", p.Withheld)
 	e.close()
 }
 

@@ -169,11 +169,40 @@ type HeaderLimits struct {
 // tools/list page. The bytes, when retained, are stored content-addressed
 // at blobs/sha256/<hex>.
 type Payload struct {
-	Digest    string `json:"digest"` // sha256:<hex> of the exact bytes
-	Length    int64  `json:"length"`
-	Retained  bool   `json:"retained"`
+	Digest string `json:"digest"` // the commitment to the retained bytes (v3: salted), or to the exact bytes
+	Length int64  `json:"length"`
+	// Original (v3) is the salted commitment to the exact bytes when the
+	// retained copy is redacted; its salt is not kept anywhere in the
+	// bundle, so it opens only for whoever holds the original.
+	Original  string `json:"original,omitempty"`
 	OverLimit bool   `json:"over_limit,omitempty"` // longer than max_frame_bytes: forwarded, not retained
+	// Redactions (v3) lists the values the retained copy hides, sorted by
+	// pointer: the copy is the exact bytes with each listed value replaced
+	// by the JSON string "[REDACTED:<class>]".
+	Redactions []Redaction `json:"redactions,omitempty"`
+	Retained   bool        `json:"retained"`
+	// Withheld (v3) says why bytes the retention policy would keep were not:
+	// WithheldUnredactable.
+	Withheld string `json:"withheld,omitempty"`
 }
+
+// Redaction is one value a retained payload copy hides.
+type Redaction struct {
+	Class   string `json:"class"`   // the detector or rule that matched (redact.Class)
+	Pointer string `json:"pointer"` // RFC 6901, from the message's root
+}
+
+// WithheldUnredactable: the payload could not be redacted exactly (not
+// strict JSON holding a secret's shape, a secret in a member name, a
+// secret under a repeated name, or too long to scan), so none of its bytes
+// are kept.
+const WithheldUnredactable = "unredactable"
+
+// Limits of a redaction list: a longer one is withheld whole instead.
+const (
+	MaxRedactions       = 256
+	MaxRedactionPointer = 1024
+)
 
 // JSONRPCID records a JSON-RPC id exactly: never decoded through a float.
 // When the id is present, exactly one of Text and Digest is set: Text up to

@@ -276,7 +276,28 @@ func (p *Payload) validate(name string) *invalid {
 	if p.Retained && p.OverLimit {
 		return bad("%s: an over-limit payload is not retained", name)
 	}
-	return first(digest(name+".digest", p.Digest), nonneg(name+".length", p.Length))
+	switch {
+	case len(p.Redactions) > 0 && (!p.Retained || p.Original == ""):
+		return bad("%s: redactions describe a retained copy, with the original's commitment", name)
+	case p.Original != "" && len(p.Redactions) == 0:
+		return bad("%s: original without redactions", name)
+	case len(p.Redactions) > MaxRedactions:
+		return bad("%s: %d redactions, more than %d", name, len(p.Redactions), MaxRedactions)
+	case p.Withheld != "" && (p.Retained || p.OverLimit || p.Withheld != WithheldUnredactable):
+		return bad("%s: withheld %q: only %q, for bytes neither retained nor over the limit", name, bounded(p.Withheld), WithheldUnredactable)
+	}
+	for i, r := range p.Redactions {
+		if r.Pointer != "" && r.Pointer[0] != '/' || len(r.Pointer) > MaxRedactionPointer || !utf8.ValidString(r.Pointer) {
+			return bad("%s.redactions[%d]: pointer is not an RFC 6901 pointer of at most %d bytes", name, i, MaxRedactionPointer)
+		}
+		if i > 0 && r.Pointer < p.Redactions[i-1].Pointer {
+			return bad("%s.redactions: not sorted by pointer", name)
+		}
+		if e := ident(fmt.Sprintf("%s.redactions[%d].class", name, i), r.Class); e != nil {
+			return e
+		}
+	}
+	return first(digest(name+".digest", p.Digest), nonneg(name+".length", p.Length), optDigest(name+".original", p.Original))
 }
 
 func (id *JSONRPCID) validate() *invalid {
