@@ -757,7 +757,7 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 			if !ok {
 				return
 			}
-			if len(it.raw) > 0 {
+			if len(it.raw) > 0 && it.err == nil { // a cut event is neither committed nor delivered
 				idle.Reset(x.p.cfg.StreamIdle)
 				deliver := true
 				if len(it.data) > 0 {

@@ -151,6 +151,23 @@ func requireVerified(t *testing.T, reps map[string]*verify.Report) {
 	}
 }
 
+// requireIntact: no finding fails. A raw tools/call sent without a
+// tools/list first leaves the verdict incomplete (no snapshot is bound),
+// which is honest and expected there.
+func requireIntact(t *testing.T, reps map[string]*verify.Report) {
+	t.Helper()
+	if len(reps) == 0 {
+		t.Fatal("no bundle was sealed")
+	}
+	for d, rep := range reps {
+		for _, f := range rep.Findings {
+			if f.Status == verify.StatusFail || (f.Status != verify.StatusPass && f.Status != verify.StatusInfo && f.Code != verify.CodeEvidenceUnavailable) {
+				t.Errorf("%s: %s %s [%s]: %s", filepath.Base(d), f.Status, f.Code, f.Subject, f.Detail)
+			}
+		}
+	}
+}
+
 func total(reps map[string]*verify.Report) (attempts, responses, unknown, tf int64) {
 	for _, r := range reps {
 		attempts += r.Counts.Attempts
