@@ -99,7 +99,7 @@ type Proxy struct {
 	cfg       Config
 	serverURL string
 	decls     bindings
-	exch  atomic.Int64
+	exch      atomic.Int64
 
 	mu        sync.Mutex
 	closed    bool
