@@ -383,3 +383,26 @@ func (r headerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(req)
 }
+
+// TestRotation: stateless traffic rotates its bundle every 2 calls; each
+// bundle is sealed, signed and verifies, and no call is lost between them.
+func TestRotation(t *testing.T) {
+	server, _ := sdkServer(0)
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer up.Close()
+	h := newHarness(t, up.URL, func(c *Config) { c.RotateCalls = 2 })
+	cs := connect(t, h.srv.URL, "2026-07-28", nil)
+	for i := range 5 {
+		listAll(t, cs)
+		callEcho(t, cs, fmt.Sprint(i))
+	}
+	cs.Close()
+	reps := h.close()
+	requireVerified(t, reps)
+	if len(reps) != 3 {
+		t.Fatalf("%d bundles, want 3 (2+2+1 calls)", len(reps))
+	}
+	if a, r, _, _ := total(reps); a != 5 || r != 5 {
+		t.Fatalf("attempts %d responses %d, want 5 5", a, r)
+	}
+}
