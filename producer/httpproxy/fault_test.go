@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,8 @@ func TestStalledStream(t *testing.T) {
 	if !strings.Contains(first+second, "notifications/progress") {
 		t.Fatalf("the progress sent before the stall was not delivered: %q", first+second)
 	}
-	idle := <-timers // armed before the first event was read
+	<-timers        // the wait for the response headers, stopped
+	idle := <-timers // the stream's, armed before the first event was delivered
 	idle.c <- time.Now()
 	if _, err := io.ReadAll(br); err != nil {
 		t.Logf("rest of the stream: %v", err)
@@ -253,6 +255,44 @@ func TestTLSUpstream(t *testing.T) {
 		t.Fatalf("wrong certificate: status %d body %s", resp.StatusCode, body)
 	}
 	reps = h2.close()
+	requireIntact(t, reps)
+	if a, r, _, tf := total(reps); a != 1 || r != 0 || tf != 1 {
+		t.Fatalf("attempts %d responses %d transport failures %d, want 1 0 1", a, r, tf)
+	}
+}
+
+// TestStalledHeaders: an upstream that never answers with headers is
+// abandoned when the (injected) timer fires: 502 to the client, and the
+// call a transport failure (unknown outcome), never "did not run".
+func TestStalledHeaders(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	timers := make(chan *fakeTimer, 4)
+	h := newHarness(t, up.URL, func(c *Config) {
+		c.NewTimer = func(time.Duration) Timer {
+			ft := &fakeTimer{c: make(chan time.Time, 1)}
+			timers <- ft
+			return ft
+		}
+	})
+	done := make(chan string)
+	go func() {
+		resp, body := post(t, h.srv.URL, callBody, nil)
+		done <- strconv.Itoa(resp.StatusCode) + " " + body
+	}()
+	(<-timers).c <- time.Now()
+	got := <-done
+	if !strings.HasPrefix(got, "502 ") || !strings.Contains(got, "no response headers") {
+		t.Fatalf("got %s, want a 502 saying the upstream did not answer", got)
+	}
+	reps := h.close()
 	requireIntact(t, reps)
 	if a, r, _, tf := total(reps); a != 1 || r != 0 || tf != 1 {
 		t.Fatalf("attempts %d responses %d transport failures %d, want 1 0 1", a, r, tf)

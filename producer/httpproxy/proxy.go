@@ -101,6 +101,10 @@ type Proxy struct {
 	decls     bindings
 	exch      atomic.Int64
 
+	base       context.Context // upstream requests; cancelled when a shutdown's grace ends
+	baseCancel context.CancelFunc
+	closing    chan struct{} // closed when a shutdown starts: streams without a call end
+
 	mu        sync.Mutex
 	closed    bool
 	stateless *bundle
@@ -130,7 +134,9 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Proxy{cfg: cfg, serverURL: srv.URL, sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
+	base, cancel := context.WithCancel(context.Background())
+	return &Proxy{cfg: cfg, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
+		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
 }
 
 func (p *Proxy) sealed(b *bundle, err error) {
@@ -145,11 +151,20 @@ func (p *Proxy) sealed(b *bundle, err error) {
 	}
 }
 
-// Close stops admitting exchanges, waits for those running and seals
-// every bundle.
-func (p *Proxy) Close() error {
+// Close is Shutdown without a deadline: calls in flight may finish (each
+// stream is still bounded by StreamIdle).
+func (p *Proxy) Close() error { return p.Shutdown(context.Background()) }
+
+// Shutdown stops admitting exchanges, ends streams that carry no call
+// (the 2025-11-25 GET streams), lets calls in flight finish until ctx is
+// done, then closes their upstream requests (a transport failure: the
+// outcome is unknown), and seals every bundle.
+func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	p.closed = true
+	if !p.closed {
+		p.closed = true
+		close(p.closing)
+	}
 	var all []*bundle
 	for b := range p.live {
 		all = append(all, b)
@@ -159,8 +174,14 @@ func (p *Proxy) Close() error {
 		b.retire()
 	}
 	for _, b := range all {
-		<-b.done
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			p.baseCancel()
+			<-b.done
+		}
 	}
+	p.baseCancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return errors.Join(p.errs...)
@@ -536,7 +557,7 @@ var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Traile
 // forward sends the request upstream and relays the answer, committing
 // every message in it before it is delivered.
 func (x *exchange) forward(body []byte) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(x.r.Context()))
+	ctx, cancel := context.WithCancel(x.p.base)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
@@ -557,12 +578,34 @@ func (x *exchange) forward(body []byte) {
 	}
 	req.Host = up.Host
 	req.ContentLength = int64(len(body))
-	// The client's going away cancels the upstream request only once the
-	// exchange stops delivering: see relay.
+	// Waiting for the response headers is bounded like a silent stream;
+	// a client that closes its request meanwhile closes the upstream one.
 	clientGone := x.r.Context().Done()
+	var why atomic.Value
+	wait := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-wait.C():
+			why.Store("no response headers from the upstream within " + x.p.cfg.StreamIdle.String() + "; abandoned")
+			cancel()
+		case <-clientGone:
+			why.Store("the client closed the request before the upstream answered; the upstream request was closed")
+			cancel()
+		case <-stop:
+		}
+	}()
 	resp, err := x.p.cfg.Transport.RoundTrip(req)
+	close(stop)
+	wait.Stop()
 	if err != nil {
-		x.upstreamFailed("upstream request failed: "+err.Error(), http.StatusBadGateway)
+		detail := "upstream request failed: " + err.Error()
+		if w, ok := why.Load().(string); ok {
+			detail = w
+		} else if x.p.base.Err() != nil {
+			detail = "the proxy shut down before the upstream answered; the upstream request was closed"
+		}
+		x.upstreamFailed(detail, http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()
@@ -751,10 +794,18 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 		defer callTimer.Stop()
 		callC = callTimer.C()
 	}
+	var closing <-chan struct{}
+	if x.call == nil {
+		closing = x.p.closing
+	}
 	for {
 		select {
+		case <-closing:
+			return // a stream with no call in it: nothing is left unanswered
 		case it, ok := <-events:
 			if !ok {
+				// Closed under the reader: the proxy shut down.
+				x.noAnswer("the proxy shut down with the call in flight; the upstream request was closed")
 				return
 			}
 			if len(it.raw) > 0 && it.err == nil { // a cut event is neither committed nor delivered
