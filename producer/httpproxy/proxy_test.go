@@ -185,12 +185,21 @@ type echoArgs struct {
 // sdkServer is a Go SDK server with an echo tool, n extra tools (to
 // paginate with page size 2) and a tool that blocks until released.
 func sdkServer(extra int) (*mcp.Server, chan struct{}) {
+	s, release, _ := sdkServerStarted(extra)
+	return s, release
+}
+
+// sdkServerStarted is sdkServer, and a channel told each time the block
+// tool starts.
+func sdkServerStarted(extra int) (*mcp.Server, chan struct{}, chan struct{}) {
+	started := make(chan struct{}, 4)
 	s := mcp.NewServer(&mcp.Implementation{Name: "sdk-http", Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 	})
 	release := make(chan struct{})
 	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "blocks until released or cancelled"}, func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+		started <- struct{}{}
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -203,7 +212,7 @@ func sdkServer(extra int) (*mcp.Server, chan struct{}) {
 			return &mcp.CallToolResult{}, nil, nil
 		})
 	}
-	return s, release
+	return s, release, started
 }
 
 func connect(t *testing.T, endpoint string, version string, hc *http.Client) *mcp.ClientSession {
@@ -404,5 +413,50 @@ func TestRotation(t *testing.T) {
 	}
 	if a, r, _, _ := total(reps); a != 5 || r != 5 {
 		t.Fatalf("attempts %d responses %d, want 5 5", a, r)
+	}
+}
+
+// TestCancellation: a Go SDK client cancels a call in flight (both eras).
+// The call's outcome is unknown (cancel_sent or a transport failure: the
+// client closed its request), never a response; the session goes on, and
+// the bundles verify.
+func TestCancellation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stateless bool
+		version   string
+	}{
+		{"stateful-2025-11-25", false, "2025-11-25"},
+		{"stateless-2026-07-28", true, "2026-07-28"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, release, started := sdkServerStarted(0)
+			up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+				&mcp.StreamableHTTPOptions{Stateless: tc.stateless}))
+			defer up.Close()
+			defer close(release) // a stateless server may not cancel the tool when its request closes
+			h := newHarness(t, up.URL, nil)
+			cs := connect(t, h.srv.URL, tc.version, nil)
+			listAll(t, cs)
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"text": "x"}})
+				errc <- err
+			}()
+			<-started
+			cancel()
+			if err := <-errc; err == nil {
+				t.Fatal("the cancelled call returned a result")
+			}
+			callEcho(t, cs, "after")
+			cs.Close()
+			reps := h.close()
+			requireVerified(t, reps)
+			a, r, u, tf := total(reps)
+			if a != 2 || r != 1 || u+tf != 1 {
+				t.Fatalf("attempts %d responses %d unknown %d transport failures %d, want 2 1 and one unknown or transport failure", a, r, u, tf)
+			}
+		})
 	}
 }
