@@ -168,7 +168,7 @@ func TestStalledStream(t *testing.T) {
 	if !strings.Contains(first+second, "notifications/progress") {
 		t.Fatalf("the progress sent before the stall was not delivered: %q", first+second)
 	}
-	<-timers        // the wait for the response headers, stopped
+	<-timers         // the wait for the response headers, stopped
 	idle := <-timers // the stream's, armed before the first event was delivered
 	idle.c <- time.Now()
 	if _, err := io.ReadAll(br); err != nil {
