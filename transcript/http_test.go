@@ -24,15 +24,19 @@ func TestHTTPLineValidation(t *testing.T) {
 		t.Fatalf("round trip: %+v", got)
 	}
 	for name, mod := range map[string]func(*HTTPEvent){
-		"credential by value":  func(e *HTTPEvent) { e.Headers = map[string]string{"authorization": "Bearer x"} },
-		"credential by digest": func(e *HTTPEvent) { e.HeaderDigests = map[string]string{"x-api-key": "sha256:" + strings.Repeat("0", 64)} },
+		"credential by value": func(e *HTTPEvent) { e.Headers = map[string]string{"authorization": "Bearer x"} },
+		"credential by digest": func(e *HTTPEvent) {
+			e.HeaderDigests = map[string]string{"x-api-key": "sha256:" + strings.Repeat("0", 64)}
+		},
 		"upper-case name":      func(e *HTTPEvent) { e.Headers = map[string]string{"Mcp-Method": "x"} },
 		"rule on a request":    func(e *HTTPEvent) { e.Rule = RuleHeaderMismatch },
 		"refusal, no frame":    func(e *HTTPEvent) { e.Event, e.Rule, e.Frame = HTTPRefused, RuleHeaderMismatch, nil },
 		"refusal, no rule":     func(e *HTTPEvent) { e.Event = HTTPRefused },
 		"unsorted credentials": func(e *HTTPEvent) { e.Credentials = []string{"cookie", "authorization"} },
-		"tls on a request":     func(e *HTTPEvent) { e.TLS = &HTTPTLS{Version: "TLS 1.3", SPKISHA256: "sha256:" + strings.Repeat("0", 64), Chain: ChainVerified} },
-		"bad status":           func(e *HTTPEvent) { e.Status = 1000 },
+		"tls on a request": func(e *HTTPEvent) {
+			e.TLS = &HTTPTLS{Version: "TLS 1.3", SPKISHA256: "sha256:" + strings.Repeat("0", 64), Chain: ChainVerified}
+		},
+		"bad status": func(e *HTTPEvent) { e.Status = 1000 },
 	} {
 		e := good
 		e.Headers = map[string]string{"mcp-method": "tools/call"}
