@@ -24,7 +24,8 @@ type bundle struct {
 
 	mu       sync.Mutex
 	refs     int
-	retiring bool // no new exchanges; sealed when the last one ends
+	retiring bool          // no new exchanges; sealed when the last one ends
+	retired  chan struct{} // closed by retire
 	done     chan struct{}
 	calls    int64
 	opened   time.Time
@@ -51,7 +52,7 @@ func (p *Proxy) newBundle(kind string) (*bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bundle{p: p, rec: rec, done: make(chan struct{}), opened: p.cfg.Clock(), inflight: map[string][]*call{}}
+	b := &bundle{p: p, rec: rec, done: make(chan struct{}), retired: make(chan struct{}), opened: p.cfg.Clock(), inflight: map[string][]*call{}}
 	b.sink = proxy.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
 	return b, nil
 }
@@ -85,6 +86,7 @@ func (b *bundle) retire() {
 		return
 	}
 	b.retiring = true
+	close(b.retired)
 	idle := b.refs == 0
 	b.mu.Unlock()
 	if idle {

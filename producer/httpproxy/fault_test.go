@@ -2,7 +2,9 @@ package httpproxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"crypto/x509"
 	"io"
 	"net/http"
@@ -296,5 +298,52 @@ func TestStalledHeaders(t *testing.T) {
 	requireIntact(t, reps)
 	if a, r, _, tf := total(reps); a != 1 || r != 0 || tf != 1 {
 		t.Fatalf("attempts %d responses %d transport failures %d, want 1 0 1", a, r, tf)
+	}
+}
+
+// TestParamHeaders: a tool whose schema mirrors an argument into a header
+// (x-mcp-header, SEP-2243). The Go SDK client sets Mcp-Param-Region from
+// the declaration it listed through the proxy, and the call passes the
+// header gate; a request whose Mcp-Param-Region disagrees with its body is
+// refused header_mismatch, and one that leaves it out header_missing.
+func TestParamHeaders(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "params", Version: "1"}, nil)
+	var seen []string
+	server.AddTool(&mcp.Tool{Name: "where", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Param-Region"); v != "" {
+			seen = append(seen, v)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	h := newHarness(t, up.URL, nil)
+	cs := connect(t, h.srv.URL, "2026-07-28", nil)
+	listAll(t, cs)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "where", Arguments: map[string]any{"region": "eu-west"}}); err != nil {
+		t.Fatalf("a call with its mirrored header: %v", err)
+	}
+	cs.Close()
+	if len(seen) != 1 || seen[0] != "eu-west" {
+		t.Fatalf("upstream saw Mcp-Param-Region %q, want the client's eu-west", seen)
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"where","arguments":{"region":"eu-west"}}}`
+	for hv, rule := range map[string]string{"us-east": "header_mismatch", "": "header_missing"} {
+		resp, out := post(t, h.srv.URL, body, map[string]string{"Mcp-Name": "where", "Mcp-Param-Region": hv})
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(out, rule) {
+			t.Fatalf("Mcp-Param-Region %q: status %d %s, want 400 %s", hv, resp.StatusCode, out, rule)
+		}
+	}
+	if len(seen) != 1 {
+		t.Fatalf("a refused request reached the upstream (%q)", seen)
+	}
+	reps := h.close()
+	requireVerified(t, reps)
+	if a, r, _, _ := total(reps); a != 1 || r != 1 {
+		t.Fatalf("attempts %d responses %d, want 1 1", a, r)
 	}
 }

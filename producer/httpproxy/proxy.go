@@ -198,13 +198,18 @@ func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
 			return nil, errClosed
 		}
 		var b *bundle
-		switch {
-		case session != "":
+		if session != "" {
 			b = p.sessions[session]
+		}
+		switch {
+		case b != nil:
 		case initialize:
 			// A new client session: its own bundle, keyed by the session id
 			// the server assigns in its answer.
 		default:
+			// Sessionless traffic, and sessions this proxy did not see begin
+			// (it restarted): the shared bundle. A client cannot make the
+			// proxy open bundles by inventing session ids.
 			b = p.stateless
 			if b != nil && p.rotateDue(b) {
 				p.stateless = nil
@@ -215,7 +220,7 @@ func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
 		}
 		if b == nil {
 			kind := KindStateless
-			if session != "" || initialize {
+			if initialize {
 				kind = KindSession
 			}
 			nb, err := p.newBundle(kind)
@@ -225,12 +230,12 @@ func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
 			}
 			b = nb
 			p.live[b] = true
-			switch {
-			case session != "":
-				b.session = session
-				p.sessions[session] = b
-			case !initialize:
+			if !initialize {
 				p.stateless = b
+				if d := p.cfg.RotateEvery; d > 0 {
+					// Rotated on time even when no request comes to do it.
+					time.AfterFunc(d, func() { p.rotate(b) })
+				}
 			}
 		}
 		ok := b.acquire()
@@ -238,6 +243,19 @@ func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
 		if ok {
 			return b, nil
 		}
+	}
+}
+
+// rotate retires b if it is still the stateless bundle.
+func (p *Proxy) rotate(b *bundle) {
+	p.mu.Lock()
+	cur := p.stateless == b
+	if cur {
+		p.stateless = nil
+	}
+	p.mu.Unlock()
+	if cur {
+		b.retire()
 	}
 }
 
@@ -576,6 +594,9 @@ func (x *exchange) forward(body []byte) {
 	for _, h := range hop {
 		req.Header.Del(h)
 	}
+	// The proxy reads what it commits: no content coding (Go's transport
+	// asks for gzip itself and decodes it transparently).
+	req.Header.Del("Accept-Encoding")
 	req.Host = up.Host
 	req.ContentLength = int64(len(body))
 	// Waiting for the response headers is bounded like a silent stream;
@@ -615,6 +636,10 @@ func (x *exchange) forward(body []byte) {
 	}
 	ct := resp.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		x.upstreamFailed("the upstream answered with content coding "+strconv.Quote(boundedText(ce))+", which the proxy cannot read to commit", http.StatusBadGateway)
+		return
+	}
 	rl := transcript.HTTPEvent{Event: transcript.HTTPResponse, Exchange: x.id, Status: int64(resp.StatusCode), ContentType: boundedText(ct)}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		rl.Session = canon.SHA256([]byte(sid))
@@ -645,11 +670,12 @@ func (x *exchange) forward(body []byte) {
 			x.upstreamFailed("reading the upstream body: "+err.Error(), http.StatusBadGateway)
 			return
 		}
-		delivered := true
-		if mt == "application/json" && len(bytes.TrimSpace(data)) > 0 && int64(len(data)) <= maxBody {
-			delivered = x.message(data)
+		if int64(len(data)) > maxBody {
+			x.upstreamFailed("the upstream's response body is over the gate's limit; withheld", http.StatusBadGateway)
+			return
 		}
-		if !delivered {
+		if mt == "application/json" && len(bytes.TrimSpace(data)) > 0 && !x.message(data) {
+			x.auditFail(x.failed)
 			return
 		}
 		x.noAnswer(fmt.Sprintf("upstream answered HTTP %d (%s) without a response to the call", resp.StatusCode, boundedText(ct)))
@@ -667,6 +693,7 @@ func (x *exchange) upstreamFailed(detail string, status int) {
 		writeRPCError(x.w, status, idOf(x.msg), codeTransportFailure, "tracectl: "+detail+"; the outcome is unknown")
 		return
 	}
+	x.w.Header().Del("Content-Length")
 	http.Error(x.w, "tracectl: "+detail, status)
 }
 
@@ -794,14 +821,16 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 		defer callTimer.Stop()
 		callC = callTimer.C()
 	}
-	var closing <-chan struct{}
+	var closing, retired <-chan struct{}
 	if x.call == nil {
-		closing = x.p.closing
+		closing, retired = x.p.closing, x.b.retired
 	}
 	for {
 		select {
 		case <-closing:
 			return // a stream with no call in it: nothing is left unanswered
+		case <-retired:
+			return // its session was deleted, or its bundle rotated
 		case it, ok := <-events:
 			if !ok {
 				// Closed under the reader: the proxy shut down.
@@ -1000,6 +1029,7 @@ func writeRPCError(w http.ResponseWriter, status int, id string, code int, msg s
 		id = "null"
 	}
 	mb, _ := json.Marshal(msg)
+	w.Header().Del("Content-Length") // the upstream's, if it was copied
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":`+strconv.Itoa(code)+`,"message":`+string(mb)+`,"data":{"source":"tracectl"}}}`)
