@@ -602,6 +602,9 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 				seen += " " + srv.ExecutableSHA256
 			}
 		}
+		if srv.URL != "" {
+			seen += ", url " + boundedQuote(srv.URL)
+		}
 		if srv.Name != "" {
 			seen += ", operator label " + boundedQuote(srv.Name)
 		}

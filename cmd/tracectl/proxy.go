@@ -26,6 +26,9 @@ import (
 	"github.com/tracectl/tracectl/transcript"
 )
 
+// proxyGrace is how long calls in flight may finish when the proxy stops.
+const proxyGrace = 10 * time.Second
+
 type proxyOptions struct {
 	listen, upstream, bundleDir, key string
 	keys                             keyOptions
@@ -239,10 +242,14 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Calls in flight may finish for the grace; then their upstream
+	// requests are closed (transport failures) and every bundle is sealed.
+	sctx, cancel := context.WithTimeout(context.Background(), proxyGrace)
 	defer cancel()
-	_ = hs.Shutdown(sctx)
-	closeErr := p.Close()
+	shut := make(chan struct{})
+	go func() { _ = hs.Shutdown(sctx); close(shut) }()
+	closeErr := p.Shutdown(sctx)
+	<-shut
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
