@@ -34,6 +34,13 @@ type bundle struct {
 	inflight map[string][]*call
 	session  string // Mcp-Session-Id, for session bundles
 	sealErr  error
+
+	// Stateless bundles hold many clients' tools/list collections at once:
+	// each is its own sink over the one recorder, found by the cursor its
+	// last page offered (demux).
+	demux   bool
+	listMu  sync.Mutex
+	waiting map[string][]*proxy.RecordingSink
 }
 
 // call is a tools/call in flight in an exchange.
@@ -54,6 +61,8 @@ func (p *Proxy) newBundle(kind string) (*bundle, error) {
 	}
 	b := &bundle{p: p, rec: rec, done: make(chan struct{}), retired: make(chan struct{}), opened: p.cfg.Clock(), inflight: map[string][]*call{}}
 	b.sink = proxy.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
+	b.demux = kind == KindStateless
+	b.waiting = map[string][]*proxy.RecordingSink{}
 	return b, nil
 }
 
@@ -95,8 +104,19 @@ func (b *bundle) retire() {
 }
 
 func (b *bundle) seal() {
-	// Calls still in flight are resolved unknown by the seal itself.
+	// Calls still in flight are resolved unknown by the seal itself;
+	// collections left waiting for a page are recorded incomplete.
 	err := b.sink.Finish()
+	b.listMu.Lock()
+	for _, l := range b.waiting {
+		for _, s := range l {
+			if ferr := s.Finish(); err == nil {
+				err = ferr
+			}
+		}
+	}
+	b.waiting = nil
+	b.listMu.Unlock()
 	if serr := b.p.cfg.Seal(b.rec); err == nil {
 		err = serr
 	}
@@ -173,4 +193,52 @@ func gateLine(body []byte) ([]byte, *mcpwire.Message, *mcpwire.Refusal) {
 	line[len(body)] = '\n'
 	m, r := mcpwire.Read(line)
 	return line, m, r
+}
+
+// listPage hands a tools/list exchange to snapshot collection. A session
+// bundle has one client: one collection at a time, as on stdio. A
+// stateless bundle has many: a request without a cursor starts a
+// collection, and one with a cursor continues a collection whose last page
+// offered it (any of them when several did: a deterministic server gives
+// every client the same pages), or starts one that joined mid-stream.
+func (b *bundle) listPage(req, resp []byte, m *mcpwire.Message) error {
+	isErr := m.Error.Valid()
+	if !b.demux {
+		return b.sink.ListPage(req, resp, isErr)
+	}
+	cursor, hasCursor := "", false
+	if rm, ref := mcpwire.Read(req); ref == nil {
+		cursor, hasCursor = str(rm.Params, "cursor")
+	}
+	b.listMu.Lock()
+	var s *proxy.RecordingSink
+	if hasCursor {
+		if l := b.waiting[cursor]; len(l) > 0 {
+			s, b.waiting[cursor] = l[0], l[1:]
+			if len(b.waiting[cursor]) == 0 {
+				delete(b.waiting, cursor)
+			}
+		}
+	}
+	b.listMu.Unlock()
+	if s == nil {
+		s = proxy.NewRecordingSink(b.rec, b.p.cfg.CaptureID, b.p.cfg.SnapshotLimits)
+	}
+	if err := s.ListPage(req, resp, isErr); err != nil {
+		return err
+	}
+	next, more := "", false
+	if !isErr {
+		next, more = str(m.Result, "nextCursor")
+	}
+	if !more {
+		return s.Finish() // recorded already when finished; else incomplete now
+	}
+	b.listMu.Lock()
+	defer b.listMu.Unlock()
+	if b.waiting == nil { // sealing
+		return s.Finish()
+	}
+	b.waiting[next] = append(b.waiting[next], s)
+	return nil
 }

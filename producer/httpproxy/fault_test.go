@@ -91,6 +91,9 @@ func TestFaultsHonest(t *testing.T) {
 			if strings.Contains(body, `"id":7,"res`) {
 				t.Fatal("the partial event was delivered")
 			}
+			if tc.name == "killed-mid-stream" && !strings.Contains(body, "notifications/progress") {
+				t.Fatal("the whole event sent before the cut was lost")
+			}
 			reps := h.close()
 			requireIntact(t, reps)
 			a, r, _, tf := total(reps)

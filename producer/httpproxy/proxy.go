@@ -753,7 +753,7 @@ func (x *exchange) message(data []byte) bool {
 				if !m.Error.Valid() {
 					x.p.decls.observe(m.Result)
 				}
-				return b.sink.ListPage(x.list, line, m.Error.Valid())
+				return b.listPage(x.list, line, m)
 			case mcpwire.MethodInitialize:
 				if !m.Error.Valid() {
 					v, _ := str(m.Result, "protocolVersion")

@@ -460,3 +460,51 @@ func TestCancellation(t *testing.T) {
 		})
 	}
 }
+
+// TestManyClients: 8 stateless clients at once share a bundle (their
+// JSON-RPC ids collide: each starts at 1) and 4 stateful clients get one
+// bundle each; every call is its own attempt with its own response, and
+// every bundle verifies.
+func TestManyClients(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stateless bool
+		version   string
+		clients   int
+		bundles   int
+	}{
+		{"stateless", true, "2026-07-28", 8, 1},
+		{"stateful", false, "2025-11-25", 4, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, _ := sdkServer(3)
+			up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+				&mcp.StreamableHTTPOptions{Stateless: tc.stateless}))
+			defer up.Close()
+			h := newHarness(t, up.URL, nil)
+			var wg sync.WaitGroup
+			for c := range tc.clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cs := connect(t, h.srv.URL, tc.version, nil)
+					defer cs.Close()
+					listAll(t, cs)
+					for i := range 4 {
+						callEcho(t, cs, fmt.Sprintf("client %d call %d", c, i))
+					}
+				}()
+			}
+			wg.Wait()
+			reps := h.close()
+			requireVerified(t, reps)
+			if len(reps) != tc.bundles {
+				t.Fatalf("%d bundles, want %d", len(reps), tc.bundles)
+			}
+			want := int64(4 * tc.clients)
+			if a, r, _, _ := total(reps); a != want || r != want {
+				t.Fatalf("attempts %d responses %d, want %d each", a, r, want)
+			}
+		})
+	}
+}
