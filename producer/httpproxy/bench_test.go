@@ -26,8 +26,9 @@ import (
 // BenchmarkCall times a small tools/call (echo, JSON response, stateless
 // Go SDK server) sent directly, through a plain httputil.ReverseProxy (the
 // floor) and through the recording proxy, in the same run, sequentially
-// and 32 in flight, for each durability. It reports the p50 of each and the
-// ratios to the direct anchor and to the floor.
+// and 32 in flight, for each durability. It reports the recording proxy's
+// p50, its p50 ratios to the direct anchor and to the floor, and the p99 it
+// adds to the direct call.
 func BenchmarkCall(b *testing.B) {
 	server, _ := sdkServer(0)
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
@@ -59,7 +60,7 @@ func BenchmarkCall(b *testing.B) {
 				rec := httptest.NewServer(p)
 				defer rec.Close()
 				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-				run := func(target string) time.Duration {
+				run := func(target string) (p50, p99 time.Duration) {
 					lat := make([]time.Duration, 0, b.N)
 					var mu sync.Mutex
 					var wg sync.WaitGroup
@@ -84,14 +85,14 @@ func BenchmarkCall(b *testing.B) {
 					wg.Wait()
 					slices.Sort(lat)
 					if len(lat) == 0 {
-						return 0
+						return 0, 0
 					}
-					return lat[len(lat)/2]
+					return lat[len(lat)/2], lat[len(lat)*99/100]
 				}
 				b.ResetTimer()
-				direct := run(up.URL)
-				plain := run(floor.URL)
-				traced := run(rec.URL)
+				direct, direct99 := run(up.URL)
+				plain, _ := run(floor.URL)
+				traced, traced99 := run(rec.URL)
 				b.StopTimer()
 				if err := p.Close(); err != nil {
 					b.Fatal(err)
@@ -100,6 +101,7 @@ func BenchmarkCall(b *testing.B) {
 					b.ReportMetric(float64(traced)/float64(direct), "p50-x-direct")
 					b.ReportMetric(float64(traced)/float64(plain), "p50-x-reverseproxy")
 					b.ReportMetric(float64(traced.Microseconds()), "p50-us")
+					b.ReportMetric(float64((traced99 - direct99).Microseconds()), "p99-added-us")
 				}
 			})
 		}
