@@ -26,14 +26,12 @@ import (
 	"github.com/tracectl/tracectl/transcript"
 )
 
-// proxyGrace is how long calls in flight may finish when the proxy stops.
-const proxyGrace = 10 * time.Second
-
 type proxyOptions struct {
 	listen, upstream, bundleDir, key string
 	keys                             keyOptions
 	durability, retain, serverName   string
-	callTimeout, streamIdle          time.Duration
+	callTimeout, streamIdle, grace   time.Duration
+	maxFrame                         int64
 	rotateEvery                      string
 	upstreamCA                       string
 	allowRemote                      bool
@@ -82,6 +80,8 @@ verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full or digest")
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
 	f.DurationVar(&o.streamIdle, "stream-idle-timeout", httpproxy.DefaultStreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
+	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
+	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
@@ -140,6 +140,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	default:
 		return usageErr(fmt.Errorf("--retain %q: want full or digest", o.retain), "")
 	}
+	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.maxFrame <= 0 {
+		return usageErr(errors.New("--call-timeout and --grace must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
+	}
 	every, calls, err := parseRotate(o.rotateEvery)
 	if err != nil {
 		return usageErr(err, "")
@@ -195,7 +198,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			path := filepath.Join(dir, strings.TrimSuffix(name, ".trace")+"-"+kind+".trace")
 			rec, err := producer.Open(path, producer.Options{
 				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
-				Producer: prod, Server: srv, Limits: producer.Limits{CallTimeout: o.callTimeout}, FramesCommitted: true,
+				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
 			})
 			if err == nil {
 				fmt.Fprintf(s.err, "tracectl: recording %s traffic to %s\n", kind, escapeTerminal(path))
@@ -244,7 +247,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	}
 	// Calls in flight may finish for the grace; then their upstream
 	// requests are closed (transport failures) and every bundle is sealed.
-	sctx, cancel := context.WithTimeout(context.Background(), proxyGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
 	defer cancel()
 	shut := make(chan struct{})
 	go func() { _ = hs.Shutdown(sctx); close(shut) }()

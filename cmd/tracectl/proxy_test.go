@@ -13,7 +13,7 @@ func TestProxyFlags(t *testing.T) {
 			t.Errorf("loopback(%q) = %v, want %v", addr, got, want)
 		}
 	}
-	if err := runProxy(t.Context(), streams{}, &proxyOptions{listen: "0.0.0.0:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full"}); err == nil {
+	if err := runProxy(t.Context(), streams{}, &proxyOptions{listen: "0.0.0.0:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20}); err == nil {
 		t.Fatal("a non-loopback listen address was accepted without --allow-remote")
 	}
 	if d, n, err := parseRotate("10m"); err != nil || d != 10*time.Minute || n != 0 {
