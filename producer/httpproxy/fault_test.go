@@ -350,3 +350,26 @@ func TestParamHeaders(t *testing.T) {
 		t.Fatalf("attempts %d responses %d, want 1 1", a, r)
 	}
 }
+
+// TestTooLargeRequest: a POST body over the gate's limit is never
+// forwarded; it is committed refused by its digest and length (every
+// client frame is accounted for) and answered 413.
+func TestTooLargeRequest(t *testing.T) {
+	forwarded := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { forwarded++ }))
+	defer up.Close()
+	h := newHarness(t, up.URL, nil)
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("a", int(maxBody)) + `"}}}`
+	resp, body := post(t, h.srv.URL, big, nil)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "frame_too_large") {
+		t.Fatalf("status %d %s", resp.StatusCode, body)
+	}
+	if forwarded != 0 {
+		t.Fatal("an oversized request reached the upstream")
+	}
+	reps := h.close()
+	requireIntact(t, reps)
+	if !hasFinding(reps, verify.CodeFramesRefused) {
+		t.Fatal("the refused frame is not reported")
+	}
+}

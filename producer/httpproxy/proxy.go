@@ -308,6 +308,7 @@ const maxBody = mcpwire.MaxFrameBytes
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
+	session := r.Header.Get("Mcp-Session-Id")
 	if r.Method == http.MethodPost {
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
@@ -315,12 +316,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if int64(len(b)) > maxBody {
-			writeRPCError(w, http.StatusRequestEntityTooLarge, "null", codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate (frame_too_large)")
+			p.tooLarge(w, r, session, b)
 			return
 		}
 		body = b
 	}
-	session := r.Header.Get("Mcp-Session-Id")
 	var m *mcpwire.Message
 	var line []byte
 	var ref *mcpwire.Refusal
@@ -358,6 +358,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	forwardOK := false
+	var reply func() // the proxy's own answer, written once the frame order is released
 	err = b.clientFrame(func(index int64) error {
 		if err := b.http(x.requestLine(&index)); err != nil {
 			return err
@@ -366,7 +367,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if err := b.sink.Frame(proxy.FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}); err != nil {
 				return err
 			}
-			writeRPCError(w, http.StatusBadRequest, ref.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(ref.Rule)+"): "+ref.Detail)
+			reply = func() {
+				writeRPCError(w, http.StatusBadRequest, ref.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(ref.Rule)+"): "+ref.Detail)
+			}
 			return nil
 		}
 		if hr := checkHeaders(r.Header, m, &p.decls); hr != nil {
@@ -377,7 +380,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}); err != nil {
 				return err
 			}
-			writeRPCError(w, http.StatusBadRequest, idOf(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
+			reply = func() {
+				writeRPCError(w, http.StatusBadRequest, idOf(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
+			}
 			return nil
 		}
 		switch {
@@ -430,6 +435,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !forwardOK {
+		if reply != nil {
+			reply()
+		}
 		return
 	}
 	if x.call != nil {
@@ -439,6 +447,41 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete && session != "" {
 		p.endSession(session)
 	}
+}
+
+// tooLarge commits a request body over the gate's limit by its digest and
+// length (hashing the rest of it), refused, and answers 413.
+func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, session string, head []byte) {
+	h := sha256.New()
+	h.Write(head)
+	n, err := io.Copy(h, r.Body)
+	if err != nil {
+		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	b, err := p.bundleFor(session, false)
+	if err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, "null", codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		return
+	}
+	defer b.release()
+	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r}
+	length := int64(len(head)) + n
+	err = x.upstreamLine(nil)
+	if err == nil {
+		err = b.clientFrame(func(index int64) error {
+			if err := b.http(x.requestLine(&index)); err != nil {
+				return err
+			}
+			return b.sink.Frame(proxy.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: transcript.TermLF,
+				Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused})
+		})
+	}
+	if err != nil {
+		x.auditFail(err)
+		return
+	}
+	writeRPCError(w, http.StatusRequestEntityTooLarge, "null", codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate (frame_too_large): "+strconv.FormatInt(length, 10)+" bytes")
 }
 
 func (x *exchange) auditFail(err error) {
