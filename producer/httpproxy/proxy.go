@@ -615,6 +615,21 @@ func tlsVersion(v uint16) string {
 // hop-by-hop headers are not forwarded (RFC 9110 section 7.6.1).
 var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
+// dropHop removes hop-by-hop headers, those the Connection header names
+// included.
+func dropHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, n := range hop {
+		h.Del(n)
+	}
+}
+
 // forward sends the request upstream and relays the answer, committing
 // every message in it before it is delivered.
 func (x *exchange) forward(body []byte) {
@@ -634,9 +649,7 @@ func (x *exchange) forward(body []byte) {
 		return
 	}
 	req.Header = x.r.Header.Clone()
-	for _, h := range hop {
-		req.Header.Del(h)
-	}
+	dropHop(req.Header)
 	// The proxy reads what it commits: no content coding (Go's transport
 	// asks for gzip itself and decodes it transparently).
 	req.Header.Del("Accept-Encoding")
@@ -698,9 +711,7 @@ func (x *exchange) forward(body []byte) {
 	for k, vv := range resp.Header {
 		hdr[k] = append([]string(nil), vv...)
 	}
-	for _, h := range hop {
-		hdr.Del(h)
-	}
+	dropHop(hdr)
 	switch {
 	case mt == "text/event-stream":
 		hdr.Del("Content-Length")

@@ -322,6 +322,21 @@ func TestGoSDKBothEras(t *testing.T) {
 			if !tc.stateless && len(reps) != 1 {
 				t.Fatalf("%d bundles, want the session's one", len(reps))
 			}
+			// The era as observed: the initialize exchange (2025-11-25) or
+			// server/discover (2026-07-28), with the server's self-description.
+			source := "initialize_response"
+			if tc.stateless {
+				source = "discover_response"
+			}
+			seen := false
+			for _, rep := range reps {
+				for _, f := range rep.Find(verify.CodeProducerObservation) {
+					seen = seen || strings.Contains(f.Detail, `"sdk-http"`) && strings.Contains(f.Detail, source)
+				}
+			}
+			if !seen {
+				t.Errorf("no protocol observation from %s naming the server", source)
+			}
 		})
 	}
 }
