@@ -22,7 +22,7 @@ type faultFS struct {
 	armed     bool  // faults apply only once armed (after Open)
 	writeErr  error // journal writes fail: half the bytes go in, then this error
 	syncErr   error // journal fsyncs fail
-	blobErr   error // blob creation fails
+	packErr   error // pack writes fail: half the bytes go in, then this error
 	lockErr   error // locking fails
 	truncFail bool  // the rollback truncate fails too
 	syncs     int
@@ -43,23 +43,23 @@ func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error
 	switch filepath.Base(name) {
 	case transcript.TranscriptFile:
 		return &faultFile{File: file, fs: f}, nil
-	case spoolName:
-		return &faultFile{File: file, fs: f, spool: true}, nil
+	case transcript.PackFile:
+		return &faultFile{File: file, fs: f, pack: true}, nil
 	}
 	return file, err
 }
 
 type faultFile struct {
 	File
-	fs    *faultFS
-	spool bool // the payload spool: blobErr applies
+	fs   *faultFS
+	pack bool // the payload pack: packErr applies
 }
 
 func (f *faultFile) Write(b []byte) (int, error) {
 	f.fs.mu.Lock()
 	err := f.fs.writeErr
-	if f.spool {
-		err = f.fs.blobErr
+	if f.pack {
+		err = f.fs.packErr
 	}
 	armed := f.fs.armed
 	f.fs.mu.Unlock()
@@ -111,7 +111,7 @@ func TestFaultsFailClosed(t *testing.T) {
 		{"ENOSPC on write", func(f *faultFS) { f.writeErr = syscall.ENOSPC }, syscall.ENOSPC},
 		{"EIO on write", func(f *faultFS) { f.writeErr = syscall.EIO }, syscall.EIO},
 		{"fsync fails", func(f *faultFS) { f.syncErr = syscall.EIO }, syscall.EIO},
-		{"blob ENOSPC", func(f *faultFS) { f.blobErr = syscall.ENOSPC }, syscall.ENOSPC},
+		{"pack ENOSPC", func(f *faultFS) { f.packErr = syscall.ENOSPC }, syscall.ENOSPC},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestFaultsFailClosed(t *testing.T) {
 				t.Errorf("error %q does not say the call must not be dispatched", err)
 			}
 			// Sticky: the recorder fails closed from now on, whatever the fault does.
-			ffs.arm(func(f *faultFS) { f.writeErr, f.syncErr, f.blobErr = nil, nil, nil })
+			ffs.arm(func(f *faultFS) { f.writeErr, f.syncErr, f.packErr = nil, nil, nil })
 			if _, err := r.Attempt(context.Background(), Call{Line: call("3", "t", `{}`, "")}); !errors.Is(err, ErrAuditUnavailable) {
 				t.Errorf("Attempt after a failure = %v, want ErrAuditUnavailable", err)
 			}

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -71,10 +72,14 @@ func (r *Recorder) RecordFrame(f FrameRecord) error {
 		case f.Length > r.opts.Limits.MaxFrameBytes:
 			ev.Payload.OverLimit = true
 		case f.Body != nil && r.opts.Retention == transcript.RetainFull:
-			if err := r.blobs.putReader(f.Body, f.Digest, f.Length); err != nil {
+			switch err := r.pack.putReader(f.Body, f.Digest, f.Length); {
+			case errors.Is(err, errPayloadChanged):
+				// Not the bytes that were hashed: committed, not retained.
+			case err != nil:
 				return r.auditFail(err)
+			default:
+				ev.Payload.Retained = true
 			}
-			ev.Payload.Retained = true
 		}
 	} else {
 		body, term := splitTerminator(f.Line)

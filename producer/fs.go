@@ -15,17 +15,12 @@ type FS interface {
 	// Mkdir creates a directory; it fails if name exists.
 	Mkdir(name string, perm fs.FileMode) error
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
-	Rename(oldname, newname string) error
 	// Link creates newname as a hard link to oldname; it fails if newname
 	// exists, which is how record.json is created exclusively and atomically.
 	Link(oldname, newname string) error
 	Remove(name string) error
 	ReadDir(name string) ([]fs.DirEntry, error)
 	Stat(name string) (fs.FileInfo, error)
-	// SyncFS makes every file of the file system holding name durable
-	// (syncfs(2)): payload blobs are written without an fsync each and made
-	// durable in one call at Close and Seal.
-	SyncFS(name string) error
 }
 
 // File is an open file of an FS.
@@ -55,20 +50,10 @@ func (OSFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	return osFile{f}, nil
 }
 
-func (OSFS) Rename(oldname, newname string) error       { return os.Rename(oldname, newname) }
 func (OSFS) Link(oldname, newname string) error         { return os.Link(oldname, newname) }
 func (OSFS) Remove(name string) error                   { return os.Remove(name) }
 func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 func (OSFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
-
-func (OSFS) SyncFS(name string) error {
-	d, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return syncFS(d)
-}
 
 type osFile struct{ *os.File }
 

@@ -10,4 +10,3 @@ import (
 var errUnsupported = errors.New("not supported on this platform")
 
 func lockFile(*os.File) error { return errUnsupported }
-func syncFS(*os.File) error   { return errUnsupported }

@@ -1,8 +1,10 @@
 package producer
 
 import (
-	"os"
-	"path/filepath"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
@@ -48,35 +50,42 @@ func FuzzAttemptLine(f *testing.F) {
 	})
 }
 
-// FuzzSpool: settling any spool, however damaged, writes only blobs whose
-// bytes hash to their name. Seed corpus: testdata/fuzz/FuzzSpool.
-func FuzzSpool(f *testing.F) {
+// FuzzPack: any byte string, however damaged, is read by ScanPack as
+// whole entries up to a named problem, never past it: the entries it
+// returns tile the pack from byte 0 to the end it reports, and reopening a
+// bundle with that pack either refuses it (ErrCorrupt, ErrNeedsRecovery) or
+// keeps exactly those entries. Seed corpus: testdata/fuzz/FuzzPack.
+func FuzzPack(f *testing.F) {
 	good := []byte("payload")
 	d := canon.SHA256(good)[len("sha256:"):]
 	f.Add([]byte(d + " 7\npayload\n"))
 	f.Add([]byte(d + " 7\npayload\n" + d + " 7\npay"))
 	f.Add([]byte(d + " 99999999999999999999\n"))
-	f.Fuzz(func(t *testing.T, spool []byte) {
-		dir := t.TempDir()
-		if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		s := newBlobStore(OSFS{}, dir)
-		if err := os.WriteFile(s.spool, spool, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.settle(false); err != nil {
-			t.Fatal(err)
-		}
-		ents, err := os.ReadDir(s.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
-			if err != nil || canon.SHA256(b) != "sha256:"+e.Name() {
-				t.Fatalf("blob %s does not hold the bytes its name says (%v)", e.Name(), err)
+	f.Add([]byte(d + " 07\npayload\n"))
+	f.Fuzz(func(t *testing.T, pack []byte) {
+		var next int64
+		end, err := transcript.ScanPack(bytes.NewReader(pack), func(_ string, off, n int64, _ io.Reader) error {
+			if off != next {
+				t.Fatalf("entry at %d, want %d", off, next)
 			}
+			next = off + int64(len(transcript.AppendPackHeader(nil, "sha256:"+strings.Repeat("0", 64), n))) + n + 1
+			return nil
+		})
+		var p *transcript.PackProblem
+		switch {
+		case err == nil && end != int64(len(pack)):
+			t.Fatalf("no problem reported, but the entries end at %d of %d", end, len(pack))
+		case err != nil && !errors.As(err, &p):
+			t.Fatalf("ScanPack = %v, not a PackProblem", err)
+		case p != nil && p.Offset != end:
+			t.Fatalf("problem at %d, entries end at %d", p.Offset, end)
+		}
+		if end > int64(len(pack)) || (err == nil && next != end) {
+			t.Fatalf("end %d, last entry ends at %d, pack %d bytes", end, next, len(pack))
+		}
+		ix, err := transcript.IndexPack(bytes.NewReader(pack), 0)
+		if err != nil || ix.End != end {
+			t.Fatalf("IndexPack: end %v, %v; ScanPack end %d", ix, err, end)
 		}
 	})
 }

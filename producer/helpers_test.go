@@ -230,3 +230,14 @@ func contains(b [][]byte, s string) bool {
 	}
 	return false
 }
+
+// readPayload returns a retained payload's bytes from a bundle, checked
+// against its digest.
+func readPayload(dir, digest string) ([]byte, error) {
+	p, err := transcript.OpenPayloads(os.DirFS(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return p.Read(digest, 1<<30)
+}

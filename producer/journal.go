@@ -35,6 +35,11 @@ type journal struct {
 	err     error
 
 	syncs atomic.Int64 // fsyncs of the journal, for Stats
+	// preSync, if set, runs with each fsync of the journal (outside its
+	// lock, concurrently): the payload pack is made durable with it, so a
+	// line acknowledged durable has its payload durable too. Its failure
+	// fails the journal.
+	preSync func() error
 
 	stop chan struct{} // batch flusher
 	done chan struct{}
@@ -74,8 +79,7 @@ func (j *journal) syncWritten() {
 		return
 	}
 	j.mu.Unlock()
-	err := j.f.Sync()
-	j.syncs.Add(1)
+	err := j.syncBoth()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err != nil {
@@ -84,6 +88,24 @@ func (j *journal) syncWritten() {
 	}
 	j.durable = max(j.durable, w)
 	j.cond.Broadcast()
+}
+
+// syncBoth fsyncs the pack (preSync) and the journal at once, so the
+// file system can commit them together: a call waits for both, never one
+// after the other. Called without the lock.
+func (j *journal) syncBoth() error {
+	if j.preSync == nil {
+		j.syncs.Add(1)
+		return j.f.Sync()
+	}
+	pre := make(chan error, 1)
+	go func() { pre <- j.preSync() }()
+	err := j.f.Sync()
+	j.syncs.Add(1)
+	if perr := <-pre; err == nil {
+		err = perr
+	}
+	return err
 }
 
 func (j *journal) fail(err error) {
@@ -164,8 +186,7 @@ func (j *journal) lead(sync bool) {
 		_, werr = j.f.Write(buf)
 	}
 	if werr == nil && sync {
-		serr = j.f.Sync()
-		j.syncs.Add(1)
+		serr = j.syncBoth()
 	}
 	j.mu.Lock()
 	j.busy = false

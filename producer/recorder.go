@@ -25,7 +25,7 @@ type Recorder struct {
 	opts     Options
 	fsys     FS
 	j        *journal
-	blobs    *blobStore
+	pack     *packStore
 	scope    string
 	server   string // sha256 of JCS(header.server)
 	sealOnly bool   // reopened or recovered: Seal and Close only
@@ -140,10 +140,9 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		}
 		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
 	}
-	for _, d := range []string{"blobs", transcript.BlobDir} {
-		if err := fsys.Mkdir(filepath.Join(dir, filepath.FromSlash(d)), 0o700); err != nil {
-			return nil, fmt.Errorf("open bundle %q: %w", dir, err)
-		}
+	pack, err := createPack(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle %q: %w", dir, err)
 	}
 	f, err := fsys.OpenFile(filepath.Join(dir, transcript.TranscriptFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
@@ -155,6 +154,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	}
 	fail := func(what string, err error) (*Recorder, error) {
 		f.Close()
+		pack.close(false)
 		return nil, fmt.Errorf("open bundle %q: %w: %s: %w", dir, ErrAuditUnavailable, what, err)
 	}
 	if _, err := f.Write(append(line, '\n')); err != nil {
@@ -164,13 +164,14 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		return fail("fsync header", err)
 	}
 	// The new directory entries must survive a crash too.
-	for _, d := range []string{filepath.Join(dir, "blobs"), dir, filepath.Dir(dir)} {
+	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := syncDir(fsys, d); err != nil {
 			return fail("fsync directory", err)
 		}
 	}
 	r := newRecorder(dir, opts, scope, srvDigest)
 	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
+	r.setPack(pack)
 	if opts.Durability == transcript.DurabilityBatch {
 		r.j.startFlusher(opts.BatchInterval)
 	}
@@ -180,11 +181,17 @@ func Open(dir string, opts Options) (*Recorder, error) {
 func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
 	return &Recorder{
 		dir: dir, opts: opts, fsys: opts.FS, scope: scope, server: srvDigest,
-		blobs:    newBlobStore(opts.FS, dir),
 		attempts: map[string]*attemptState{}, hist: newHistory(), byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
 		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}, snapshots: map[string]*transcript.SnapshotEvent{},
 		lastChanged: -1, era: transcript.EraUnknown,
 	}
+}
+
+// setPack gives the recorder its pack; the journal fsyncs it before itself,
+// so a durable line's payload is durable.
+func (r *Recorder) setPack(p *packStore) {
+	r.pack = p
+	r.j.preSync = p.sync
 }
 
 func syncDir(fsys FS, dir string) error {
@@ -223,12 +230,15 @@ func (r *Recorder) Dir() string { return r.dir }
 
 // Stats are counters for benchmarks and operators.
 type Stats struct {
-	Lines  int64 // lines in the journal
-	Fsyncs int64 // fsyncs of the journal by this Recorder
+	Lines      int64 // lines in the journal
+	Fsyncs     int64 // fsyncs of the journal by this Recorder
+	PackFsyncs int64 // fsyncs of the payload pack (each before a journal fsync, when the pack grew)
 }
 
 // Stats returns the current counters.
-func (r *Recorder) Stats() Stats { return Stats{Lines: r.j.lines(), Fsyncs: r.j.syncs.Load()} }
+func (r *Recorder) Stats() Stats {
+	return Stats{Lines: r.j.lines(), Fsyncs: r.j.syncs.Load(), PackFsyncs: r.pack.syncs.Load()}
+}
 
 // begin admits one operation; end it with r.ops.Done().
 func (r *Recorder) begin(recording bool) error {
@@ -587,7 +597,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 	}
 	defer r.ops.Done()
 	for _, b := range append([][]byte{s.Manifest}, s.Blobs...) {
-		if err := r.blobs.put(b, canon.SHA256(b)); err != nil {
+		if err := r.pack.put(b, canon.SHA256(b)); err != nil {
 			return "", r.auditFail(err)
 		}
 	}
@@ -724,7 +734,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	return err
 }
 
-// Close flushes the journal (fsyncing it and the blobs unless durability is
+// Close flushes the journal (fsyncing it and the pack unless durability is
 // none), releases the lock and leaves the bundle unsealed: Reopen and Seal
 // later, or Seal instead of Close. Attempts still without a terminal
 // observation stay so until then.
@@ -739,8 +749,8 @@ func (r *Recorder) Close() error {
 	r.ops.Wait()
 	sync := r.j.mode != transcript.DurabilityNone
 	err := r.j.close(sync)
-	if _, serr := r.blobs.settle(sync); err == nil && serr != nil {
-		err = fmt.Errorf("%w: %w", ErrAuditUnavailable, serr)
+	if perr := r.pack.close(sync); err == nil && perr != nil {
+		err = fmt.Errorf("%w: %w", ErrAuditUnavailable, perr)
 	}
 	return err
 }

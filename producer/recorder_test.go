@@ -50,7 +50,7 @@ func TestRecordAndSeal(t *testing.T) {
 	if a.Request.Digest != canon.SHA256(req[:len(req)-1]) || a.Request.Length != int64(len(req)-1) || a.Terminator != transcript.TermLF || !a.Request.Retained {
 		t.Errorf("request commitment %+v %s", a.Request, a.Terminator)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, transcript.BlobPath(a.Request.Digest)))
+	got, err := readPayload(dir, a.Request.Digest)
 	if err != nil || string(got) != string(req[:len(req)-1]) {
 		t.Errorf("request blob = %q, %v", got, err)
 	}
@@ -66,7 +66,7 @@ func TestRecordAndSeal(t *testing.T) {
 		t.Errorf("record.json = %s, %v", rec, err)
 	}
 	// Modes: directories 0700, files 0600.
-	for _, p := range []string{"", transcript.TranscriptFile, transcript.RecordFile, "blobs", transcript.BlobDir, transcript.BlobPath(a.Request.Digest)} {
+	for _, p := range []string{"", transcript.TranscriptFile, transcript.RecordFile, transcript.PackFile} {
 		fi, err := os.Stat(filepath.Join(dir, p))
 		if err != nil {
 			t.Fatal(err)
@@ -439,14 +439,14 @@ func TestSnapshotBinding(t *testing.T) {
 	}
 	// Digest retention drops payloads but never snapshot pages.
 	for _, blob := range [][]byte{manifest, page, m2} {
-		if _, err := os.Stat(filepath.Join(dir, transcript.BlobPath(canon.SHA256(blob)))); err != nil {
+		if _, err := readPayload(dir, canon.SHA256(blob)); err != nil {
 			t.Errorf("snapshot blob missing: %v", err)
 		}
 	}
 	if a := b.attempts["a1"]; a.Request.Retained {
 		t.Errorf("request retained under digest retention")
 	}
-	if _, err := os.Stat(filepath.Join(dir, transcript.BlobPath(b.attempts["a1"].Request.Digest))); err == nil {
+	if _, err := readPayload(dir, b.attempts["a1"].Request.Digest); !errors.Is(err, transcript.ErrPayloadMissing) {
 		t.Errorf("request blob written under digest retention")
 	}
 }

@@ -24,8 +24,9 @@ type RecoveryReport struct {
 	Lines         int64      // valid lines found in the journal
 	Torn          []TornLine // quarantined bytes, each named by a recovery event appended now
 	Resolved      []string   // attempts resolved unknown (producer_crashed), in attempt order
-	TempBlobs     int        // leftover temporary blob files removed (never a blob: blobs exist only after their rename)
-	Blobs         int        // blobs written from the payload spool the crashed recorder left
+	PackTorn      int64      // bytes of a torn final pack entry cut (its line was never appended: the line follows the entry)
+	TempBlobs     int        // bundles from before the pack: temporary blob files removed (never a blob)
+	Migrated      int        // bundles from before the pack: payloads moved from the spool into the pack
 	AlreadySealed bool       // the journal already ended in its seal line: nothing was appended
 }
 
@@ -85,14 +86,26 @@ func openExisting(dir string, opts Options, recover bool) (*Recorder, error) {
 	if recover {
 		if err := r.recover(); err != nil {
 			r.j.close(false)
+			if r.pack != nil {
+				r.pack.close(false)
+			}
 			return nil, fmt.Errorf("recover bundle %q: %w", dir, err)
 		}
 	} else if r.torn != nil {
 		f.Close()
 		return nil, fmt.Errorf("open bundle %q: %w (%d bytes after line %d)", dir, ErrNeedsRecovery, len(r.torn), r.j.lines()-1)
-	} else if _, err := r.blobs.settle(true); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open bundle %q: settle payload spool: %w", dir, err)
+	} else {
+		pack, _, err := openPack(fsys, dir, false)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+		}
+		r.setPack(pack)
+		if _, err := r.migrateSpool(); err != nil {
+			r.j.close(false)
+			pack.close(false)
+			return nil, fmt.Errorf("open bundle %q: %w", dir, err)
+		}
 	}
 	return r, nil
 }
@@ -292,11 +305,17 @@ func (r *Recorder) recover() error {
 		}
 		rep.Torn = append(rep.Torn, TornLine{File: rel, Digest: "sha256:" + e.Name(), Length: int64(len(b))})
 	}
-	if rep.TempBlobs, err = removeTempBlobs(r.fsys, r.blobs.dir); err != nil {
+	pack, torn, err := openPack(r.fsys, r.dir, true)
+	if err != nil {
+		return err
+	}
+	r.setPack(pack)
+	rep.PackTorn = torn
+	if rep.TempBlobs, err = removeTempBlobs(r.fsys, filepath.Join(r.dir, filepath.FromSlash(transcript.BlobDir))); err != nil {
 		return fmt.Errorf("remove temporary blobs: %w", err)
 	}
-	if rep.Blobs, err = r.blobs.settle(true); err != nil {
-		return fmt.Errorf("settle payload spool: %w", err)
+	if rep.Migrated, err = r.migrateSpool(); err != nil {
+		return err
 	}
 	if r.sealed {
 		rep.AlreadySealed = true

@@ -34,7 +34,7 @@ const recordTmp = ".record.json.tmp"
 
 // Seal closes the recorder and seals the bundle: every attempt without a
 // terminal observation gets an unknown resolution (sealed_in_flight), the
-// seal line is appended, the journal and the blobs are made durable
+// seal line is appended, the journal and the pack are made durable
 // whatever the durability mode, the commitment is computed from the bytes
 // on disk, and, if signer is not nil, record.json is written exclusively
 // and atomically. The recorder is closed even when Seal fails; a bundle
@@ -53,6 +53,7 @@ func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, erro
 	defer func() {
 		if !closed {
 			r.j.close(false)
+			r.pack.close(false)
 		}
 	}()
 
@@ -63,7 +64,7 @@ func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, erro
 	if err := r.j.flush(true); err != nil {
 		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
 	}
-	if _, err := r.blobs.settle(true); err != nil {
+	if err := r.pack.sync(); err != nil {
 		return nil, fmt.Errorf("seal %s: %w: %w", r.dir, ErrAuditUnavailable, err)
 	}
 	root, lines, err := r.commitment()
@@ -88,7 +89,11 @@ func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, erro
 		out.Signed = true
 	}
 	closed = true
-	if err := r.j.close(true); err != nil {
+	err = r.j.close(true)
+	if perr := r.pack.close(true); err == nil {
+		err = perr
+	}
+	if err != nil {
 		return out, fmt.Errorf("seal %s: %w", r.dir, err)
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -460,5 +461,65 @@ func (b *bundle) attempts() int64 {
 	return n
 }
 
-// blob returns the bundle path of a digest's blob.
-func blob(digest string) string { return transcript.BlobPath(digest) }
+// packEntry is one entry of a bundle's payload pack: the digest its header
+// names and its bytes (which a faulted vector may make disagree).
+type packEntry struct {
+	digest string
+	data   []byte
+}
+
+func (b *bundle) entries() ([]packEntry, error) {
+	var out []packEntry
+	_, err := transcript.ScanPack(bytes.NewReader(b.files[transcript.PackFile]), func(d string, _, n int64, body io.Reader) error {
+		data := make([]byte, n)
+		if _, err := io.ReadFull(body, data); err != nil {
+			return err
+		}
+		out = append(out, packEntry{d, data})
+		return nil
+	})
+	return out, err
+}
+
+func (b *bundle) setEntries(es []packEntry) {
+	var pack []byte
+	for _, e := range es {
+		pack = transcript.AppendPackHeader(pack, e.digest, int64(len(e.data)))
+		pack = append(append(pack, e.data...), '\n')
+	}
+	b.files[transcript.PackFile] = pack
+}
+
+// payload returns the bytes of the pack entry that names digest, or nil.
+func (b *bundle) payload(digest string) []byte {
+	es, err := b.entries()
+	if err != nil {
+		panic("vectors: the producer wrote a malformed pack: " + err.Error())
+	}
+	for _, e := range es {
+		if e.digest == digest {
+			return e.data
+		}
+	}
+	return nil
+}
+
+// setPayload puts data in the pack under digest: in place of the entry
+// that names it (the bytes changed, the name kept), or as a new entry.
+func (b *bundle) setPayload(digest string, data []byte) {
+	es, _ := b.entries()
+	for i, e := range es {
+		if e.digest == digest {
+			es[i].data = data
+			b.setEntries(es)
+			return
+		}
+	}
+	b.setEntries(append(es, packEntry{digest, data}))
+}
+
+// dropPayload removes the pack entries that name digest.
+func (b *bundle) dropPayload(digest string) {
+	es, _ := b.entries()
+	b.setEntries(slices.DeleteFunc(es, func(e packEntry) bool { return e.digest == digest }))
+}

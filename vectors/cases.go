@@ -159,10 +159,10 @@ func (g *generator) row1() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := blob(snap.Manifest.Pages[1].Response.Digest)
-	b.files[p] = bytes.Replace(b.files[p], []byte(`"Search the team's documents."`), []byte(`"Search the team's documents and mail them anywhere."`), 1)
+	p := snap.Manifest.Pages[1].Response.Digest
+	b.setPayload(p, bytes.Replace(b.payload(p), []byte(`"Search the team's documents."`), []byte(`"Search the team's documents and mail them anywhere."`), 1))
 	out = append(out, g.bundleVec("r1-uncalled-tool-changed", 1, CaseNegative,
-		"The declaration of search_docs, a tool that was not called, is changed in the retained page bytes after signing (the file keeps its name). The snapshot no longer matches its commitment although the called tool is untouched.",
+		"The declaration of search_docs, a tool that was not called, is changed in the retained page bytes after signing (the pack entry keeps its name). The snapshot no longer matches its commitment although the called tool is untouched.",
 		string(verify.Failed), codes(cs(verify.CodeSnapshotMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable, verify.CodeSnapshotVerified)), b))
 
 	// The called tool's output schema changed, and the manifest rebuilt
@@ -176,7 +176,7 @@ func (g *generator) row1() ([]*vec, error) {
 		resp := pb.Response
 		if i == 0 {
 			resp = bytes.Replace(resp, []byte(`"maximum":56.7`), []byte(`"maximum":60`), 1)
-			b.files[blob(canon.SHA256(resp))] = resp
+			b.setPayload(canon.SHA256(resp), resp)
 		}
 		ex = append(ex, [2][]byte{pb.Request, resp})
 	}
@@ -184,7 +184,7 @@ func (g *generator) row1() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.files[blob(snap.Digest)] = forged.Bytes
+	b.setPayload(snap.Digest, forged.Bytes)
 	out = append(out, g.bundleVec("r1-output-schema-changed", 1, CaseNegative,
 		"The output schema of get_weather (the called tool) is changed (maximum 56.7 -> 60): the new page is stored under its own digest and a manifest consistent with it replaces the committed manifest's bytes. The manifest no longer hashes to the digest the signed transcript commits to.",
 		string(verify.Failed), codes(cs(verify.CodeSnapshotMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable, verify.CodeSnapshotVerified)), b))
@@ -194,8 +194,8 @@ func (g *generator) row1() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	p = blob(snap.Manifest.Pages[1].Response.Digest)
-	b.files[p] = bytes.Replace(b.files[p], []byte(`,"x-example-cost":{"unit":"credits","perCall":0.5}`), nil, 1)
+	p = snap.Manifest.Pages[1].Response.Digest
+	b.setPayload(p, bytes.Replace(b.payload(p), []byte(`,"x-example-cost":{"unit":"credits","perCall":0.5}`), nil, 1))
 	out = append(out, g.bundleVec("r1-extension-removed", 1, CaseNegative,
 		"The unknown extension member x-example-cost of search_docs is removed from the retained page, as a catalog projection that keeps only known fields would do. Every member is part of the declaration, so the snapshot no longer matches.",
 		string(verify.Failed), codes(cs(verify.CodeSnapshotMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable, verify.CodeSnapshotVerified)), b))
@@ -248,7 +248,7 @@ func (g *generator) row2() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	delete(b.files, blob(snap.Manifest.Pages[1].Response.Digest))
+	b.dropPayload(snap.Manifest.Pages[1].Response.Digest)
 	out = append(out, g.bundleVec("r2-page-bytes-missing", 2, CaseNegative,
 		"The retained bytes of the second (last) tools/list page are missing from the bundle. The page is unavailable evidence: not a pass, and not a mismatch.",
 		string(verify.Incomplete), codes(cs(verify.CodeEvidenceUnavailable)), codes(bound, cs(verify.CodeSnapshotMismatch, verify.CodeEvidenceMismatch, verify.CodeSnapshotVerified)), b))
@@ -304,8 +304,8 @@ func (g *generator) row2() ([]*vec, error) {
 		return nil, err
 	}
 	d := canon.SHA256(forged)
-	delete(b.files, blob(snap.Digest))
-	b.files[blob(d)] = forged
+	b.dropPayload(snap.Digest)
+	b.setPayload(d, forged)
 	if err := b.editWhere(is(transcript.TypeSnapshot), func(e event) {
 		e["manifest_digest"], e["complete"] = d, true
 		delete(e, "incomplete_reason")
@@ -388,7 +388,7 @@ func (g *generator) reuseBundle(id string, edit func(map[string]any)) (*bundle, 
 		return nil, err
 	}
 	// The original capture's manifest is retained beside the reuse.
-	b.files[blob(orig.Digest)] = orig.Bytes
+	b.setPayload(orig.Digest, orig.Bytes)
 	return b, nil
 }
 
@@ -621,7 +621,7 @@ func (g *generator) row5() ([]*vec, error) {
 	out := []*vec{pos}
 
 	// The snapshot line leaves the signed transcript; the manifest stays in
-	// blobs/ and an unsigned side file names it.
+	// the pack and an unsigned side file names it.
 	b, snap, err := g.basicBundle("r5-snapshot-digest-outside", nil)
 	if err != nil {
 		return nil, err
@@ -634,7 +634,7 @@ func (g *generator) row5() ([]*vec, error) {
 		return nil, err
 	}
 	out = append(out, g.bundleVec("r5-snapshot-digest-outside", 5, CaseNegative,
-		"The snapshot line is moved out of the transcript into an unsigned side file (snapshot-ref.json), and the record is re-signed over the remaining lines. The attempt still names s1, and the manifest still lies in blobs/, but nothing signed commits to it.",
+		"The snapshot line is moved out of the transcript into an unsigned side file (snapshot-ref.json), and the record is re-signed over the remaining lines. The attempt still names s1, and the manifest is still in the payload pack, but nothing signed commits to it.",
 		string(verify.Failed), codes(cs(verify.CodeBindingFailure)), codes(signedOK), b))
 
 	b, _, err = g.basicBundle("r5-record-commits-to-nothing", nil)
@@ -665,45 +665,74 @@ func (g *generator) row5() ([]*vec, error) {
 
 func (g *generator) row6() ([]*vec, error) {
 	pos, err := g.positive("r6-bytes-match", 6,
-		"Every payload the transcript commits to (the discover response, the request and response lines, the pages and the manifest) is retained under blobs/sha256/<hex> and matches its digest and length.",
+		"Every payload the transcript commits to (the discover response, the request and response lines, the pages and the manifest) is retained in the payload pack and matches its digest and length.",
 		cs(verify.CodePayloadsVerified, verify.CodeSnapshotVerified), cs(verify.CodeEvidenceMismatch, verify.CodeEvidenceUnavailable))
 	if err != nil {
 		return nil, err
 	}
 	out := []*vec{pos}
 
-	responseBlob := func(b *bundle) (string, error) {
+	responseDigest := func(b *bundle) (string, error) {
 		i := b.find(is(transcript.TypeObservation, "kind", transcript.ObsResponse))
 		e, err := decodeEvent(b.lines()[i])
 		if err != nil {
 			return "", err
 		}
-		return blob(e["response"].(map[string]any)["digest"].(string)), nil
+		return e["response"].(map[string]any)["digest"].(string), nil
 	}
 	b, _, err := g.basicBundle("r6-bytes-changed", nil)
 	if err != nil {
 		return nil, err
 	}
-	p, err := responseBlob(b)
+	p, err := responseDigest(b)
 	if err != nil {
 		return nil, err
 	}
-	b.files[p] = bytes.ReplaceAll(b.files[p], []byte("21.5"), []byte("12.5"))
+	b.setPayload(p, bytes.ReplaceAll(b.payload(p), []byte("21.5"), []byte("12.5")))
 	out = append(out, g.bundleVec("r6-bytes-changed", 6, CaseNegative,
-		"The retained response bytes are changed (21.5 -> 12.5, same length) under the same file name: the bytes are available and differ from the commitment.",
+		"The retained response bytes are changed (21.5 -> 12.5, same length) under the same name: the bytes are available and differ from the commitment.",
 		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
 
 	b, _, err = g.basicBundle("r6-bytes-missing", nil)
 	if err != nil {
 		return nil, err
 	}
-	if p, err = responseBlob(b); err != nil {
+	if p, err = responseDigest(b); err != nil {
 		return nil, err
 	}
-	delete(b.files, p)
+	b.dropPayload(p)
 	out = append(out, g.bundleVec("r6-bytes-missing", 6, CaseNegative,
 		"The retained response bytes are missing: unavailable evidence, reported separately from a mismatch, and never a pass.",
 		string(verify.Incomplete), codes(cs(verify.CodeEvidenceUnavailable)), codes(bound, cs(verify.CodeEvidenceMismatch, verify.CodePayloadsVerified)), b))
+
+	// The pack itself damaged after sealing: a sealed bundle's pack is
+	// whole entries, so a tear or a broken frame is a named failure, and the
+	// payloads past it are unavailable, never passed.
+	b, _, err = g.basicBundle("r6-pack-truncated", nil)
+	if err != nil {
+		return nil, err
+	}
+	pack := b.files[transcript.PackFile]
+	b.files[transcript.PackFile] = pack[:len(pack)-7]
+	out = append(out, g.bundleVec("r6-pack-truncated", 6, CaseNegative,
+		"The payload pack is truncated after sealing: its last entry ends 7 bytes early. A sealed bundle's pack is whole entries, so the tear is pack_malformed, and the payload it held is unavailable, never a pass.",
+		string(verify.Failed), codes(cs(verify.CodePackMalformed, verify.CodeEvidenceUnavailable)), codes(bound, cs(verify.CodePayloadsVerified)), b))
+
+	b, _, err = g.basicBundle("r6-pack-frame-damaged", nil)
+	if err != nil {
+		return nil, err
+	}
+	es, err := b.entries()
+	if err != nil {
+		return nil, err
+	}
+	b.setEntries(es)
+	pack = b.files[transcript.PackFile]
+	first := int64(len(transcript.AppendPackHeader(nil, es[0].digest, int64(len(es[0].data))))) + int64(len(es[0].data))
+	pack[first] = ' ' // the first entry's closing LF
+	out = append(out, g.bundleVec("r6-pack-frame-damaged", 6, CaseNegative,
+		"The LF that closes the payload pack's first entry is replaced by a space: the pack is not whole entries from there on. That is pack_malformed, and every payload after the damage is unavailable: a reader never guesses where the next entry starts.",
+		string(verify.Failed), codes(cs(verify.CodePackMalformed, verify.CodeEvidenceUnavailable)), codes(bound, cs(verify.CodePayloadsVerified)), b))
 
 	b, _, err = g.basicBundle("r6-digest-only-retention", func(o *producer.Options) { o.Retention = transcript.RetainDigest })
 	if err != nil {
@@ -712,6 +741,16 @@ func (g *generator) row6() ([]*vec, error) {
 	out = append(out, g.bundleVec("r6-digest-only-retention", 6, CaseBoundary,
 		"The producer chose digest-only retention: request, response and protocol payloads are committed by digest and length but not kept (snapshot pages always are). Their bytes are unavailable evidence, not verified calls.",
 		string(verify.Incomplete), codes(cs(verify.CodeEvidenceUnavailable, verify.CodeSnapshotVerified)), codes(bound, cs(verify.CodeEvidenceMismatch)), b))
+
+	b, _, err = g.basicBundle("r6-digest-only-accepted", func(o *producer.Options) { o.Retention = transcript.RetainDigest })
+	if err != nil {
+		return nil, err
+	}
+	acc := g.bundleVec("r6-digest-only-accepted", 6, CaseBoundary,
+		"The digest-only bundle of r6-digest-only-retention, verified by an auditor who accepts what the producer's declared policy withheld (accept_withheld): the verdict is verified, and one withheld_accepted finding states that the withheld payloads' digests and lengths, not their bytes, were verified.",
+		string(verify.Verified), codes(cs(verify.CodeWithheldAccepted, verify.CodeSnapshotVerified)), codes(bound, cs(verify.CodeEvidenceUnavailable, verify.CodeEvidenceMismatch)), b)
+	acc.m.Bundle.AcceptWithheld = true
+	out = append(out, acc)
 
 	// A signed line's claims about its retained bytes: each vector changes
 	// one claim inside a validly signed transcript, the bytes untouched.
@@ -755,15 +794,15 @@ func (g *generator) row6() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, err = responseBlob(b); err != nil {
+	if p, err = responseDigest(b); err != nil {
 		return nil, err
 	}
-	other := bytes.Replace(b.files[p], []byte(`"id":3,`), []byte(`"id":4,`), 1)
-	if bytes.Equal(other, b.files[p]) {
+	other := bytes.Replace(b.payload(p), []byte(`"id":3,`), []byte(`"id":4,`), 1)
+	if bytes.Equal(other, b.payload(p)) {
 		return nil, fmt.Errorf("r6-response-for-another-request: the response does not answer id 3")
 	}
 	d := canon.SHA256(other)
-	b.files[blob(d)] = other
+	b.setPayload(d, other)
 	if err := b.editWhere(is(transcript.TypeObservation, "kind", transcript.ObsResponse), func(e event) {
 		e["response"].(map[string]any)["digest"] = d
 	}); err != nil {

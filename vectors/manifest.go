@@ -26,7 +26,7 @@ const (
 // Kinds of vector.
 const (
 	// KindBundle: the directory is an evidence bundle (record.json,
-	// transcript.jsonl, blobs/) to verify with the manifest's options.
+	// transcript.jsonl, payloads.pack) to verify with the manifest's options.
 	KindBundle = "bundle"
 	// KindCanon: the directory holds one JSON value to canonicalize under a
 	// named policy.
@@ -77,6 +77,9 @@ type Manifest struct {
 type BundleOptions struct {
 	At         string `json:"at"`          // the reference time, RFC 3339 UTC
 	TrustedKey string `json:"trusted_key"` // a file of the vector: the signer's public key the verifier trusts
+	// AcceptWithheld: the verifier accepts payloads the producer's declared
+	// policy withheld (tracectl verify --accept-withheld).
+	AcceptWithheld bool `json:"accept_withheld,omitempty"`
 }
 
 // CanonOptions name the input and the policy of a canon vector.

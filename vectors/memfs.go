@@ -146,8 +146,6 @@ func (m *memFS) Stat(name string) (fs.FileInfo, error) {
 	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 }
 
-func (m *memFS) SyncFS(string) error { return nil }
-
 // tree returns the files under dir, keyed by their path relative to dir.
 func (m *memFS) tree(dir string) map[string][]byte {
 	m.mu.Lock()

@@ -256,7 +256,7 @@ func verifyBundle(ctx context.Context, fsys fs.FS, o *BundleOptions) (*Outcome, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.TrustedKey, err)
 	}
-	vf, err := verify.New(verify.Options{TrustedKey: key, At: at})
+	vf, err := verify.New(verify.Options{TrustedKey: key, At: at, AcceptWithheld: o.AcceptWithheld})
 	if err != nil {
 		return nil, err
 	}

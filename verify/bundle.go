@@ -100,6 +100,7 @@ type bundleCheck struct {
 	malformedAt int64           // first malformed line, or -1
 
 	fr frameState // the frame sequence (frames.go)
+	pk packState  // the payload pack (pack.go)
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -548,6 +549,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		return
 	}
 	b.withheldFindings()
+	b.packFindings()
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()
 	}

@@ -152,10 +152,15 @@ func TestToolNotDeclaredNotJudged(t *testing.T) {
 
 // TestWithheldPayloadsSummarized: digest-only retention of many payloads
 // is one finding with the count, not one per payload; the verdict is
-// incomplete, never verified on bytes nobody kept.
+// incomplete, never verified on bytes nobody kept, unless the caller
+// accepts what the declared policy withheld (AcceptWithheld): then it is
+// verified, with one withheld_accepted finding saying what was not checked.
+// A payload not retained under a header that declares full retention is
+// missing, accepted or not.
 func TestWithheldPayloadsSummarized(t *testing.T) {
-	for _, n := range []int{1, 500} {
+	build := func(n int, retention string) *verifytest.Builder {
 		b := verifytest.New(t)
+		b.Retention = retention
 		ref := b.Snapshot("snap-1", 3, 3)
 		for i := 0; i < n; i++ {
 			b.Attempt(fmt.Sprintf("a%d", i), ref, func(a *transcript.Attempt) {
@@ -165,13 +170,30 @@ func TestWithheldPayloadsSummarized(t *testing.T) {
 			b.Observe(fmt.Sprintf("a%d", i), transcript.ObsTimeout)
 		}
 		b.Seal()
-		rep, codes := verdictCodes(t, b.FS(), trusted(t))
+		return b
+	}
+	for _, n := range []int{1, 500} {
+		fsys := build(n, transcript.RetainDigest).FS()
+		rep, codes := verdictCodes(t, fsys, trusted(t))
 		got := rep.Find(verify.CodeEvidenceUnavailable)
 		if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) || len(got) != 1 {
 			t.Fatalf("n=%d: verdict %s, codes %v, %d evidence_unavailable findings, want incomplete and one", n, rep.Verdict, codes, len(got))
 		}
-		if want := fmt.Sprintf("%d payloads not retained (digest-only retention, first: attempt a0 request)", n); !strings.HasPrefix(got[0].Detail, want) {
-			t.Errorf("detail %q, want prefix %q", got[0].Detail, want)
+		if want := fmt.Sprintf("%d payloads withheld by the producer's declared digest-only retention (first: attempt a0 request), not missing", n); !strings.HasPrefix(got[0].Detail, want) || got[0].Subject != "withheld payloads" {
+			t.Errorf("finding %s %q, want subject \"withheld payloads\" and prefix %q", got[0].Subject, got[0].Detail, want)
 		}
+		o := trusted(t)
+		o.AcceptWithheld = true
+		rep, codes = verdictCodes(t, fsys, o)
+		acc := rep.Find(verify.CodeWithheldAccepted)
+		if rep.Verdict != verify.Verified || len(codes) != 0 || len(acc) != 1 || !strings.HasPrefix(acc[0].Detail, fmt.Sprintf("%d payloads withheld by the producer's declared policy", n)) {
+			t.Errorf("n=%d accepted: verdict %s, codes %v, withheld_accepted %+v; want verified with one", n, rep.Verdict, codes, acc)
+		}
+	}
+	o := trusted(t)
+	o.AcceptWithheld = true
+	rep, codes := verdictCodes(t, build(2, transcript.RetainFull).FS(), o)
+	if rep.Verdict != verify.Incomplete || len(rep.Find(verify.CodeEvidenceUnavailable)) != 2 || rep.Has(verify.CodeWithheldAccepted) {
+		t.Errorf("full retention, two payloads not retained, accepted: verdict %s, codes %v; want incomplete, each missing\n%s", rep.Verdict, codes, dump(rep))
 	}
 }

@@ -62,6 +62,15 @@ type Options struct {
 	// sign.Profile only). An empty non-nil set is refused.
 	AcceptProfiles []string
 
+	// AcceptWithheld accepts payloads the producer's declared policy
+	// withheld (digest-only retention, or longer than the header's frame
+	// limit): their digests and lengths are what is verified, and the
+	// verdict can be Verified, with a withheld_accepted finding stating that
+	// scope. Without it such payloads keep the verdict Incomplete, as the
+	// profile requires for bytes that are not available. Payloads missing
+	// against the declared policy are never accepted.
+	AcceptWithheld bool
+
 	// Limits bound what is read; zero members take their defaults.
 	Limits Limits
 

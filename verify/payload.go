@@ -28,11 +28,21 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 	if !p.Retained {
 		// One summary finding at the end (withheldFindings), not one per
 		// payload: digest-only retention of 500 calls is one fact.
-		b.payloadBad++
-		if p.OverLimit {
+		switch {
+		case p.OverLimit:
 			b.overLimitPayloads++
-		} else {
+		case b.header != nil && b.header.Retention == transcript.RetainDigest:
 			b.withheld++
+		default:
+			// Not retained although the declared policy keeps every
+			// payload: missing, whatever the caller accepts.
+			b.payloadBad++
+			b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, subject,
+				"not retained, although the header declares retention "+b.retention()+": the bytes are missing")
+			return nil, false
+		}
+		if !b.v.o.AcceptWithheld {
+			b.payloadBad++
 		}
 		if b.withheldFirst == "" {
 			b.withheldFirst = subject
@@ -67,20 +77,43 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 			fmt.Sprintf("commits to %d bytes, more than Limits.MaxPayloadBytes (%d; --max-payload-bytes): not read", length, max))
 		return nil, false
 	}
-	f, err := openRegular(b.fsys, path)
-	if err != nil {
-		b.payloadBad++
-		if b.refused(path, check, subject, err) {
+	var f io.Reader
+	if !quarantine {
+		r, n, where, err := b.packEntry(digest)
+		if err != nil {
+			b.payloadBad++
+			b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read from "+transcript.PackFile+": "+err.Error())
 			return nil, false
 		}
-		detail := "the committed bytes are missing from the bundle (" + path + ")"
-		if !errors.Is(err, fs.ErrNotExist) {
-			detail = "the committed bytes cannot be read: " + err.Error()
+		if r != nil && n != length {
+			b.payloadBad++
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", where, n, length))
+			return nil, false
 		}
-		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, detail)
-		return nil, false
+		if r != nil {
+			f, path = r, "the "+where
+		}
 	}
-	defer f.Close()
+	if f == nil {
+		file, err := openRegular(b.fsys, path)
+		if err != nil {
+			b.payloadBad++
+			if b.refused(path, check, subject, err) {
+				return nil, false
+			}
+			detail := "the committed bytes are missing from the bundle (" + path + ")"
+			if !quarantine {
+				detail = "the committed bytes are missing from the bundle (neither " + transcript.PackFile + " nor " + path + " holds them)"
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				detail = "the committed bytes cannot be read: " + err.Error()
+			}
+			b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, detail)
+			return nil, false
+		}
+		defer file.Close()
+		f = file
+	}
 	if b.hash == nil {
 		b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
 	}
@@ -88,6 +121,7 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	h.Reset()
 	var n int64
 	var body []byte
+	var err error
 	if keep && length <= transcript.MaxDeriveBytes {
 		if int64(cap(b.body)) < length+1 {
 			b.body = make([]byte, length+1)
@@ -129,15 +163,30 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	return body, true
 }
 
-// withheldFindings reports the payloads whose bytes the producer did not
-// retain, one finding per reason with the count.
+// retention returns the header's declared retention, for findings.
+func (b *bundleCheck) retention() string {
+	if b.header == nil {
+		return "(no header)"
+	}
+	return b.header.Retention
+}
+
+// withheldFindings reports the payloads whose bytes the producer's declared
+// policy withheld, one finding per reason with the count; accepted
+// (Options.AcceptWithheld), one finding stating what was verified instead.
 func (b *bundleCheck) withheldFindings() {
+	if b.v.o.AcceptWithheld && b.withheld+b.overLimitPayloads > 0 {
+		b.r.add(CodeWithheldAccepted, CheckPayload, StatusInfo, "withheld payloads",
+			fmt.Sprintf("%d payloads withheld by the producer's declared policy (%d by digest-only retention, first: %s; %d longer than the frame limit), accepted (--accept-withheld): their digests and lengths are verified as committed, not their bytes, nor the claims their bytes would support",
+				b.withheld+b.overLimitPayloads, b.withheld, b.withheldFirst, b.overLimitPayloads))
+		return
+	}
 	if b.withheld > 0 {
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "payloads",
-			fmt.Sprintf("%d payloads not retained (digest-only retention, first: %s): only their digests and lengths are committed, so their bytes and the claims about them were not checked", b.withheld, b.withheldFirst))
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
+			fmt.Sprintf("%d payloads withheld by the producer's declared digest-only retention (first: %s), not missing: only their digests and lengths are committed, so their bytes and the claims about them were not checked (--accept-withheld accepts them)", b.withheld, b.withheldFirst))
 	}
 	if b.overLimitPayloads > 0 {
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "payloads",
-			fmt.Sprintf("%d payloads not retained: longer than the frame limit; only their digests and lengths are committed", b.overLimitPayloads))
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
+			fmt.Sprintf("%d payloads withheld: longer than the header's frame limit; only their digests and lengths are committed (--accept-withheld accepts them)", b.overLimitPayloads))
 	}
 }

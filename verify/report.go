@@ -68,6 +68,8 @@ const (
 	CodeProducerObservation  Code = "producer_observation_only" // responses and server identity are the producer's observations, not server-authenticated
 	CodeServerProofMissing   Code = "server_proof_missing"      // a claim of server authentication without its proof
 	CodeInclusionProofFailed Code = "inclusion_proof_failed"
+	CodeWithheldAccepted     Code = "withheld_accepted" // info: payloads the declared policy withheld, accepted by the caller (Options.AcceptWithheld)
+	CodePackMalformed        Code = "pack_malformed" // the payload pack is not whole entries: the entries after the damage are not read
 	CodeFileRefused          Code = "file_refused"   // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
 	CodeLimitExceeded        Code = "limit_exceeded" // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
 
@@ -91,7 +93,7 @@ func AllCodes() []Code {
 		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
 		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
 
-		CodeFileRefused, CodeLimitExceeded,
+		CodeWithheldAccepted, CodePackMalformed, CodeFileRefused, CodeLimitExceeded,
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,

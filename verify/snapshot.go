@@ -61,12 +61,8 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 		mismatch(fmt.Sprintf("the transcript says reuse=%v, the manifest's cache provenance is %s", e.Reuse, m.Cache.Provenance))
 	}
 	load := func(d string) ([]byte, error) {
-		p := transcript.BlobPath(d)
-		if p == "" {
-			return nil, fmt.Errorf("malformed digest %q", d)
-		}
-		data, err := readFile(b.fsys, p, snapshot.CeilingMaxPageBytes)
-		b.refused(p, CheckSnapshot, subject, err)
+		data, where, err := b.readPayload(d, snapshot.CeilingMaxPageBytes)
+		b.refused(where, CheckSnapshot, subject, err)
 		return data, err
 	}
 	for _, p := range snapshot.VerifyPages(m, load) {
@@ -112,8 +108,7 @@ func toolName(t snapshot.Tool) string {
 // without its original capture and freshness policy (wrong snapshot), a
 // format this verifier does not know (unsupported), or invalid.
 func (b *bundleCheck) manifest(e *transcript.SnapshotEvent, subject string) *snapshot.Manifest {
-	path := transcript.BlobPath(e.ManifestDigest)
-	data, err := readFile(b.fsys, path, snapshot.MaxManifestBytes)
+	data, path, err := b.readPayload(e.ManifestDigest, snapshot.MaxManifestBytes)
 	switch {
 	case b.refused(path, CheckSnapshot, subject, err):
 		return nil

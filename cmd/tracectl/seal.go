@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/transcript"
 )
 
 type sealOptions struct {
@@ -110,8 +111,14 @@ func recoverySummary(r *producer.RecoveryReport) string {
 	for _, t := range r.Torn {
 		fmt.Fprintf(&b, "; torn line quarantined: %s (%d bytes)", t.File, t.Length)
 	}
+	if r.PackTorn > 0 {
+		fmt.Fprintf(&b, "; a torn final payload entry cut (%d bytes; its line was never written)", r.PackTorn)
+	}
 	if r.TempBlobs > 0 {
 		fmt.Fprintf(&b, "; %d unreferenced temporary blobs removed", r.TempBlobs)
+	}
+	if r.Migrated > 0 {
+		fmt.Fprintf(&b, "; %d spooled payloads moved into %s", r.Migrated, transcript.PackFile)
 	}
 	fmt.Fprintf(&b, "; %d attempts resolved unknown (producer_crashed)", len(r.Resolved))
 	if len(r.Resolved) > 0 {

@@ -28,6 +28,7 @@ type verifyOptions struct {
 	format           string
 	proof            string
 	acceptProfiles   []string
+	acceptWithheld   bool
 	maxTranscriptB   int64
 	maxTranscriptL   int64
 	maxPayload       int64
@@ -88,6 +89,7 @@ missing record, one that is not a regular file or over 64 KiB).`,
 	f.BoolVar(&o.allowEmbeddedKey, "allow-embedded-key", false, "without --trusted-key, check the signature with cnf.jwk (internal consistency only)")
 	f.StringVar(&o.format, "format", "text", "report format: text or json ("+verify.MediaType+")")
 	f.StringVar(&o.proof, "proof", "", "an inclusion proof (tracectl prove) to check against RECORD.json")
+	f.BoolVar(&o.acceptWithheld, "accept-withheld", false, "accept payloads the producer's declared policy withheld (digest-only retention, over the frame limit): their digests are verified, not their bytes; the verdict can then be verified")
 	f.StringArrayVar(&o.acceptProfiles, "accept-profile", nil, "an eat_profile to accept (repeatable; default "+sign.Profile+" alone; this verifier implements that shape only)")
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
@@ -132,6 +134,7 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	}
 	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL, MaxPayloadBytes: o.maxPayload}
 	vo.AllowEmbeddedKey = o.allowEmbeddedKey
+	vo.AcceptWithheld = o.acceptWithheld
 	if o.trustedKey != "" {
 		var pub crypto.PublicKey
 		pub, err = sign.LoadPublicKeyFile(o.trustedKey)

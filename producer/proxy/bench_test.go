@@ -12,9 +12,13 @@ package proxy
 //
 //	go test -run '^$' -bench RoundTrip -benchtime 10000x ./producer/proxy/
 //
+// A third path is the floor of any stdio proxy: the same client through an
+// io.Copy relay (two goroutines, nothing parsed) to the same server.
+//
 // Reported per sub-benchmark (durability x in-flight): p50 and p99 latency of
-// each path in µs, the p50 ratio proxy/direct, the p99 the proxy adds, and
-// journal fsyncs per call (producer Recorder.Stats). ns/op covers both paths.
+// each path in µs, the p50 ratios proxy/direct and proxy/relay (the target's
+// anchor), the p99 the proxy adds over direct, and fsyncs per call, the
+// journal's and the pack's (producer Recorder.Stats). ns/op covers all paths.
 // Two diagnostic sub-benchmarks say where the time of "none" goes:
 // none-retain-digest (no payload bytes kept) and forward-only (the proxy
 // with a Sink that records nothing: the cost of the extra hop alone).
@@ -169,6 +173,43 @@ func directPath(b testing.TB, srv string) *benchPath {
 	return &benchPath{name: "direct", conn: newLineConn(in, out), close: func() { in.Close(); cmd.Wait() }}
 }
 
+// relayPath reaches the server through the floor of any stdio proxy: two
+// io.Copy goroutines between OS pipes, in this process as the proxy is,
+// with nothing parsed or recorded.
+func relayPath(b testing.TB, srv string) *benchPath {
+	cmd := exec.Command(srv, "-echo-only")
+	sin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cinR, cinW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	coutR, coutW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { io.Copy(sin, cinR); sin.Close() }()
+	go func() { io.Copy(coutW, sout); coutW.Close(); close(done) }()
+	return &benchPath{name: "relay", conn: newLineConn(cinW, coutR), close: func() {
+		cinW.Close()
+		<-done
+		cmd.Wait()
+		cinR.Close()
+		coutR.Close()
+	}}
+}
+
 // benchMode is how the proxy path records.
 type benchMode struct {
 	name       string
@@ -296,34 +337,43 @@ func BenchmarkRoundTrip(b *testing.B) {
 	for _, m := range benchModes {
 		for _, inflight := range m.inflight {
 			b.Run(fmt.Sprintf("%s/inflight=%d", m.name, inflight), func(b *testing.B) {
-				direct, proxied := directPath(b, srv), proxyPath(b, srv, m)
+				direct, relay, proxied := directPath(b, srv), relayPath(b, srv), proxyPath(b, srv, m)
 				defer direct.close()
+				defer relay.close()
 				defer proxied.close()
-				// Warm both: processes, caches, the SDK's first-call paths.
+				// Warm all three: processes, caches, the SDK's first-call paths.
 				var warm []time.Duration
 				direct.run(b, 1<<40, 200, inflight, &warm)
+				relay.run(b, 1<<40, 200, inflight, &warm)
 				proxied.run(b, 1<<40, 200, inflight, &warm)
 				fsyncs := func() int64 {
 					if proxied.rec == nil {
 						return 0
 					}
-					return proxied.rec.Stats().Fsyncs
+					st := proxied.rec.Stats()
+					return st.Fsyncs + st.PackFsyncs
 				}
 				syncs0 := fsyncs()
 
 				const block = 500
-				var dl, pl []time.Duration
+				var dl, rl, pl []time.Duration
 				b.ResetTimer()
 				for done := 0; done < b.N; done += block {
 					n := min(block, b.N-done)
 					direct.run(b, int64(done), n, inflight, &dl)
+					relay.run(b, int64(done), n, inflight, &rl)
 					proxied.run(b, int64(done), n, inflight, &pl)
 				}
 				b.StopTimer()
 				syncs := fsyncs() - syncs0
 
 				slices.Sort(dl)
+				slices.Sort(rl)
 				slices.Sort(pl)
+				r50 := quantile(rl, .5)
+				b.ReportMetric(us(r50), "relay-p50-µs")
+				b.ReportMetric(float64(r50)/float64(quantile(dl, .5)), "relay-x-direct")
+				b.ReportMetric(float64(quantile(pl, .5))/float64(r50), "p50-x-relay")
 				d50, d99, p50, p99 := quantile(dl, .5), quantile(dl, .99), quantile(pl, .5), quantile(pl, .99)
 				b.ReportMetric(us(d50), "direct-p50-µs")
 				b.ReportMetric(us(p50), "proxy-p50-µs")

@@ -16,7 +16,7 @@ import (
 
 // TestListChangedRace: the server sends notifications/tools/list_changed
 // 0-150 ms after every complete tools/list, while the client's next call
-// carries 64 KiB of arguments (a payload that takes a while to spool). An
+// carries 64 KiB of arguments (a payload that takes a while to write). An
 // attempt's snapshot binding and list_changed_since are decided where its
 // line lands in the journal, so however the notification and the attempt
 // interleave, the honest bundle never verifies failed, and every attempt
@@ -81,7 +81,7 @@ func TestListChangedRace(t *testing.T) {
 	}
 }
 
-// slowDisk is a fault: writes of at least min bytes to the payload spool
+// slowDisk is a fault: writes of at least min bytes to the payload pack
 // take delay longer, as on a slow or contended disk.
 type slowDisk struct {
 	producer.OSFS
@@ -91,7 +91,7 @@ type slowDisk struct {
 
 func (d slowDisk) OpenFile(name string, flag int, perm fs.FileMode) (producer.File, error) {
 	f, err := d.OSFS.OpenFile(name, flag, perm)
-	if err != nil || filepath.Base(name) != ".spool" {
+	if err != nil || filepath.Base(name) != transcript.PackFile {
 		return f, err
 	}
 	return slowFile{File: f, d: d}, nil

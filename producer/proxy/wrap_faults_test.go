@@ -299,14 +299,14 @@ func (f *fullFile) Truncate(size int64) error {
 }
 
 // TestWrapDiskFull: the bundle's disk fills up, while writing the journal
-// line of an attempt or the payload bytes spooled before it. The call that
+// line of an attempt or the payload bytes packed before it. The call that
 // cannot be recorded is not forwarded (the server, logging every line it
 // reads, never sees it), the client gets -32091 (audit unavailable) for it, the session goes on,
 // the failure is sticky, and the journal on disk stays a valid transcript:
 // it can be recovered and sealed once there is space, and then verifies.
 func TestWrapDiskFull(t *testing.T) {
 	t.Parallel()
-	for _, target := range []string{transcript.TranscriptFile, ".spool"} {
+	for _, target := range []string{transcript.TranscriptFile, transcript.PackFile} {
 		t.Run(target, func(t *testing.T) {
 			t.Parallel()
 			testDiskFull(t, target)

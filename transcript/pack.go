@@ -1,0 +1,400 @@
+package transcript
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strconv"
+)
+
+// The payload pack (spec/transcript.md, "Payloads"): every retained payload
+// is one entry of the append-only file PackFile,
+//
+//	<64 lowercase hex of SHA-256(bytes)> SP <decimal length> LF <bytes> LF
+//
+// appended before the line that commits to it. The pack is the payload
+// bytes' final form: nothing is moved or renamed at seal. A reader indexes
+// it by scanning the headers (IndexPack), then reads an entry's bytes where
+// the index says they are; the digest in a header is a claim, checked
+// against the bytes by whoever reads them.
+const (
+	// PackFile is the bundle's payload pack.
+	PackFile = "payloads.pack"
+	// MaxPackHeader bounds an entry header: 64 hex digits, a space, a
+	// decimal length of at most 19 digits, an LF.
+	MaxPackHeader = 64 + 1 + 19 + 1
+)
+
+// AppendPackHeader appends the header of an entry holding n bytes whose
+// digest is d ("sha256:<hex>", as canon.SHA256 returns it).
+func AppendPackHeader(dst []byte, d string, n int64) []byte {
+	dst = append(dst, d[len("sha256:"):]...)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, n, 10)
+	return append(dst, '\n')
+}
+
+// packHeaderLen is the length of the header of an entry of n bytes.
+func packHeaderLen(n int64) int64 {
+	d := int64(1)
+	for v := n; v >= 10; v /= 10 {
+		d++
+	}
+	return 64 + 1 + d + 1
+}
+
+// PackProblem says where and why a pack stops being readable as entries.
+type PackProblem struct {
+	Offset int64 // where the entry that cannot be read begins
+	// Torn: the pack ends inside this entry (its header or its bytes), as
+	// a write cut short by a crash leaves it. Otherwise the bytes there are
+	// not an entry (a malformed header, or no LF after the bytes).
+	Torn   bool
+	Detail string
+}
+
+func (p *PackProblem) Error() string {
+	return fmt.Sprintf("%s at byte %d: %s", PackFile, p.Offset, p.Detail)
+}
+
+// ScanPack reads a pack's entries in order from r, calling fn with each
+// entry's digest ("sha256:<hex>"), the offset of its header and its length;
+// fn reads the entry's bytes from body (at most its length) or leaves them,
+// and ScanPack skips what it did not read. fn sees an entry before ScanPack
+// knows it is whole: an entry at or after the returned end is not one. It returns the offset after the
+// last whole entry and, when the pack does not end there, the problem (a
+// *PackProblem); an error from fn or from reading r is returned as is.
+func ScanPack(r io.Reader, fn func(digest string, offset, length int64, body io.Reader) error) (end int64, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var off int64
+	for {
+		hdr, err := br.ReadSlice('\n')
+		switch {
+		case err == io.EOF && len(hdr) == 0:
+			return off, nil
+		case err == io.EOF:
+			return off, &PackProblem{Offset: off, Torn: true, Detail: fmt.Sprintf("%d bytes of a header, then the end", len(hdr))}
+		case errors.Is(err, bufio.ErrBufferFull) || len(hdr) > MaxPackHeader:
+			return off, &PackProblem{Offset: off, Detail: fmt.Sprintf("no header LF within %d bytes", MaxPackHeader)}
+		case err != nil:
+			return off, err
+		}
+		d, n, ok := parsePackHeader(hdr[:len(hdr)-1])
+		if !ok {
+			return off, &PackProblem{Offset: off, Detail: "not an entry header (<64 hex> <length>)"}
+		}
+		hl := int64(len(hdr))
+		lr := &io.LimitedReader{R: br, N: n}
+		if fn != nil {
+			if err := fn(d, off, n, lr); err != nil {
+				return off, err
+			}
+		}
+		if lr.N > 0 {
+			if m, err := br.Discard(int(min(lr.N, int64(^uint(0)>>1)))); int64(m) != lr.N {
+				if err == nil || err == io.EOF {
+					return off, &PackProblem{Offset: off, Torn: true, Detail: fmt.Sprintf("the header says %d bytes, the pack ends after %d", n, n-lr.N+int64(m))}
+				}
+				return off, err
+			}
+		}
+		switch b, err := br.ReadByte(); {
+		case err == io.EOF:
+			return off, &PackProblem{Offset: off, Torn: true, Detail: "the pack ends before the entry's closing LF"}
+		case err != nil:
+			return off, err
+		case b != '\n':
+			return off, &PackProblem{Offset: off, Detail: fmt.Sprintf("byte %q after the entry's %d bytes, not LF", b, n)}
+		}
+		off += hl + n + 1
+	}
+}
+
+// parsePackHeader reads "<64 lowercase hex> <decimal length>" (no LF),
+// the length without a sign or leading zeros.
+func parsePackHeader(h []byte) (digest string, n int64, ok bool) {
+	if len(h) < 64+2 || h[64] != ' ' {
+		return "", 0, false
+	}
+	for _, c := range h[:64] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return "", 0, false
+		}
+	}
+	num := h[65:]
+	if len(num) > 19 || len(num) > 1 && num[0] == '0' {
+		return "", 0, false
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n < 0 {
+		return "", 0, false
+	}
+	return "sha256:" + string(h[:64]), n, true
+}
+
+// PackIndex locates a pack's entries by digest without holding their bytes:
+// 24 bytes per entry. Build it with IndexPack.
+type PackIndex struct {
+	keys    []packKey
+	used    []bool
+	End     int64        // the offset after the last whole entry
+	Problem *PackProblem // where reading stopped before the end, or nil
+}
+
+type packKey struct {
+	prefix uint64 // the digest's first 8 bytes
+	off    int64  // the entry's header
+	n      int64
+}
+
+// IndexPack scans a pack (ScanPack) and indexes every whole entry, at most
+// maxEntries of them (0: no limit; beyond it the index stops with a
+// Problem). An error reading r is returned; a pack that stops being
+// readable is not an error but the index's Problem.
+func IndexPack(r io.Reader, maxEntries int64) (*PackIndex, error) {
+	ix := &PackIndex{}
+	errFull := errors.New("full")
+	end, err := ScanPack(r, func(d string, off, n int64, _ io.Reader) error {
+		if maxEntries > 0 && int64(len(ix.keys)) == maxEntries {
+			return errFull
+		}
+		raw, _ := hex.DecodeString(d[len("sha256:"):])
+		ix.keys = append(ix.keys, packKey{prefix: binary.BigEndian.Uint64(raw), off: off, n: n})
+		return nil
+	})
+	ix.End = end
+	var p *PackProblem
+	switch {
+	case err == errFull:
+		ix.Problem = &PackProblem{Offset: end, Detail: fmt.Sprintf("more than %d entries: the rest is not indexed", maxEntries)}
+	case errors.As(err, &p):
+		ix.Problem = p
+	case err != nil:
+		return nil, err
+	}
+	// ScanPack shows an entry before it knows the entry is whole: keep only
+	// the entries before the end.
+	for len(ix.keys) > 0 && ix.keys[len(ix.keys)-1].off >= end {
+		ix.keys = ix.keys[:len(ix.keys)-1]
+	}
+	// Entries in pack order within one prefix, so the first entry for a
+	// digest is the one found first.
+	slices.SortStableFunc(ix.keys, func(a, b packKey) int {
+		switch {
+		case a.prefix < b.prefix:
+			return -1
+		case a.prefix > b.prefix:
+			return 1
+		}
+		return 0
+	})
+	ix.used = make([]bool, len(ix.keys))
+	return ix, nil
+}
+
+// Len returns the number of indexed entries.
+func (ix *PackIndex) Len() int { return len(ix.keys) }
+
+// Unused returns how many entries no Locate call found.
+func (ix *PackIndex) Unused() int {
+	n := 0
+	for _, u := range ix.used {
+		if !u {
+			n++
+		}
+	}
+	return n
+}
+
+// Locate returns where the bytes of the first entry whose header names
+// digest begin, and its length, reading the candidates' headers from r
+// (the pack) to compare the whole digest.
+func (ix *PackIndex) Locate(r io.ReaderAt, digest string) (off, n int64, ok bool, err error) {
+	raw, herr := hex.DecodeString(digest[min(len(digest), len("sha256:")):])
+	if herr != nil || len(raw) != sha256.Size {
+		return 0, 0, false, nil
+	}
+	prefix := binary.BigEndian.Uint64(raw)
+	i, _ := slices.BinarySearchFunc(ix.keys, prefix, func(k packKey, p uint64) int {
+		switch {
+		case k.prefix < p:
+			return -1
+		case k.prefix > p:
+			return 1
+		}
+		return 0
+	})
+	var hdr [64]byte
+	want := digest[len("sha256:"):]
+	for ; i < len(ix.keys) && ix.keys[i].prefix == prefix; i++ {
+		k := ix.keys[i]
+		if _, err := r.ReadAt(hdr[:], k.off); err != nil {
+			return 0, 0, false, err
+		}
+		if string(hdr[:]) == want {
+			ix.used[i] = true
+			return k.off + packHeaderLen(k.n), k.n, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// ReaderAt returns f as an io.ReaderAt: f itself when it is one (an
+// *os.File, an fstest.MapFS file), else through its io.Seeker; nil when it
+// is neither.
+func ReaderAt(f fs.File) io.ReaderAt {
+	if ra, ok := f.(io.ReaderAt); ok {
+		return ra
+	}
+	if rs, ok := f.(io.ReadSeeker); ok {
+		return &seekReaderAt{rs: rs}
+	}
+	return nil
+}
+
+type seekReaderAt struct{ rs io.ReadSeeker }
+
+func (s *seekReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if _, err := s.rs.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	return io.ReadFull(s.rs, p)
+}
+
+// Errors of Payloads.Read.
+var (
+	ErrPayloadMissing  = errors.New("payload not in the bundle")
+	ErrPayloadMismatch = errors.New("payload bytes do not match their digest")
+	ErrPayloadTooLarge = errors.New("payload longer than the caller's limit")
+)
+
+// Payloads reads a bundle's retained payload bytes by digest: from its
+// pack, or, for bundles written before the pack, from blobs/sha256/<hex>.
+// Every read checks the bytes against the digest. Pass a file system that
+// refuses links and special files (verify.DirFS) for a bundle you did not
+// write.
+type Payloads struct {
+	fsys fs.FS
+	pack fs.File
+	ra   io.ReaderAt
+	ix   *PackIndex
+}
+
+// OpenPayloads indexes fsys's pack, when there is one. A pack that stops
+// being readable part way is indexed up to there (see Problem).
+func OpenPayloads(fsys fs.FS) (*Payloads, error) {
+	p := &Payloads{fsys: fsys}
+	f, err := openRegularFile(fsys, PackFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ra := ReaderAt(f)
+	if ra == nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: the file system gives no random access", PackFile)
+	}
+	ix, err := IndexPack(f, 0)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s: %w", PackFile, err)
+	}
+	p.pack, p.ra, p.ix = f, ra, ix
+	return p, nil
+}
+
+// Problem returns where the pack stopped being readable, or nil.
+func (p *Payloads) Problem() *PackProblem {
+	if p.ix == nil {
+		return nil
+	}
+	return p.ix.Problem
+}
+
+// Read returns the bytes of digest when the bundle holds them, they hash to
+// it and they are at most max bytes long.
+func (p *Payloads) Read(digest string, max int64) ([]byte, error) {
+	if p.ix != nil {
+		off, n, ok, err := p.ix.Locate(p.ra, digest)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", PackFile, err)
+		}
+		if ok {
+			if n > max {
+				return nil, fmt.Errorf("%s: %d bytes: %w (%d)", digest, n, ErrPayloadTooLarge, max)
+			}
+			b := make([]byte, n)
+			if _, err := p.ra.ReadAt(b, off); err != nil {
+				return nil, fmt.Errorf("read %s: %w", PackFile, err)
+			}
+			return checkPayload(b, digest)
+		}
+	}
+	path := BlobPath(digest)
+	if path == "" {
+		return nil, fmt.Errorf("%q: %w", digest, ErrPayloadMissing)
+	}
+	f, err := openRegularFile(p.fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", digest, ErrPayloadMissing)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: %w (%d)", digest, ErrPayloadTooLarge, max)
+	}
+	return checkPayload(b, digest)
+}
+
+func checkPayload(b []byte, digest string) ([]byte, error) {
+	sum := sha256.Sum256(b)
+	if "sha256:"+hex.EncodeToString(sum[:]) != digest {
+		return nil, fmt.Errorf("%s: %w", digest, ErrPayloadMismatch)
+	}
+	return b, nil
+}
+
+// Close releases the pack.
+func (p *Payloads) Close() error {
+	if p.pack == nil {
+		return nil
+	}
+	return p.pack.Close()
+}
+
+// openRegularFile opens name and refuses anything but a regular file (a
+// FIFO would block a reader forever).
+func openRegularFile(fsys fs.FS, name string) (fs.File, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,128 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// packState is the bundle's payload pack (spec/transcript.md, "Payloads"),
+// opened and indexed at the first payload the transcript commits to. The
+// index holds where each entry is, never its bytes: an entry is read, and
+// hashed, when a line commits to it.
+type packState struct {
+	opened bool
+	f      fs.File
+	ra     io.ReaderAt
+	ix     *transcript.PackIndex
+}
+
+// maxPackEntriesPerLine bounds the pack's index relative to the lines the
+// verifier reads: a line commits to at most a few payloads, a snapshot to
+// two per page; beyond that the entries are not ones a transcript needs.
+const maxPackEntriesPerLine = 8
+
+// openPack opens and indexes the pack once. A bundle without one (written
+// before the pack) keeps its payloads as blob files.
+func (b *bundleCheck) openPack() *packState {
+	p := &b.pk
+	if p.opened {
+		return p
+	}
+	p.opened = true
+	f, err := openRegular(b.fsys, transcript.PackFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return p
+	case b.refused(transcript.PackFile, CheckPayload, transcript.PackFile, err):
+		return p
+	case err != nil:
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
+		return p
+	}
+	ra := transcript.ReaderAt(f)
+	if ra == nil {
+		f.Close()
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile, "the file system gives no random access to the payload pack")
+		return p
+	}
+	ix, err := transcript.IndexPack(f, maxPackEntriesPerLine*max(b.v.o.Limits.MaxTranscriptLines, 1))
+	if err != nil {
+		f.Close()
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
+		return p
+	}
+	p.f, p.ra, p.ix = f, ra, ix
+	return p
+}
+
+// packEntry returns the pack entry holding digest: a reader of its bytes,
+// their length and where the entry is; nil when the pack does not hold it.
+func (b *bundleCheck) packEntry(digest string) (r io.Reader, n int64, where string, err error) {
+	p := b.openPack()
+	if p.ix == nil {
+		return nil, 0, "", nil
+	}
+	off, n, ok, err := p.ix.Locate(p.ra, digest)
+	if err != nil || !ok {
+		return nil, 0, "", err
+	}
+	return io.NewSectionReader(p.ra, off, n), n, fmt.Sprintf("%s entry at byte %d", transcript.PackFile, off-headerLen(n)), nil
+}
+
+func headerLen(n int64) int64 {
+	return int64(len(transcript.AppendPackHeader(make([]byte, 0, transcript.MaxPackHeader), "sha256:0000000000000000000000000000000000000000000000000000000000000000", n)))
+}
+
+// readPayload returns the bytes a digest names, from the pack or a blob
+// file, up to max bytes; fs.ErrNotExist when neither holds them. The caller
+// checks them against the digest.
+func (b *bundleCheck) readPayload(digest string, max int64) ([]byte, string, error) {
+	r, n, where, err := b.packEntry(digest)
+	if err != nil {
+		return nil, transcript.PackFile, err
+	}
+	if r != nil {
+		if n > max {
+			return nil, where, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, n, max)
+		}
+		data := make([]byte, n)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return nil, where, err
+		}
+		return data, where, nil
+	}
+	path := transcript.BlobPath(digest)
+	if path == "" {
+		return nil, digest, fmt.Errorf("malformed digest %q", digest)
+	}
+	data, err := readFile(b.fsys, path, max)
+	return data, path, err
+}
+
+// packFindings reports a pack that is not whole entries: damage (fail), or
+// in a bundle that was never sealed, the torn final entry a crash leaves
+// (its bytes are unavailable; tracectl seal --recover cuts it).
+func (b *bundleCheck) packFindings() {
+	p := &b.pk
+	if p.f != nil {
+		defer p.f.Close()
+	}
+	if p.ix == nil || p.ix.Problem == nil {
+		return
+	}
+	pr := p.ix.Problem
+	if pr.Torn && !b.sealed {
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile,
+			pr.Error()+": an unsealed bundle's last entry, cut short by a crash (tracectl seal --recover removes it)")
+		return
+	}
+	detail := pr.Error() + ": entries after it are not read"
+	if pr.Torn {
+		detail += "; a sealed bundle's pack is whole entries (seal and recovery leave no torn tail)"
+	}
+	b.r.add(CodePackMalformed, CheckPayload, StatusFail, transcript.PackFile, detail)
+}

@@ -1,0 +1,175 @@
+package verify_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
+	"github.com/tracectl/tracectl/verify/verifytest"
+)
+
+// packed returns fsys with its blobs moved into a payload pack, the first
+// attempt's request first, then in name order, and the entries' bodies'
+// offsets by digest.
+func packed(t *testing.T, fsys fstest.MapFS) (fstest.MapFS, map[string]int) {
+	t.Helper()
+	out := fstest.MapFS{}
+	var names []string
+	for name, f := range fsys {
+		if filepath.Dir(name) == transcript.BlobDir {
+			names = append(names, name)
+		} else {
+			out[name] = f
+		}
+	}
+	slices.Sort(names)
+	req := transcript.BlobPath(firstRequest(t, fsys))
+	names = append([]string{req}, slices.DeleteFunc(names, func(n string) bool { return n == req })...)
+	var pack []byte
+	at := map[string]int{}
+	for _, name := range names {
+		d := "sha256:" + filepath.Base(name)
+		data := fsys[name].Data
+		pack = transcript.AppendPackHeader(pack, d, int64(len(data)))
+		at[d] = len(pack)
+		pack = append(append(pack, data...), '\n')
+	}
+	out[transcript.PackFile] = &fstest.MapFile{Data: pack, Mode: 0o600}
+	return out, at
+}
+
+// firstRequest returns the request digest of the transcript's first attempt.
+func firstRequest(t *testing.T, fsys fstest.MapFS) string {
+	for _, line := range bytes.Split(fsys[transcript.TranscriptFile].Data, []byte("\n")) {
+		if ev, err := transcript.DecodeLine(line); err == nil {
+			if a, ok := ev.(*transcript.Attempt); ok {
+				return a.Request.Digest
+			}
+		}
+	}
+	t.Fatal("no attempt in the transcript")
+	return ""
+}
+
+// TestPackLayout: a bundle whose payloads are in the pack verifies exactly
+// as the same bundle with blob files, and damage to the pack is a named
+// finding, never a pass.
+func TestPackLayout(t *testing.T) {
+	std := verifytest.Standard(t).FS()
+	blobRep, _ := verdictCodes(t, std, trusted(t))
+	fsys, at := packed(t, std)
+	rep, codes := verdictCodes(t, fsys, trusted(t))
+	if rep.Verdict != verify.Verified || rep.Counts.Payloads != blobRep.Counts.Payloads || rep.Counts.Payloads == 0 {
+		t.Fatalf("packed bundle: %s with %d payloads (blob layout: %s with %d), codes %v\n%s", rep.Verdict, rep.Counts.Payloads, blobRep.Verdict, blobRep.Counts.Payloads, codes, dump(rep))
+	}
+	first := firstRequest(t, std) // the pack's first entry
+	pack := fsys[transcript.PackFile].Data
+	edit := func(f func(p []byte) []byte) fstest.MapFS {
+		c := fstest.MapFS{}
+		for k, v := range fsys {
+			c[k] = v
+		}
+		c[transcript.PackFile] = &fstest.MapFile{Data: f(bytes.Clone(pack)), Mode: 0o600}
+		return c
+	}
+	cases := []struct {
+		name    string
+		fsys    fstest.MapFS
+		verdict verify.Verdict
+		want    []verify.Code
+	}{
+		{"a byte of an entry's bytes flipped", edit(func(p []byte) []byte { p[at[first]] ^= 1; return p }),
+			verify.Failed, []verify.Code{verify.CodeEvidenceMismatch}},
+		{"an entry's header names another digest", edit(func(p []byte) []byte {
+			// The first entry's header starts the pack.
+			if p[0] == '0' {
+				p[0] = '1'
+			} else {
+				p[0] = '0'
+			}
+			return p
+		}), verify.Incomplete, []verify.Code{verify.CodeEvidenceUnavailable}},
+		{"truncated", edit(func(p []byte) []byte { return p[:len(p)-3] }),
+			verify.Failed, []verify.Code{verify.CodeEvidenceUnavailable, verify.CodePackMalformed}},
+		{"an entry's closing LF replaced", edit(func(p []byte) []byte {
+			p[bytes.IndexByte(p[at[first]:], '\n')+at[first]] = 'x'
+			return p
+		}), verify.Failed, []verify.Code{verify.CodeEvidenceUnavailable, verify.CodePackMalformed}},
+		{"garbage appended", edit(func(p []byte) []byte { return append(p, "not an entry\n"...) }),
+			verify.Failed, []verify.Code{verify.CodePackMalformed}},
+		{"a length that is not the entry's", edit(func(p []byte) []byte {
+			// The first entry re-framed one byte shorter: whole entries,
+			// but not the length the transcript commits to.
+			end := at[first] + bytes.IndexByte(p[at[first]:], '\n')
+			body := p[at[first]:end]
+			out := transcript.AppendPackHeader(nil, first, int64(len(body)-1))
+			out = append(append(out, body[:len(body)-1]...), '\n')
+			return append(out, p[end+1:]...)
+		}), verify.Failed, []verify.Code{verify.CodeEvidenceMismatch}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, codes := verdictCodes(t, tc.fsys, trusted(t))
+			if rep.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s\n%s", rep.Verdict, tc.verdict, dump(rep))
+			}
+			for _, c := range tc.want {
+				if !slices.Contains(codes, c) {
+					t.Errorf("no %s finding (codes %v)\n%s", c, codes, dump(rep))
+				}
+			}
+		})
+	}
+	t.Run("an extra entry nothing commits to", func(t *testing.T) {
+		c := edit(func(p []byte) []byte {
+			return append(transcript.AppendPackHeader(p, "sha256:"+strings.Repeat("0", 64), 3), "abc\n"...)
+		})
+		if rep, codes := verdictCodes(t, c, trusted(t)); rep.Verdict != verify.Verified {
+			t.Errorf("verdict %s, codes %v: an unreferenced entry carries no claim", rep.Verdict, codes)
+		}
+	})
+}
+
+// TestPackHostile: a pack that is a FIFO or a link is never read.
+func TestPackHostile(t *testing.T) {
+	fsys, _ := packed(t, verifytest.Standard(t).FS())
+	for name, fault := range map[string]func(t *testing.T, dir string){
+		"FIFO":         func(t *testing.T, dir string) { mkfifo(t, filepath.Join(dir, transcript.PackFile)) },
+		"to /dev/zero": func(t *testing.T, dir string) { symlink(t, "/dev/zero", filepath.Join(dir, transcript.PackFile)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeBundle(t, fsys)
+			fault(t, dir)
+			rep, err := bundleWithin(t, dir, trusted(t))
+			if rep == nil {
+				t.Fatalf("no report: %v", err)
+			}
+			if rep.Verdict != verify.Failed || !rep.Has(verify.CodeFileRefused) {
+				t.Errorf("verdict %s, want failed with file_refused\n%s", rep.Verdict, dump(rep))
+			}
+		})
+	}
+}
+
+// TestPackTornUnsealed: a transcript signed before it was sealed (a
+// producer that died) may end with a pack cut inside its last entry: that
+// entry's bytes are unavailable, not damage; the same tear in a sealed
+// bundle is pack_malformed.
+func TestPackTornUnsealed(t *testing.T) {
+	b := verifytest.New(t)
+	ref := b.Snapshot("snap-1", 2, 2)
+	b.Attempt("a1", ref)
+	b.Respond("a1", transcript.ObsResponse)
+	fsys, _ := packed(t, b.FS())
+	pack := fsys[transcript.PackFile].Data
+	fsys[transcript.PackFile] = &fstest.MapFile{Data: pack[:len(pack)-2], Mode: 0o600}
+	rep, codes := verdictCodes(t, fsys, trusted(t))
+	if rep.Has(verify.CodePackMalformed) || !slices.Contains(codes, verify.CodeEvidenceUnavailable) {
+		t.Errorf("codes %v: an unsealed bundle's torn last entry is unavailable evidence, not pack_malformed\n%s", codes, dump(rep))
+	}
+}
