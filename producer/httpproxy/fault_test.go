@@ -2,6 +2,7 @@ package httpproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -371,5 +374,59 @@ func TestTooLargeRequest(t *testing.T) {
 	requireIntact(t, reps)
 	if !hasFinding(reps, verify.CodeFramesRefused) {
 		t.Fatal("the refused frame is not reported")
+	}
+}
+
+// TestCallTimeoutLateResponse: a call with no response within the call
+// timeout (an injected timer) gets a timeout observation, its outcome
+// unknown; the response that comes later is still committed, as a late
+// response, and delivered.
+func TestCallTimeoutLateResponse(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[]}}\n\n")
+	}))
+	defer up.Close()
+	timers := make(chan *fakeTimer, 4)
+	h := newHarness(t, up.URL, func(c *Config) {
+		c.CallTimeout = time.Second
+		c.NewTimer = func(time.Duration) Timer {
+			ft := &fakeTimer{c: make(chan time.Time, 1)}
+			timers <- ft
+			return ft
+		}
+	})
+	timedOut := make(chan struct{})
+	h.proxy.onTimeout = func() { close(timedOut) }
+	done := make(chan string)
+	go func() {
+		_, body := post(t, h.srv.URL, callBody, nil)
+		done <- body
+	}()
+	(<-timers).c <- time.Now() // the call's timer
+	<-timedOut
+	close(release)
+	if body := <-done; !strings.Contains(body, `"result"`) {
+		t.Fatalf("the late response was not delivered: %q", body)
+	}
+	reps := h.close()
+	requireIntact(t, reps)
+	a, r, u, _ := total(reps)
+	if a != 1 || r != 1 || u != 0 {
+		t.Fatalf("attempts %d responses %d unknown %d, want 1 1 0 (a late response counts as the response)", a, r, u)
+	}
+	for d := range reps {
+		j, err := os.ReadFile(filepath.Join(d, "transcript.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti, li := bytes.Index(j, []byte(`"kind":"timeout"`)), bytes.Index(j, []byte(`"kind":"late_response"`))
+		if ti < 0 || li < ti {
+			t.Fatalf("want a timeout observation, then a late_response:\n%s", j)
+		}
 	}
 }

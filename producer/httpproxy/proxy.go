@@ -105,6 +105,8 @@ type Proxy struct {
 	baseCancel context.CancelFunc
 	closing    chan struct{} // closed when a shutdown starts: streams without a call end
 
+	onTimeout func() // tests: told after a call timeout is recorded
+
 	mu        sync.Mutex
 	closed    bool
 	stateless *bundle
@@ -442,11 +444,41 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if x.call != nil {
 		defer b.untrack(x.call)
+		if p.cfg.CallTimeout > 0 {
+			defer x.watchCall()()
+		}
 	}
 	x.forward(body)
 	if r.Method == http.MethodDelete && session != "" {
 		p.endSession(session)
 	}
+}
+
+// watchCall records a timeout (an unknown outcome) when the call has no
+// response within CallTimeout; the exchange goes on waiting, and a
+// response that comes later is recorded as late. It returns the stop.
+func (x *exchange) watchCall() (stop func()) {
+	t := x.p.cfg.NewTimer(x.p.cfg.CallTimeout)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-t.C():
+			c := x.call
+			c.mu.Lock()
+			if !c.settled && !c.timedOut {
+				c.timedOut = true
+				// A failure here fails the journal, which every later
+				// record of this exchange reports.
+				_ = x.b.sink.Timeout(c.ref)
+			}
+			c.mu.Unlock()
+			if x.p.onTimeout != nil {
+				x.p.onTimeout()
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done); t.Stop() }
 }
 
 // tooLarge commits a request body over the gate's limit by its digest and
@@ -719,9 +751,27 @@ func (x *exchange) forward(body []byte) {
 		flush(x.w)
 		x.relaySSE(ctx, cancel, resp.Body, clientGone)
 	default:
+		// A body that stalls is abandoned like a silent stream.
+		var stalled atomic.Bool
+		bodyWait := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+		read := make(chan struct{})
+		go func() {
+			select {
+			case <-bodyWait.C():
+				stalled.Store(true)
+				cancel()
+			case <-read:
+			}
+		}()
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		close(read)
+		bodyWait.Stop()
 		if err != nil {
-			x.upstreamFailed("reading the upstream body: "+err.Error(), http.StatusBadGateway)
+			detail := "reading the upstream body: " + err.Error()
+			if stalled.Load() {
+				detail = "the upstream's body stalled for " + x.p.cfg.StreamIdle.String() + "; abandoned"
+			}
+			x.upstreamFailed(detail, http.StatusBadGateway)
 			return
 		}
 		if int64(len(data)) > maxBody {
@@ -868,13 +918,6 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 	}()
 	idle := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
 	defer idle.Stop()
-	var callTimer Timer
-	var callC <-chan time.Time
-	if x.call != nil && x.p.cfg.CallTimeout > 0 {
-		callTimer = x.p.cfg.NewTimer(x.p.cfg.CallTimeout)
-		defer callTimer.Stop()
-		callC = callTimer.C()
-	}
 	var closing, retired <-chan struct{}
 	if x.call == nil {
 		closing, retired = x.p.closing, x.b.retired
@@ -928,17 +971,6 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 				x.noAnswer(detail)
 				return
 			}
-		case <-callC:
-			callC = nil
-			c := x.call
-			c.mu.Lock()
-			if !c.settled && !c.timedOut {
-				c.timedOut = true
-				if err := x.b.sink.Timeout(c.ref); err != nil {
-					x.failed = err
-				}
-			}
-			c.mu.Unlock()
 		case <-idle.C():
 			// Abandoned: whatever the upstream does next is not observed,
 			// so a waiting call's outcome is unknown.
