@@ -183,6 +183,8 @@ func newEvent(typ string) any {
 		return new(Frame)
 	case TypeSession:
 		return new(SessionEvent)
+	case TypeHTTP:
+		return new(HTTPEvent)
 	}
 	return nil
 }

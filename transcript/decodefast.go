@@ -396,6 +396,8 @@ func (d *lineDec) header() *Header {
 					s.Executable = d.str()
 				case "executable_sha256":
 					s.ExecutableSHA256 = d.str()
+				case "url":
+					s.URL = d.str()
 				case "launch":
 					l := &Launch{}
 					s.Launch = l

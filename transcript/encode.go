@@ -41,6 +41,8 @@ func Encode(ev any) ([]byte, error) {
 		v.encode(e)
 	case *SessionEvent:
 		v.encode(e)
+	case *HTTPEvent:
+		v.encode(e)
 	default:
 		return nil, fmt.Errorf("encode %T: not a transcript event", ev)
 	}
@@ -226,6 +228,7 @@ func (h *Header) encode(e *encoder) {
 	}
 	e.optStr("name", s.Name)
 	e.str("transport", s.Transport)
+	e.optStr("url", s.URL)
 	e.close()
 	e.int("started_at_ms", h.StartedAtMs)
 	e.str("type", h.Type)

@@ -75,6 +75,7 @@ func (e *Recovery) LineSeq() int64      { return e.Seq }
 func (e *Seal) LineSeq() int64          { return e.Seq }
 func (e *Frame) LineSeq() int64         { return e.Seq }
 func (e *SessionEvent) LineSeq() int64  { return e.Seq }
+func (e *HTTPEvent) LineSeq() int64     { return e.Seq }
 
 func (*Header) event()        {}
 func (*Protocol) event()      {}
@@ -87,6 +88,7 @@ func (*Recovery) event()      {}
 func (*Seal) event()          {}
 func (*Frame) event()         {}
 func (*SessionEvent) event()  {}
+func (*HTTPEvent) event()     {}
 
 // Line is the part every transcript line shares.
 type Line struct {
@@ -141,6 +143,9 @@ type Server struct {
 	// script, ...) was asked to start, as the producer read it from the
 	// command line and the launcher's own files (v2).
 	Launch *Launch `json:"launch,omitempty"`
+	// URL is a Streamable HTTP server's endpoint as the producer was told
+	// it (scheme, host, port and path; never userinfo or a query).
+	URL string `json:"url,omitempty"`
 }
 
 // Launch is what a launcher was asked to start: the package spec (and the

@@ -46,6 +46,8 @@ func validate(ev any) *invalid {
 		return e.validate()
 	case *SessionEvent:
 		return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, MaxDetailBytes))
+	case *HTTPEvent:
+		return e.validate()
 	}
 	return bad("unknown event %T", ev)
 }
@@ -238,6 +240,7 @@ func (s *Server) validate() *invalid {
 		optDigest("server.args_digest", s.ArgsDigest),
 		nonneg("server.argc", s.Argc),
 		short("server.name", s.Name, MaxReportedBytes),
+		short("server.url", s.URL, MaxPathBytes),
 		s.Launch.validate(),
 	)
 }

@@ -49,6 +49,7 @@ type pendingRef struct {
 // bundleCheck streams one bundle's transcript and checks every line against
 // the record, the blobs and the lines before it.
 type bundleCheck struct {
+	http httpCheck // Streamable HTTP lines (http.go)
 	// serverInfo is the server's self-description from the latest protocol
 	// observation, as reported (for the producer_observation_only finding).
 	serverInfo string
@@ -273,6 +274,8 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 		b.onFrame(e)
 	case *transcript.SessionEvent:
 		b.onSession(e)
+	case *transcript.HTTPEvent:
+		b.onHTTP(idx, e)
 	case *transcript.Protocol:
 		if e.Payload != nil {
 			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)
@@ -603,6 +606,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	}
 	b.outcomes()
 	b.finishFrames()
+	b.finishHTTP()
 	if b.header != nil {
 		srv := b.header.Server
 		seen := "transport " + srv.Transport
@@ -611,6 +615,9 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			if srv.ExecutableSHA256 != "" {
 				seen += " " + srv.ExecutableSHA256
 			}
+		}
+		if srv.URL != "" {
+			seen += ", url " + boundedQuote(srv.URL)
 		}
 		if srv.Name != "" {
 			seen += ", operator label " + boundedQuote(srv.Name)

@@ -255,6 +255,9 @@ func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject stri
 		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject, why)
 	}
 	c2s := f.Direction == transcript.ClientToServer
+	if b.headerRefused(f) {
+		return // refused for its HTTP headers, which the gate reads besides the bytes (http.go)
+	}
 	switch {
 	case c2s && method == mcpwire.MethodToolsCall:
 		bad("a client tools/call committed as a plain frame (" + f.Disposition + "): a call is committed by an attempt line, before it is forwarded")

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/httpproxy"
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+type proxyOptions struct {
+	listen, upstream, bundleDir, key string
+	keys                             keyOptions
+	durability, retain, serverName   string
+	callTimeout, streamIdle, grace   time.Duration
+	maxFrame                         int64
+	rotateEvery                      string
+	upstreamCA                       string
+	allowRemote                      bool
+	record                           recordIdentity
+}
+
+func init() {
+	commands = append(commands, func(s streams) *cobra.Command { return newProxyCmd(s, runProxy) })
+}
+
+func newProxyCmd(s streams, runF func(context.Context, streams, *proxyOptions) error) *cobra.Command {
+	o := &proxyOptions{}
+	cmd := &cobra.Command{
+		Use:   "proxy --upstream URL [--listen ADDR] [--bundle-dir DIR] [--key KEY] [flags]",
+		Short: "Record a remote Streamable HTTP MCP server behind a recording reverse proxy",
+		Long: `proxy listens for MCP clients and forwards every request to the Streamable HTTP
+server at --upstream, committing what passes through exactly as wrap does: a
+tools/call is an attempt made durable before its POST goes upstream; its
+response is durable before the JSON body, or the SSE event carrying it, is
+delivered. A 2026-07-28 request whose routing headers (MCP-Protocol-Version,
+Mcp-Method, Mcp-Name, Mcp-Param-*) are missing or disagree with its body is
+refused with HTTP 400 and a -32600 error naming the rule, and recorded.
+Credentials (Authorization, cookies, API-key headers) are forwarded unchanged;
+only their presence is recorded. See spec/http.md.
+
+Each 2025-11-25 client session records into its own bundle; stateless
+(2026-07-28) traffic records into a bundle rotated by --rotate-every (a
+duration, or N calls). Every bundle is sealed and, with --key, signed when it
+ends: the session is deleted, the bundle rotates, or the proxy stops (SIGINT,
+SIGTERM).
+
+It listens on loopback unless --allow-remote is given. The upstream's TLS is
+verified (system roots, or --upstream-ca).`,
+		Example: `  tracectl proxy --upstream https://mcp.example.com/mcp --listen 127.0.0.1:8931 --key key.pem
+  tracectl proxy --upstream http://127.0.0.1:3001/mcp --rotate-every 100`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), s, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8931", "address to listen on (loopback unless --allow-remote)")
+	f.StringVar(&o.upstream, "upstream", "", "the MCP server's Streamable HTTP endpoint (http:// or https://)")
+	f.StringVar(&o.bundleDir, "bundle-dir", "", "directory for the bundles (default: the user's state directory, tracectl/bundles)")
+	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference; without it bundles are sealed unsigned")
+	o.keys.flags(cmd)
+	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict, batch or none")
+	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full or digest")
+	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
+	f.DurationVar(&o.streamIdle, "stream-idle-timeout", httpproxy.DefaultStreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
+	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
+	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
+	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
+	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
+	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
+	o.record.flags(cmd)
+	return cmd
+}
+
+// parseRotate reads --rotate-every: a duration or a call count.
+func parseRotate(s string) (time.Duration, int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, 0, fmt.Errorf("--rotate-every %d: must be positive", n)
+		}
+		return 0, n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, 0, fmt.Errorf("--rotate-every %q: want a positive duration (10m) or a number of calls (500)", s)
+	}
+	return d, 0, nil
+}
+
+// loopback reports whether a listen address binds loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
+	if o.upstream == "" {
+		return usageErr(errors.New("proxy needs --upstream URL"), "tracectl proxy --upstream https://host/mcp")
+	}
+	u, err := url.Parse(o.upstream)
+	if err != nil {
+		return usageErr(fmt.Errorf("--upstream: %w", err), "")
+	}
+	srv, err := producer.HTTPServer(u, o.serverName)
+	if err != nil {
+		return usageErr(err, "--upstream http(s)://host[:port]/path")
+	}
+	switch o.durability {
+	case transcript.DurabilityStrict, transcript.DurabilityBatch, transcript.DurabilityNone:
+	default:
+		return usageErr(fmt.Errorf("--durability %q: want strict, batch or none", o.durability), "")
+	}
+	switch o.retain {
+	case transcript.RetainFull, transcript.RetainDigest:
+	default:
+		return usageErr(fmt.Errorf("--retain %q: want full or digest", o.retain), "")
+	}
+	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.maxFrame <= 0 {
+		return usageErr(errors.New("--call-timeout and --grace must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
+	}
+	every, calls, err := parseRotate(o.rotateEvery)
+	if err != nil {
+		return usageErr(err, "")
+	}
+	if !loopback(o.listen) && !o.allowRemote {
+		return usageErr(fmt.Errorf("--listen %q is not a loopback address", o.listen),
+			"pass --allow-remote to expose the upstream's tools to anyone who can reach that address")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if o.upstreamCA != "" {
+		pem, err := os.ReadFile(o.upstreamCA)
+		if err != nil {
+			return usageErr(fmt.Errorf("--upstream-ca: %w", err), "")
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return usageErr(fmt.Errorf("--upstream-ca %q holds no PEM certificate", o.upstreamCA), "")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	dir := o.bundleDir
+	if dir == "" {
+		wo := &wrapOptions{}
+		b, err := wo.resolveBundle(time.Now(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		dir = filepath.Dir(b)
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usageErr(fmt.Errorf("create the bundle directory: %w", err), "")
+	}
+	var signer sign.Signer
+	prod := transcript.Producer{Name: "tracectl", Version: version()}
+	if o.key != "" {
+		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
+			return err
+		}
+		if prod.KeyThumbprint, err = sign.Thumbprint(signer.Public()); err != nil {
+			return usageErr(err, "")
+		}
+	}
+	var rs producer.RecordSigner
+	if signer != nil {
+		rs = trustRecordSigner{signer: signer, identity: o.record, now: time.Now}
+	}
+	p, err := httpproxy.New(httpproxy.Config{
+		Upstream: u, Transport: tr,
+		Open: func(kind string) (*producer.Recorder, error) {
+			name, err := bundleName(time.Now(), rand.Reader)
+			if err != nil {
+				return nil, err
+			}
+			path := filepath.Join(dir, strings.TrimSuffix(name, ".trace")+"-"+kind+".trace")
+			rec, err := producer.Open(path, producer.Options{
+				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
+				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
+			})
+			if err == nil {
+				fmt.Fprintf(s.err, "tracectl: recording %s traffic to %s\n", kind, escapeTerminal(path))
+			}
+			return rec, err
+		},
+		Seal: func(r *producer.Recorder) error {
+			sealed, err := r.Seal(context.WithoutCancel(ctx), rs)
+			if sealed != nil {
+				sig := "signed"
+				if !sealed.Signed {
+					sig = "unsigned"
+				}
+				c := sealed.Seal
+				fmt.Fprintf(s.err, "tracectl: sealed %s (%s): %d attempts: %d responses, %d transport failures, %d unknown\n",
+					escapeTerminal(r.Dir()), sig, c.Attempts, c.Responses, c.TransportFailures, c.Unknown)
+			}
+			return err
+		},
+		CaptureID:   func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle,
+	})
+	if err != nil {
+		return usageErr(err, "")
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usageErr(fmt.Errorf("listen: %w", err), "")
+	}
+	if !loopback(o.listen) {
+		fmt.Fprintf(s.err, "tracectl: WARNING: listening on %s, not loopback: anyone who can reach it can call %s's tools\n", escapeTerminal(ln.Addr().String()), escapeTerminal(srv.URL))
+	}
+	fmt.Fprintf(s.err, "tracectl: proxying http://%s -> %s\n", escapeTerminal(ln.Addr().String()), escapeTerminal(srv.URL))
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hs := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	// Calls in flight may finish for the grace; then their upstream
+	// requests are closed (transport failures) and every bundle is sealed.
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	shut := make(chan struct{})
+	go func() { _ = hs.Shutdown(sctx); close(shut) }()
+	closeErr := p.Shutdown(sctx)
+	<-shut
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	if err := errors.Join(serveErr, closeErr); err != nil {
+		return &exitError{code: exitInternal, err: err, hint: "run 'tracectl seal --recover --bundle DIR' on a bundle left unsealed"}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestProxyFlags: a non-loopback listen address needs --allow-remote, and
+// --rotate-every takes a duration or a call count.
+func TestProxyFlags(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:8931": true, "[::1]:0": true, "localhost:1": true, "0.0.0.0:8931": false, ":8931": false, "192.168.1.2:80": false} {
+		if got := loopback(addr); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+	if err := runProxy(t.Context(), streams{}, &proxyOptions{listen: "0.0.0.0:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20}); err == nil {
+		t.Fatal("a non-loopback listen address was accepted without --allow-remote")
+	}
+	if d, n, err := parseRotate("10m"); err != nil || d != 10*time.Minute || n != 0 {
+		t.Fatalf("10m: %v %d %v", d, n, err)
+	}
+	if d, n, err := parseRotate("500"); err != nil || d != 0 || n != 500 {
+		t.Fatalf("500: %v %d %v", d, n, err)
+	}
+	for _, bad := range []string{"0", "-3", "soon", "-1m"} {
+		if _, _, err := parseRotate(bad); err == nil {
+			t.Errorf("--rotate-every %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+// Package tshttp runs npm's TypeScript SDK v1 Streamable HTTP client
+// (client.cjs) against a URL, for the HTTP proxy's tests. It is test
+// support: it skips the test when the SDK or node is absent (see package
+// tsclient for where they are found).
+package tshttp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/internal/mcptest/tsclient"
+)
+
+// Event is one line the client printed.
+type Event struct {
+	Event   string `json:"event"`
+	Text    string `json:"text"`
+	Tools   int    `json:"tools"`
+	Session bool   `json:"session"`
+	Version string `json:"version"`
+	Message string `json:"message"`
+}
+
+// Run runs the client against url with a bearer token and returns its
+// events; it fails the test when the client fails.
+func Run(t *testing.T, url, token string) []Event {
+	t.Helper()
+	sdk := tsclient.V1(t)
+	root, err := mcptest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "internal", "mcptest", "tshttp", "client.cjs")
+	var stderr bytes.Buffer
+	cmd := exec.Command(sdk.Node, script, sdk.Dir, url, token)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var evs []Event
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var e Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			evs = append(evs, e)
+		}
+	}
+	if err != nil {
+		t.Fatalf("tshttp client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	return evs
+}

@@ -1,0 +1,131 @@
+package httpproxy
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// BenchmarkCall times a small tools/call (echo, JSON response, stateless
+// Go SDK server) sent directly, through a plain httputil.ReverseProxy (the
+// floor) and through the recording proxy, in the same run, sequentially
+// and 32 in flight, for each durability. It reports the recording proxy's
+// p50, its p50 ratios to the direct anchor and to the floor, and the p99 it
+// adds to the direct call.
+func BenchmarkCall(b *testing.B) {
+	server, _ := sdkServer(0)
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	floor := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
+	defer floor.Close()
+	for _, dur := range []string{transcript.DurabilityNone, transcript.DurabilityBatch, transcript.DurabilityStrict} {
+		for _, inflight := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/inflight=%d", dur, inflight), func(b *testing.B) {
+				dir := b.TempDir()
+				var n atomic.Int64
+				srv, _ := producer.HTTPServer(u, "")
+				p, err := New(Config{
+					Upstream: u,
+					Open: func(kind string) (*producer.Recorder, error) {
+						return producer.Open(filepath.Join(dir, fmt.Sprint(n.Add(1))), producer.Options{
+							Clock: time.Now, Entropy: rand.Reader, Producer: transcript.Producer{Name: "bench", Version: "0"},
+							Server: srv, FramesCommitted: true, Durability: dur,
+						})
+					},
+					Seal:      func(r *producer.Recorder) error { _, err := r.Seal(context.Background(), nil); return err },
+					CaptureID: func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rec := httptest.NewServer(p)
+				defer rec.Close()
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				run := func(target string) (p50, p99 time.Duration) {
+					lat := make([]time.Duration, 0, b.N)
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					var next atomic.Int64
+					for range inflight {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for next.Add(1) <= int64(b.N) {
+								t0 := time.Now()
+								if err := benchPost(client, target); err != nil {
+									b.Error(err)
+									return
+								}
+								d := time.Since(t0)
+								mu.Lock()
+								lat = append(lat, d)
+								mu.Unlock()
+							}
+						}()
+					}
+					wg.Wait()
+					slices.Sort(lat)
+					if len(lat) == 0 {
+						return 0, 0
+					}
+					return lat[len(lat)/2], lat[len(lat)*99/100]
+				}
+				b.ResetTimer()
+				direct, direct99 := run(up.URL)
+				plain, _ := run(floor.URL)
+				traced, traced99 := run(rec.URL)
+				b.StopTimer()
+				if err := p.Close(); err != nil {
+					b.Fatal(err)
+				}
+				if direct > 0 && plain > 0 {
+					b.ReportMetric(float64(traced)/float64(direct), "p50-x-direct")
+					b.ReportMetric(float64(traced)/float64(plain), "p50-x-reverseproxy")
+					b.ReportMetric(float64(traced.Microseconds()), "p50-us")
+					b.ReportMetric(float64((traced99 - direct99).Microseconds()), "p99-added-us")
+				}
+			})
+		}
+	}
+}
+
+func benchPost(c *http.Client, target string) error {
+	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(callBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"result"`) {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return nil
+}

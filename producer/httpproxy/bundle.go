@@ -1,0 +1,244 @@
+package httpproxy
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// bundle is one recording: a client session's (2025-11-25) or a rotation
+// period's stateless traffic. Frames are numbered per direction in journal
+// order: each direction's frames are committed one at a time under its
+// lock, as the stdio proxy's two readers do.
+type bundle struct {
+	p    *Proxy
+	rec  *producer.Recorder
+	sink *proxy.RecordingSink
+
+	cmu, smu   sync.Mutex // client / server frame order
+	cidx, sidx int64
+
+	mu       sync.Mutex
+	refs     int
+	retiring bool          // no new exchanges; sealed when the last one ends
+	retired  chan struct{} // closed by retire
+	done     chan struct{}
+	calls    int64
+	opened   time.Time
+	lastSPKI string
+	upstream bool // the upstream line is recorded
+	inflight map[string][]*call
+	session  string // Mcp-Session-Id, for session bundles
+	sealErr  error
+
+	// Stateless bundles hold many clients' tools/list collections at once:
+	// each is its own sink over the one recorder, found by the cursor its
+	// last page offered (demux).
+	demux   bool
+	listMu  sync.Mutex
+	waiting map[string][]*proxy.RecordingSink
+}
+
+// call is a tools/call in flight in an exchange.
+type call struct {
+	ref      proxy.AttemptRef
+	key      string
+	token    string
+	mu       sync.Mutex
+	settled  bool // response or transport failure recorded
+	timedOut bool
+	canceled bool
+}
+
+func (p *Proxy) newBundle(kind string) (*bundle, error) {
+	rec, err := p.cfg.Open(kind)
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{p: p, rec: rec, done: make(chan struct{}), retired: make(chan struct{}), opened: p.cfg.Clock(), inflight: map[string][]*call{}}
+	b.sink = proxy.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
+	b.demux = kind == KindStateless
+	b.waiting = map[string][]*proxy.RecordingSink{}
+	return b, nil
+}
+
+// acquire admits one exchange; false when the bundle is retiring.
+func (b *bundle) acquire() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.retiring {
+		return false
+	}
+	b.refs++
+	return true
+}
+
+func (b *bundle) release() {
+	b.mu.Lock()
+	b.refs--
+	last := b.refs == 0 && b.retiring
+	b.mu.Unlock()
+	if last {
+		b.seal()
+	}
+}
+
+// retire stops admitting exchanges and seals once the last one ends.
+func (b *bundle) retire() {
+	b.mu.Lock()
+	if b.retiring {
+		b.mu.Unlock()
+		return
+	}
+	b.retiring = true
+	close(b.retired)
+	idle := b.refs == 0
+	b.mu.Unlock()
+	if idle {
+		b.seal()
+	}
+}
+
+func (b *bundle) seal() {
+	// Calls still in flight are resolved unknown by the seal itself;
+	// collections left waiting for a page are recorded incomplete.
+	err := b.sink.Finish()
+	b.listMu.Lock()
+	for _, l := range b.waiting {
+		for _, s := range l {
+			if ferr := s.Finish(); err == nil {
+				err = ferr
+			}
+		}
+	}
+	b.waiting = nil
+	b.listMu.Unlock()
+	if serr := b.p.cfg.Seal(b.rec); err == nil {
+		err = serr
+	}
+	b.mu.Lock()
+	b.sealErr = err
+	b.mu.Unlock()
+	b.p.sealed(b, err)
+	close(b.done)
+}
+
+// clientFrame commits one client frame under the client order; f is given
+// the frame's index.
+func (b *bundle) clientFrame(f func(index int64) error) error {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	i := b.cidx
+	b.cidx++
+	return f(i)
+}
+
+func (b *bundle) serverFrame(f func(index int64) error) error {
+	b.smu.Lock()
+	defer b.smu.Unlock()
+	i := b.sidx
+	b.sidx++
+	return f(i)
+}
+
+func (b *bundle) track(c *call) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inflight[c.key] = append(b.inflight[c.key], c)
+	b.calls++
+}
+
+func (b *bundle) untrack(c *call) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.inflight[c.key]
+	for i, x := range l {
+		if x == c {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(b.inflight, c.key)
+	} else {
+		b.inflight[c.key] = l
+	}
+}
+
+// onlyInflight is the one call in flight under an id key, or nil when
+// there are none or several (a cancellation then names no attempt).
+func (b *bundle) onlyInflight(key string) *call {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.inflight[key]; len(l) == 1 {
+		return l[0]
+	}
+	return nil
+}
+
+// http records an HTTP line; a failure is an audit failure.
+func (b *bundle) http(ev transcript.HTTPEvent) error {
+	return b.rec.RecordHTTP(ev)
+}
+
+// gateLine is a message as the gate reads it: its bytes with an LF, the
+// frame form the transcript commits to (spec/http.md, "Frames").
+func gateLine(body []byte) ([]byte, *mcpwire.Message, *mcpwire.Refusal) {
+	line := make([]byte, len(body)+1)
+	copy(line, body)
+	line[len(body)] = '\n'
+	m, r := mcpwire.Read(line)
+	return line, m, r
+}
+
+// listPage hands a tools/list exchange to snapshot collection. A session
+// bundle has one client: one collection at a time, as on stdio. A
+// stateless bundle has many: a request without a cursor starts a
+// collection, and one with a cursor continues a collection whose last page
+// offered it (any of them when several did: a deterministic server gives
+// every client the same pages), or starts one that joined mid-stream.
+func (b *bundle) listPage(req, resp []byte, m *mcpwire.Message) error {
+	isErr := m.Error.Valid()
+	if !b.demux {
+		return b.sink.ListPage(req, resp, isErr)
+	}
+	cursor, hasCursor := "", false
+	if rm, ref := mcpwire.Read(req); ref == nil {
+		cursor, hasCursor = str(rm.Params, "cursor")
+	}
+	b.listMu.Lock()
+	var s *proxy.RecordingSink
+	if hasCursor {
+		if l := b.waiting[cursor]; len(l) > 0 {
+			s, b.waiting[cursor] = l[0], l[1:]
+			if len(b.waiting[cursor]) == 0 {
+				delete(b.waiting, cursor)
+			}
+		}
+	}
+	b.listMu.Unlock()
+	if s == nil {
+		s = proxy.NewRecordingSink(b.rec, b.p.cfg.CaptureID, b.p.cfg.SnapshotLimits)
+	}
+	if err := s.ListPage(req, resp, isErr); err != nil {
+		return err
+	}
+	next, more := "", false
+	if !isErr {
+		next, more = str(m.Result, "nextCursor")
+	}
+	if !more {
+		return s.Finish() // recorded already when finished; else incomplete now
+	}
+	b.listMu.Lock()
+	defer b.listMu.Unlock()
+	if b.waiting == nil { // sealing
+		return s.Finish()
+	}
+	b.waiting[next] = append(b.waiting[next], s)
+	return nil
+}

@@ -1,0 +1,1129 @@
+// Package httpproxy is tracectl's Streamable HTTP recording proxy: a
+// reverse proxy in front of one remote MCP server that commits what passes
+// through it with the same gate (mcpwire.Read) and the same recorder
+// (producer.Recorder, proxy.RecordingSink) as the stdio proxy, plus the
+// HTTP facts (spec/http.md).
+//
+// A tools/call attempt is durable before its POST goes upstream; a
+// response is durable before its JSON body, or the SSE event carrying it,
+// is delivered. An upstream failure is a transport failure or an unknown
+// outcome, never evidence that the tool did not run.
+package httpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Bundle kinds passed to Config.Open.
+const (
+	KindSession   = "session"   // one 2025-11-25 client session
+	KindStateless = "stateless" // a rotation period of sessionless traffic
+)
+
+// Timer is the proxy's view of a timer, so tests fire it by hand.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+	Reset(d time.Duration)
+}
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time   { return r.t.C }
+func (r realTimer) Stop() bool            { return r.t.Stop() }
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+
+// Config configures a Proxy.
+type Config struct {
+	// Upstream is the server's endpoint; every request is forwarded to it.
+	Upstream *url.URL
+	// Transport reaches the upstream (nil: a clone of
+	// http.DefaultTransport, which verifies TLS against the system roots).
+	Transport http.RoundTripper
+	// Open creates a bundle's recorder (opened with FramesCommitted);
+	// Seal seals (and signs) it.
+	Open func(kind string) (*producer.Recorder, error)
+	Seal func(*producer.Recorder) error
+	// Sealed, when set, is told each bundle sealed.
+	Sealed func(dir string, err error)
+	// CaptureID mints snapshot capture ids.
+	CaptureID      func() (string, error)
+	SnapshotLimits snapshot.Limits
+	// RotateEvery and RotateCalls rotate the stateless bundle after that
+	// long or that many tools/call attempts (0: never).
+	RotateEvery time.Duration
+	RotateCalls int64
+	// CallTimeout records a timeout (an unknown outcome) when a tools/call
+	// has no response within it; a late response is still recorded.
+	CallTimeout time.Duration
+	// StreamIdle abandons an upstream response stream silent this long: the
+	// calls waiting on it get a timeout (unknown), and the client's
+	// response ends (0: DefaultStreamIdle).
+	StreamIdle time.Duration
+	// NewTimer makes timers (nil: time.NewTimer).
+	NewTimer func(time.Duration) Timer
+	// Clock is the time (nil: time.Now).
+	Clock func() time.Time
+}
+
+// DefaultStreamIdle is how long an upstream stream may stay silent.
+const DefaultStreamIdle = 5 * time.Minute
+
+// Proxy is an http.Handler.
+type Proxy struct {
+	cfg       Config
+	serverURL string
+	decls     bindings
+	exch      atomic.Int64
+
+	base       context.Context // upstream requests; cancelled when a shutdown's grace ends
+	baseCancel context.CancelFunc
+	closing    chan struct{} // closed when a shutdown starts: streams without a call end
+
+	onTimeout func() // tests: told after a call timeout is recorded
+
+	mu        sync.Mutex
+	closed    bool
+	stateless *bundle
+	sessions  map[string]*bundle
+	live      map[*bundle]bool
+	errs      []error
+}
+
+// New returns a proxy. Close it to seal every bundle.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Upstream == nil || cfg.Open == nil || cfg.Seal == nil || cfg.CaptureID == nil {
+		return nil, errors.New("httpproxy: Upstream, Open, Seal and CaptureID are required")
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if cfg.NewTimer == nil {
+		cfg.NewTimer = func(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.StreamIdle <= 0 {
+		cfg.StreamIdle = DefaultStreamIdle
+	}
+	srv, err := producer.HTTPServer(cfg.Upstream, "")
+	if err != nil {
+		return nil, err
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Proxy{cfg: cfg, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
+		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
+}
+
+func (p *Proxy) sealed(b *bundle, err error) {
+	p.mu.Lock()
+	delete(p.live, b)
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
+	p.mu.Unlock()
+	if p.cfg.Sealed != nil {
+		p.cfg.Sealed(b.rec.Dir(), err)
+	}
+}
+
+// Close is Shutdown without a deadline: calls in flight may finish (each
+// stream is still bounded by StreamIdle).
+func (p *Proxy) Close() error { return p.Shutdown(context.Background()) }
+
+// Shutdown stops admitting exchanges, ends streams that carry no call
+// (the 2025-11-25 GET streams), lets calls in flight finish until ctx is
+// done, then closes their upstream requests (a transport failure: the
+// outcome is unknown), and seals every bundle.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.closing)
+	}
+	var all []*bundle
+	for b := range p.live {
+		all = append(all, b)
+	}
+	p.mu.Unlock()
+	for _, b := range all {
+		b.retire()
+	}
+	for _, b := range all {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			p.baseCancel()
+			<-b.done
+		}
+	}
+	p.baseCancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return errors.Join(p.errs...)
+}
+
+var errClosed = errors.New("the proxy is shutting down")
+
+// bundleFor picks (and acquires) the bundle an exchange records into.
+func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errClosed
+		}
+		var b *bundle
+		if session != "" {
+			b = p.sessions[session]
+		}
+		switch {
+		case b != nil:
+		case initialize:
+			// A new client session: its own bundle, keyed by the session id
+			// the server assigns in its answer.
+		default:
+			// Sessionless traffic, and sessions this proxy did not see begin
+			// (it restarted): the shared bundle. A client cannot make the
+			// proxy open bundles by inventing session ids.
+			b = p.stateless
+			if b != nil && p.rotateDue(b) {
+				p.stateless = nil
+				p.mu.Unlock()
+				b.retire()
+				continue
+			}
+		}
+		if b == nil {
+			kind := KindStateless
+			if initialize {
+				kind = KindSession
+			}
+			nb, err := p.newBundle(kind)
+			if err != nil {
+				p.mu.Unlock()
+				return nil, err
+			}
+			b = nb
+			p.live[b] = true
+			if !initialize {
+				p.stateless = b
+				if d := p.cfg.RotateEvery; d > 0 {
+					// Rotated on time even when no request comes to do it.
+					time.AfterFunc(d, func() { p.rotate(b) })
+				}
+			}
+		}
+		ok := b.acquire()
+		p.mu.Unlock()
+		if ok {
+			return b, nil
+		}
+	}
+}
+
+// rotate retires b if it is still the stateless bundle.
+func (p *Proxy) rotate(b *bundle) {
+	p.mu.Lock()
+	cur := p.stateless == b
+	if cur {
+		p.stateless = nil
+	}
+	p.mu.Unlock()
+	if cur {
+		b.retire()
+	}
+}
+
+func (p *Proxy) rotateDue(b *bundle) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return p.cfg.RotateCalls > 0 && b.calls >= p.cfg.RotateCalls ||
+		p.cfg.RotateEvery > 0 && p.cfg.Clock().Sub(b.opened) >= p.cfg.RotateEvery
+}
+
+// adopt registers an initialize exchange's bundle under the session id the
+// server assigned.
+func (p *Proxy) adopt(b *bundle, session string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b.session == "" && session != "" && p.sessions[session] == nil {
+		b.session = session
+		p.sessions[session] = b
+	}
+}
+
+func (p *Proxy) endSession(session string) {
+	p.mu.Lock()
+	b := p.sessions[session]
+	delete(p.sessions, session)
+	p.mu.Unlock()
+	if b != nil {
+		b.retire()
+	}
+}
+
+// exchange is one HTTP request through the proxy.
+type exchange struct {
+	p      *Proxy
+	b      *bundle
+	id     int64
+	w      http.ResponseWriter
+	r      *http.Request
+	body   []byte
+	msg    *mcpwire.Message
+	call   *call
+	list   []byte // a tools/list request line, for snapshot collection
+	what   string // the request's method, for its response
+	gone   bool   // the client went away: record, do not deliver
+	failed error  // an audit failure: stop delivering
+}
+
+// Limits.
+const maxBody = mcpwire.MaxFrameBytes
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body []byte
+	session := r.Header.Get("Mcp-Session-Id")
+	if r.Method == http.MethodPost {
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if int64(len(b)) > maxBody {
+			p.tooLarge(w, r, session, b)
+			return
+		}
+		body = b
+	}
+	var m *mcpwire.Message
+	var line []byte
+	var ref *mcpwire.Refusal
+	if body != nil {
+		line, m, ref = gateLine(body)
+	}
+	initialize := m != nil && m.Kind == mcpwire.KindRequest && m.Method == mcpwire.MethodInitialize && session == ""
+	b, err := p.bundleFor(session, initialize)
+	if err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, idOf(m), codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		return
+	}
+	defer b.release()
+	if initialize {
+		defer func() {
+			if b.session == "" {
+				b.retire() // no session came of it: a bundle of one handshake
+			}
+		}()
+	}
+	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: m}
+	if err := x.upstreamLine(nil); err != nil {
+		x.auditFail(err)
+		return
+	}
+	if body == nil {
+		if err := b.http(x.requestLine(nil)); err != nil {
+			x.auditFail(err)
+			return
+		}
+		x.forward(nil)
+		if r.Method == http.MethodDelete && session != "" {
+			p.endSession(session)
+		}
+		return
+	}
+	forwardOK := false
+	var reply func() // the proxy's own answer, written once the frame order is released
+	err = b.clientFrame(func(index int64) error {
+		if err := b.http(x.requestLine(&index)); err != nil {
+			return err
+		}
+		if ref != nil {
+			if err := b.sink.Frame(proxy.FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}); err != nil {
+				return err
+			}
+			reply = func() {
+				writeRPCError(w, http.StatusBadRequest, ref.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(ref.Rule)+"): "+ref.Detail)
+			}
+			return nil
+		}
+		if hr := checkHeaders(r.Header, m, &p.decls); hr != nil {
+			i := index
+			if err := b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Frame: &i, Rule: hr.rule, Detail: hr.detail}); err != nil {
+				return err
+			}
+			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}); err != nil {
+				return err
+			}
+			reply = func() {
+				writeRPCError(w, http.StatusBadRequest, idOf(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
+			}
+			return nil
+		}
+		switch {
+		case m.IsToolCall():
+			a, err := b.sink.Attempt(proxy.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
+			if err != nil {
+				return err
+			}
+			if m.Kind == mcpwire.KindRequest {
+				x.call = &call{ref: a, key: mcpwire.Key(m.ID), token: progressToken(m.Params)}
+				b.track(x.call)
+			}
+		case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
+			rid, ok := m.Params.Get("requestId")
+			var c *call
+			if ok {
+				c = b.onlyInflight(mcpwire.Key(rid))
+			}
+			if c != nil {
+				c.mu.Lock()
+				dup := c.canceled || c.settled
+				c.canceled = true
+				c.mu.Unlock()
+				if !dup {
+					if err := b.sink.CancelSent(c.ref, proxy.NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
+						return err
+					}
+					break
+				}
+			}
+			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
+				return err
+			}
+		default:
+			if m.Kind == mcpwire.KindRequest {
+				x.what = m.Method
+				if m.Method == mcpwire.MethodToolsList {
+					x.list = line
+				}
+			}
+			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
+				return err
+			}
+		}
+		forwardOK = true
+		return nil
+	})
+	if err != nil {
+		x.auditFail(err)
+		return
+	}
+	if !forwardOK {
+		if reply != nil {
+			reply()
+		}
+		return
+	}
+	if x.call != nil {
+		defer b.untrack(x.call)
+		if p.cfg.CallTimeout > 0 {
+			defer x.watchCall()()
+		}
+	}
+	x.forward(body)
+	if r.Method == http.MethodDelete && session != "" {
+		p.endSession(session)
+	}
+}
+
+// watchCall records a timeout (an unknown outcome) when the call has no
+// response within CallTimeout; the exchange goes on waiting, and a
+// response that comes later is recorded as late. It returns the stop.
+func (x *exchange) watchCall() (stop func()) {
+	t := x.p.cfg.NewTimer(x.p.cfg.CallTimeout)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-t.C():
+			c := x.call
+			c.mu.Lock()
+			if !c.settled && !c.timedOut {
+				c.timedOut = true
+				// A failure here fails the journal, which every later
+				// record of this exchange reports.
+				_ = x.b.sink.Timeout(c.ref)
+			}
+			c.mu.Unlock()
+			if x.p.onTimeout != nil {
+				x.p.onTimeout()
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done); t.Stop() }
+}
+
+// tooLarge commits a request body over the gate's limit by its digest and
+// length (hashing the rest of it), refused, and answers 413.
+func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, session string, head []byte) {
+	h := sha256.New()
+	h.Write(head)
+	n, err := io.Copy(h, r.Body)
+	if err != nil {
+		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	b, err := p.bundleFor(session, false)
+	if err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, "null", codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		return
+	}
+	defer b.release()
+	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r}
+	length := int64(len(head)) + n
+	err = x.upstreamLine(nil)
+	if err == nil {
+		err = b.clientFrame(func(index int64) error {
+			if err := b.http(x.requestLine(&index)); err != nil {
+				return err
+			}
+			return b.sink.Frame(proxy.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: transcript.TermLF,
+				Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused})
+		})
+	}
+	if err != nil {
+		x.auditFail(err)
+		return
+	}
+	writeRPCError(w, http.StatusRequestEntityTooLarge, "null", codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate (frame_too_large): "+strconv.FormatInt(length, 10)+" bytes")
+}
+
+func (x *exchange) auditFail(err error) {
+	if x.call != nil {
+		x.settle(func() error { return x.b.sink.TransportFailure(x.call.ref, "the recorder failed: "+err.Error()) })
+	}
+	writeRPCError(x.w, http.StatusServiceUnavailable, idOf(x.msg), codeAuditUnavailable, "tracectl: not forwarded: "+proxy.ErrAuditUnavailable.Error())
+}
+
+// requestLine is the HTTP facts of the client's request.
+func (x *exchange) requestLine(frame *int64) transcript.HTTPEvent {
+	ev := transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: x.id, Method: x.r.Method, Path: boundedPath(x.r.URL), Frame: frame}
+	ev.ContentType = boundedText(x.r.Header.Get("Content-Type"))
+	ev.Headers, ev.HeaderDigests, ev.Session, ev.Credentials = headerFacts(x.r.Header)
+	return ev
+}
+
+// headerFacts splits a request's headers into what is recorded: the MCP
+// headers by value (or digest), the session id by digest, credential
+// headers by name only. Nothing else is recorded.
+func headerFacts(h http.Header) (vals, digests map[string]string, session string, creds []string) {
+	for name, vv := range h {
+		n := strings.ToLower(name)
+		switch {
+		case transcript.IsCredentialHeader(n):
+			creds = append(creds, n)
+			continue
+		case n == hSessionID:
+			session = canon.SHA256([]byte(strings.Join(vv, ",")))
+			continue
+		case n == hProtocolVersion || n == hMethod || n == hName || n == hLastEventID || strings.HasPrefix(n, hParamPrefix):
+		default:
+			continue
+		}
+		if len(n) > transcript.MaxReportedBytes {
+			continue
+		}
+		v := strings.Join(vv, ", ")
+		if len(v) > transcript.MaxHeaderValueBytes || !validText(v) {
+			if digests == nil {
+				digests = map[string]string{}
+			}
+			digests[n] = canon.SHA256([]byte(v))
+			continue
+		}
+		if vals == nil {
+			vals = map[string]string{}
+		}
+		vals[n] = v
+	}
+	sort.Strings(creds)
+	creds = compact(creds)
+	return
+}
+
+func compact(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if (i == 0 || s[i-1] != v) && len(v) <= transcript.MaxReportedBytes {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func validText(s string) bool {
+	b, err := canon.Marshal(s)
+	return err == nil && len(b) > 0
+}
+
+func boundedPath(u *url.URL) string {
+	p := u.EscapedPath()
+	if len(p) > transcript.MaxPathBytes {
+		p = p[:transcript.MaxPathBytes]
+	}
+	if !validText(p) {
+		return ""
+	}
+	return p
+}
+
+func boundedText(s string) string {
+	if len(s) > transcript.MaxReportedBytes || !validText(s) {
+		return ""
+	}
+	return s
+}
+
+// upstreamLine records the server's identity in the bundle the first time,
+// and again whenever a TLS connection presents another key.
+func (x *exchange) upstreamLine(resp *http.Response) error {
+	b := x.b
+	ev := transcript.HTTPEvent{Event: transcript.HTTPUpstream, Exchange: x.id, URL: x.p.serverURL}
+	b.mu.Lock()
+	need := !b.upstream
+	if resp != nil && resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		leaf := resp.TLS.PeerCertificates[0]
+		sum := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+		spki := "sha256:" + hex.EncodeToString(sum[:])
+		chain := int64(0)
+		if len(resp.TLS.VerifiedChains) > 0 {
+			chain = int64(len(resp.TLS.VerifiedChains[0]))
+		}
+		need = spki != b.lastSPKI && len(resp.TLS.VerifiedChains) > 0
+		b.lastSPKI = spki
+		ev.TLS = &transcript.HTTPTLS{Version: tlsVersion(resp.TLS.Version), SPKISHA256: spki, Chain: transcript.ChainVerified, ChainLen: chain}
+	} else if resp != nil {
+		need = false
+	}
+	b.upstream = true
+	b.mu.Unlock()
+	if !need {
+		return nil
+	}
+	return b.http(ev)
+}
+
+func tlsVersion(v uint16) string {
+	switch v {
+	case 0x0304:
+		return "TLS 1.3"
+	case 0x0303:
+		return "TLS 1.2"
+	}
+	return "TLS 0x" + strconv.FormatUint(uint64(v), 16)
+}
+
+// hop-by-hop headers are not forwarded (RFC 9110 section 7.6.1).
+var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// dropHop removes hop-by-hop headers, those the Connection header names
+// included.
+func dropHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, n := range hop {
+		h.Del(n)
+	}
+}
+
+// forward sends the request upstream and relays the answer, committing
+// every message in it before it is delivered.
+func (x *exchange) forward(body []byte) {
+	ctx, cancel := context.WithCancel(x.p.base)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	up := *x.p.cfg.Upstream
+	if x.r.URL.RawQuery != "" && up.RawQuery == "" {
+		up.RawQuery = x.r.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, x.r.Method, up.String(), rd)
+	if err != nil {
+		x.upstreamFailed("build the upstream request: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = x.r.Header.Clone()
+	dropHop(req.Header)
+	// The proxy reads what it commits: no content coding (Go's transport
+	// asks for gzip itself and decodes it transparently).
+	req.Header.Del("Accept-Encoding")
+	req.Host = up.Host
+	req.ContentLength = int64(len(body))
+	// Waiting for the response headers is bounded like a silent stream;
+	// a client that closes its request meanwhile closes the upstream one.
+	clientGone := x.r.Context().Done()
+	var why atomic.Value
+	wait := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-wait.C():
+			why.Store("no response headers from the upstream within " + x.p.cfg.StreamIdle.String() + "; abandoned")
+			cancel()
+		case <-clientGone:
+			why.Store("the client closed the request before the upstream answered; the upstream request was closed")
+			cancel()
+		case <-stop:
+		}
+	}()
+	resp, err := x.p.cfg.Transport.RoundTrip(req)
+	close(stop)
+	wait.Stop()
+	if err != nil {
+		detail := "upstream request failed: " + err.Error()
+		if w, ok := why.Load().(string); ok {
+			detail = w
+		} else if x.p.base.Err() != nil {
+			detail = "the proxy shut down before the upstream answered; the upstream request was closed"
+		}
+		x.upstreamFailed(detail, http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	if err := x.upstreamLine(resp); err != nil {
+		x.auditFail(err)
+		return
+	}
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		x.upstreamFailed("the upstream answered with content coding "+strconv.Quote(boundedText(ce))+", which the proxy cannot read to commit", http.StatusBadGateway)
+		return
+	}
+	rl := transcript.HTTPEvent{Event: transcript.HTTPResponse, Exchange: x.id, Status: int64(resp.StatusCode), ContentType: boundedText(ct)}
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		rl.Session = canon.SHA256([]byte(sid))
+		if x.msg != nil && x.msg.Method == mcpwire.MethodInitialize {
+			x.p.adopt(x.b, sid)
+		}
+	}
+	if err := x.b.http(rl); err != nil {
+		x.auditFail(err)
+		return
+	}
+	hdr := x.w.Header()
+	for k, vv := range resp.Header {
+		hdr[k] = append([]string(nil), vv...)
+	}
+	dropHop(hdr)
+	switch {
+	case mt == "text/event-stream":
+		hdr.Del("Content-Length")
+		x.w.WriteHeader(resp.StatusCode)
+		flush(x.w)
+		x.relaySSE(ctx, cancel, resp.Body, clientGone)
+	default:
+		// A body that stalls is abandoned like a silent stream.
+		var stalled atomic.Bool
+		bodyWait := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+		read := make(chan struct{})
+		go func() {
+			select {
+			case <-bodyWait.C():
+				stalled.Store(true)
+				cancel()
+			case <-read:
+			}
+		}()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		close(read)
+		bodyWait.Stop()
+		if err != nil {
+			detail := "reading the upstream body: " + err.Error()
+			if stalled.Load() {
+				detail = "the upstream's body stalled for " + x.p.cfg.StreamIdle.String() + "; abandoned"
+			}
+			x.upstreamFailed(detail, http.StatusBadGateway)
+			return
+		}
+		if int64(len(data)) > maxBody {
+			x.upstreamFailed("the upstream's response body is over the gate's limit; withheld", http.StatusBadGateway)
+			return
+		}
+		if mt == "application/json" && len(bytes.TrimSpace(data)) > 0 && !x.message(data) {
+			x.auditFail(x.failed)
+			return
+		}
+		x.noAnswer(fmt.Sprintf("upstream answered HTTP %d (%s) without a response to the call", resp.StatusCode, boundedText(ct)))
+		hdr.Set("Content-Length", strconv.Itoa(len(data)))
+		x.w.WriteHeader(resp.StatusCode)
+		_, _ = x.w.Write(data)
+	}
+}
+
+// upstreamFailed: no answer came from the upstream at all.
+func (x *exchange) upstreamFailed(detail string, status int) {
+	_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
+	x.noAnswer(detail)
+	if x.msg != nil && x.msg.Kind == mcpwire.KindRequest {
+		writeRPCError(x.w, status, idOf(x.msg), codeTransportFailure, "tracectl: "+detail+"; the outcome is unknown")
+		return
+	}
+	x.w.Header().Del("Content-Length")
+	http.Error(x.w, "tracectl: "+detail, status)
+}
+
+// noAnswer settles a call the exchange ended without answering: a
+// transport failure (the outcome is unknown: the tool may have run).
+func (x *exchange) noAnswer(detail string) {
+	if x.call == nil {
+		return
+	}
+	x.settle(func() error { return x.b.sink.TransportFailure(x.call.ref, detail) })
+}
+
+// settle records a call's terminal observation once.
+func (x *exchange) settle(f func() error) {
+	c := x.call
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.settled {
+		return
+	}
+	c.settled = true
+	if err := f(); err != nil {
+		x.failed = err
+	}
+}
+
+// message commits one server message of this exchange (a JSON body or an
+// SSE event's data) and reports whether it may be delivered.
+func (x *exchange) message(data []byte) bool {
+	b := x.b
+	line, m, ref := gateLine(data)
+	err := b.serverFrame(func(index int64) error {
+		obs := proxy.FrameObs{Line: line, Msg: m, Refusal: ref, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded}
+		if m == nil {
+			return b.sink.Frame(obs)
+		}
+		switch m.Kind {
+		case mcpwire.KindResponse:
+			if x.call != nil && x.msg != nil && m.IDText() == x.msg.IDText() {
+				c := x.call
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if !c.settled {
+					c.settled = true
+					return b.sink.Response(c.ref, proxy.ResponseObs{Line: line, Msg: m, Index: index})
+				}
+				return b.sink.Frame(obs)
+			}
+			if err := b.sink.Frame(obs); err != nil {
+				return err
+			}
+			if x.msg == nil || m.IDText() != x.msg.IDText() {
+				return nil
+			}
+			switch x.what {
+			case mcpwire.MethodToolsList:
+				if !m.Error.Valid() {
+					x.p.decls.observe(m.Result)
+				}
+				return b.listPage(x.list, line, m)
+			case mcpwire.MethodInitialize:
+				if !m.Error.Valid() {
+					v, _ := str(m.Result, "protocolVersion")
+					name, ver := serverInfo(m.Result, "serverInfo")
+					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraLegacy, Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
+				}
+			case mcpwire.MethodDiscover:
+				if !m.Error.Valid() {
+					meta, _ := m.Result.Get("_meta")
+					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
+					_, v := protoOf(x.msg)
+					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraModern, Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
+				}
+			}
+			return nil
+		case mcpwire.KindNotification:
+			switch m.Method {
+			case mcpwire.NotifyToolsListChanged:
+				return b.sink.ListChanged(proxy.NotificationObs{Line: line, Msg: m, Index: index})
+			case mcpwire.NotifyProgress:
+				if x.call != nil && x.call.token != "" {
+					if tok, ok := m.Params.Get("progressToken"); ok && mcpwire.Key(tok) == x.call.token {
+						obs.Attempt = x.call.ref
+					}
+				}
+			}
+		}
+		return b.sink.Frame(obs)
+	})
+	if err != nil {
+		x.failed = err
+		return false
+	}
+	return true
+}
+
+// relaySSE commits each event of an upstream stream, then delivers it.
+func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body io.Reader, clientGone <-chan struct{}) {
+	type item struct {
+		raw, data []byte
+		err       error
+	}
+	events := make(chan item)
+	go func() {
+		defer close(events)
+		br := bufio.NewReaderSize(body, 64<<10)
+		for {
+			raw, data, err := readEvent(br)
+			select {
+			case events <- item{raw, data, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	idle := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+	defer idle.Stop()
+	var closing, retired <-chan struct{}
+	if x.call == nil {
+		closing, retired = x.p.closing, x.b.retired
+	}
+	for {
+		select {
+		case <-closing:
+			return // a stream with no call in it: nothing is left unanswered
+		case <-retired:
+			return // its session was deleted, or its bundle rotated
+		case it, ok := <-events:
+			if !ok {
+				// Closed under the reader: the proxy shut down.
+				x.noAnswer("the proxy shut down with the call in flight; the upstream request was closed")
+				return
+			}
+			if len(it.raw) > 0 && it.err == nil { // a cut event is neither committed nor delivered
+				idle.Reset(x.p.cfg.StreamIdle)
+				deliver := true
+				if len(it.data) > 0 {
+					deliver = x.message(it.data)
+				}
+				if x.failed != nil {
+					cancel()
+					return
+				}
+				if deliver && !x.gone {
+					if _, err := x.w.Write(it.raw); err != nil {
+						x.gone = true
+					} else {
+						flush(x.w)
+					}
+				}
+			}
+			if it.err != nil {
+				detail := "the upstream stream ended before the response"
+				if !errors.Is(it.err, io.EOF) {
+					detail = "the upstream stream was cut: " + it.err.Error()
+				}
+				if len(it.raw) > 0 && errors.Is(it.err, io.ErrUnexpectedEOF) {
+					detail = "the upstream stream was cut mid-event"
+				}
+				if x.call != nil {
+					x.call.mu.Lock()
+					settled := x.call.settled
+					x.call.mu.Unlock()
+					if !settled {
+						_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
+					}
+				}
+				x.noAnswer(detail)
+				return
+			}
+		case <-idle.C():
+			// Abandoned: whatever the upstream does next is not observed,
+			// so a waiting call's outcome is unknown.
+			detail := "the upstream stream was silent for " + x.p.cfg.StreamIdle.String() + "; abandoned"
+			_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
+			if c := x.call; c != nil {
+				c.mu.Lock()
+				if !c.settled && !c.timedOut {
+					c.timedOut = true
+					if err := x.b.sink.Timeout(c.ref); err != nil {
+						x.failed = err
+					}
+				}
+				c.mu.Unlock()
+			}
+			cancel()
+			return
+		case <-clientGone:
+			clientGone = nil
+			x.gone = true
+			// The client closed its request: in 2026-07-28 that is how a
+			// call is cancelled, so the upstream request is closed too.
+			// What the tool did is unknown.
+			_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: "the client closed the request; the upstream request was closed"})
+			x.noAnswer("the client closed the request with the call in flight; the upstream request was closed")
+			cancel()
+			return
+		}
+	}
+}
+
+// readEvent reads one SSE event: its exact bytes (through the blank line)
+// and its data (the data lines joined by LF). Bounded by maxBody.
+func readEvent(br *bufio.Reader) (raw, data []byte, err error) {
+	var hasData bool
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: collect it whole, within the bound.
+			buf := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				buf = append(buf, line...)
+				if int64(len(buf)+len(raw)) > maxBody {
+					return raw, nil, errors.New("an SSE event over the gate's limit")
+				}
+			}
+			line = buf
+		}
+		raw = append(raw, line...)
+		if int64(len(raw)) > maxBody {
+			return raw, nil, errors.New("an SSE event over the gate's limit")
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(raw) > 0 {
+				return raw, nil, io.ErrUnexpectedEOF
+			}
+			return raw, nil, err
+		}
+		l := bytes.TrimRight(line, "\r\n")
+		if len(l) == 0 {
+			if len(raw) == len(line) { // a blank line between events
+				raw = raw[:0]
+				continue
+			}
+			if !hasData {
+				return raw, nil, nil
+			}
+			return raw, data, nil
+		}
+		if v, ok := bytes.CutPrefix(l, []byte("data:")); ok {
+			v = bytes.TrimPrefix(v, []byte(" "))
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+			hasData = true
+		}
+	}
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func serverInfo(v canon.Value, member string) (name, ver string) {
+	if !v.Valid() {
+		return "", ""
+	}
+	si, ok := v.Get(member)
+	if !ok {
+		return "", ""
+	}
+	name, _ = str(si, "name")
+	ver, _ = str(si, "version")
+	return
+}
+
+func protoOf(m *mcpwire.Message) (state, version string) {
+	v, ok := metaVersion(m)
+	switch {
+	case !ok:
+		return transcript.ProtoAbsent, ""
+	case mcpwire.IsRevision(v):
+		return transcript.ProtoPresent, v
+	}
+	return transcript.ProtoMalformed, ""
+}
+
+func progressToken(params canon.Value) string {
+	if !params.Valid() || params.Kind() != canon.KindObject {
+		return ""
+	}
+	meta, ok := params.Get("_meta")
+	if !ok || meta.Kind() != canon.KindObject {
+		return ""
+	}
+	if tok, ok := meta.Get(mcpwire.MetaProgressToken); ok {
+		return mcpwire.Key(tok)
+	}
+	return ""
+}
+
+// JSON-RPC error codes the proxy answers with (spec/wrap.md's, reused).
+const (
+	codeAuditUnavailable = -32091
+	codeTransportFailure = -32092
+	codeRefused          = -32600
+)
+
+func idOf(m *mcpwire.Message) string {
+	if m == nil || m.Kind != mcpwire.KindRequest {
+		return "null"
+	}
+	return m.IDText()
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id string, code int, msg string) {
+	if id == "" {
+		id = "null"
+	}
+	mb, _ := json.Marshal(msg)
+	w.Header().Del("Content-Length") // the upstream's, if it was copied
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":`+strconv.Itoa(code)+`,"message":`+string(mb)+`,"data":{"source":"tracectl"}}}`)
+}
+
+// SPKI returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the
+// form HTTP upstream lines record.
+func SPKI(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
