@@ -71,6 +71,9 @@ func (r *Recorder) RecordFrame(f FrameRecord) error {
 		switch {
 		case f.Length > r.opts.Limits.MaxFrameBytes:
 			ev.Payload.OverLimit = true
+		case f.Body != nil && r.opts.Retention == transcript.RetainFull && r.rules != nil:
+			// Too long to redact: kept only when redaction is off.
+			ev.Payload.Withheld = transcript.WithheldUnredactable
 		case f.Body != nil && r.opts.Retention == transcript.RetainFull:
 			switch err := r.pack.putReader(f.Body, f.Digest, f.Length); {
 			case errors.Is(err, errPayloadChanged):

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -30,10 +31,18 @@ type Options struct {
 	// BatchInterval is the batch mode's fsync period (default 10ms).
 	BatchInterval time.Duration
 	// Retention is transcript.RetainFull (the default: request and response
-	// bytes are kept under blobs/) or RetainDigest (digests and lengths
-	// only). Snapshot manifests and pages are always kept: the profile
-	// requires result pages retained in full.
+	// bytes are kept in the payload pack) or RetainDigest (salted digests
+	// and lengths only). Snapshot manifests and pages are always kept: the
+	// profile requires result pages retained in full.
 	Retention string
+	// Redact are the rules each retained payload is redacted with before
+	// it is stored (spec/transcript.md, "Redaction"): nil means
+	// redact.Default(), the built-in credential detectors. Redaction
+	// changes what is retained, never what is forwarded.
+	Redact *redact.Rules
+	// NoRedaction retains payloads exactly as they crossed (Redact is then
+	// ignored).
+	NoRedaction bool
 	// Producer names the software recording (Name required).
 	Producer transcript.Producer
 	// Server is the MCP server as observed (Transport required); see
@@ -146,4 +155,18 @@ func (o Options) headerLimits() transcript.HeaderLimits {
 		h.BatchIntervalMs = max(1, o.BatchInterval.Milliseconds())
 	}
 	return h
+}
+
+// redaction returns the rules payloads are redacted with (nil: none) and
+// the policy the header records.
+func (o Options) redaction() (*redact.Rules, *transcript.RedactionPolicy) {
+	if o.NoRedaction || o.Retention == transcript.RetainDigest {
+		return nil, nil // nothing retained: nothing to redact
+	}
+	rules := o.Redact
+	if rules == nil {
+		rules = redact.Default()
+	}
+	d, ptrs, pats := rules.Policy()
+	return rules, &transcript.RedactionPolicy{Defaults: d, Pointers: int64(ptrs), Patterns: int64(pats), Policy: redact.PolicyID}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -243,8 +244,15 @@ func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, error) {
 	return p, err
 }
 
-// saltedPayload is payload, returning the salt too (a request's arguments
-// digest is salted with it).
+// saltedPayload is payload, returning the salt of the commitment to the
+// exact bytes too (a request's arguments digest is salted with it; it is
+// kept in the pack only when the exact bytes are).
+//
+// With redaction rules, a retained payload is redacted first: when a value
+// is hidden, the pack keeps the redacted copy under its own salt, and the
+// line commits to that copy, to the list of what it hides, and to the exact
+// bytes under a salt nobody keeps. Bytes that cannot be redacted exactly
+// but may hold a secret are not kept at all (WithheldUnredactable).
 func (r *Recorder) saltedPayload(b []byte, retain bool) (transcript.Payload, []byte, error) {
 	salt, err := r.newSalt()
 	if err != nil {
@@ -254,13 +262,50 @@ func (r *Recorder) saltedPayload(b []byte, retain bool) (transcript.Payload, []b
 	switch {
 	case int64(len(b)) > r.opts.Limits.MaxFrameBytes:
 		p.OverLimit = true
-	case retain:
-		if err := r.pack.put(b, p.Digest, salt); err != nil {
-			return p, salt, err
-		}
-		p.Retained = true
+		return p, salt, nil
+	case !retain:
+		return p, salt, nil
 	}
+	if r.rules != nil {
+		res, rerr := redact.Message(b, r.rules)
+		switch {
+		case rerr != nil && redact.Scan(b, r.rules), rerr == nil && !fitsLine(res.Redactions):
+			p.Withheld = transcript.WithheldUnredactable
+			return p, salt, nil
+		case rerr == nil && len(res.Redactions) > 0:
+			rsalt, err := r.newSalt()
+			if err != nil {
+				return p, salt, err
+			}
+			red := transcript.Payload{Digest: transcript.SaltedDigest(rsalt, res.Redacted), Length: int64(len(res.Redacted)),
+				Original: p.Digest, Retained: true}
+			for _, x := range res.Redactions {
+				red.Redactions = append(red.Redactions, transcript.Redaction{Class: string(x.Class), Pointer: x.Pointer})
+			}
+			if err := r.pack.put(res.Redacted, red.Digest, rsalt); err != nil {
+				return red, salt, err
+			}
+			return red, salt, nil
+		}
+	}
+	if err := r.pack.put(b, p.Digest, salt); err != nil {
+		return p, salt, err
+	}
+	p.Retained = true
 	return p, salt, nil
+}
+
+// fitsLine says whether a redaction list fits the line that carries it.
+func fitsLine(reds []redact.Redaction) bool {
+	if len(reds) > transcript.MaxRedactions {
+		return false
+	}
+	for _, x := range reds {
+		if len(x.Pointer) > transcript.MaxRedactionPointer {
+			return false
+		}
+	}
+	return true
 }
 
 // newSalt reads a payload salt from the recorder's entropy.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -27,6 +28,7 @@ type Recorder struct {
 	fsys     FS
 	j        *journal
 	pack     *packStore
+	rules    *redact.Rules // payloads are redacted with them before they are retained; nil: kept exactly
 	saltMu   sync.Mutex // the entropy source need not be safe for concurrent use
 	scope    string
 	server   string // sha256 of JCS(header.server)
@@ -121,12 +123,13 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	rules, policy := opts.redaction()
 	h := transcript.Header{
 		Type: transcript.TypeHeader, Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
 		Canonicalization: transcript.Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
 		Merkle:           transcript.MerkleAlg, ExecutionScope: scope, FramesCommitted: opts.FramesCommitted,
 		Producer: opts.Producer, Server: opts.Server,
-		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(),
+		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(), Redaction: policy,
 		StartedAtMs: opts.Clock().UnixMilli(),
 	}
 	line, err := transcript.Encode(&h)
@@ -174,6 +177,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		}
 	}
 	r := newRecorder(dir, opts, scope, srvDigest)
+	r.rules = rules
 	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
 	r.setPack(pack)
 	if opts.Durability == transcript.DurabilityBatch {

@@ -378,6 +378,23 @@ func (d *lineDec) header() *Header {
 					d.fail()
 				}
 			})
+		case "redaction":
+			r := &RedactionPolicy{}
+			d.object(func(k string) {
+				switch k {
+				case "defaults":
+					r.Defaults = d.bool()
+				case "patterns":
+					r.Patterns = d.int()
+				case "pointers":
+					r.Pointers = d.int()
+				case "policy":
+					r.Policy = d.str()
+				default:
+					d.fail()
+				}
+			})
+			h.Redaction = r
 		case "profile":
 			h.Profile = d.str()
 		case "retention":

@@ -206,6 +206,15 @@ func (h *Header) encode(e *encoder) {
 	e.str("version", p.Version)
 	e.close()
 	e.str("profile", h.Profile)
+	if r := h.Redaction; r != nil {
+		e.key("redaction")
+		e.open()
+		e.bool("defaults", r.Defaults)
+		e.optInt("patterns", r.Patterns)
+		e.optInt("pointers", r.Pointers)
+		e.str("policy", r.Policy)
+		e.close()
+	}
 	e.str("retention", h.Retention)
 	e.int("seq", h.Seq)
 	e.key("server")

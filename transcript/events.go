@@ -110,10 +110,23 @@ type Header struct {
 	ExecutionScope   string           `json:"execution_scope"`
 	Producer         Producer         `json:"producer"`
 	Server           Server           `json:"server"`
-	Retention        string           `json:"retention"`
-	Durability       string           `json:"durability"`
+	// Redaction (v3) is the policy retained payload copies were redacted
+	// under; nil: retained exactly.
+	Redaction  *RedactionPolicy `json:"redaction,omitempty"`
+	Retention  string           `json:"retention"`
+	Durability string           `json:"durability"`
 	Limits           HeaderLimits     `json:"limits"`
 	StartedAtMs      int64            `json:"started_at_ms"`
+}
+
+// RedactionPolicy says which rules redacted retained payloads before they
+// were stored (spec/transcript.md, "Redaction"): counts only, never the
+// rules' text (an operator's pattern can describe the secret).
+type RedactionPolicy struct {
+	Defaults bool   `json:"defaults"` // the built-in detectors of Policy were on
+	Patterns int64  `json:"patterns,omitempty"`
+	Pointers int64  `json:"pointers,omitempty"`
+	Policy   string `json:"policy"` // the detector set, redact.PolicyID
 }
 
 // Canonicalization names the canon policy ids in force.

@@ -156,8 +156,14 @@ func (h *Header) validateFormat() *invalid {
 		if h.Server.ArgsDigest != "" {
 			return bad("server.args_digest is not a %s member: the argv is not committed by an unsalted digest", Format)
 		}
+		if r := h.Redaction; r != nil {
+			return first(ident("redaction.policy", r.Policy), nonneg("redaction.patterns", r.Patterns), nonneg("redaction.pointers", r.Pointers))
+		}
 		return nil
 	case FormatV2, FormatV1:
+		if h.Redaction != nil {
+			return bad("redaction is a %s member", Format)
+		}
 		if h.Server.ArgsDigest == "" && h.Server.Argc != 0 {
 			return bad("server.argc %d without server.args_digest", h.Server.Argc)
 		}

@@ -107,6 +107,16 @@ type bundleCheck struct {
 	salted bool
 	salt   []byte
 
+	// Redacted copies (payload.go): the list of the payload last checked,
+	// for its claims; counts for the summary finding.
+	reds            []transcript.Redaction
+	redacted        int64
+	redactedValues  int64
+	redactedClasses map[string]int64
+	redactedFirst   string
+	claimsCovered   int64
+	unredactable    int64 // withheld: could not be redacted exactly
+
 	ck *checkpointCheck // signed checkpoints (checkpoint.go), nil without
 }
 
@@ -560,6 +570,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		return
 	}
 	b.withheldFindings()
+	b.redactionFindings()
 	b.packFindings()
 	if c.Count() > 0 && b.commitOK {
 		r.Root = c.Root()

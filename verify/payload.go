@@ -2,12 +2,16 @@ package verify
 
 import (
 	"crypto/sha256"
+	"slices"
+	"strings"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -21,6 +25,7 @@ import (
 // (no derivation reads that far). The returned slice is reused by the next
 // call.
 func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (body []byte, ok bool) {
+	b.reds = nil
 	if b.partial {
 		b.undisclosed++
 		return nil, false
@@ -33,6 +38,8 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 			b.overLimitPayloads++
 		case b.header != nil && b.header.Retention == transcript.RetainDigest:
 			b.withheld++
+		case p.Withheld == transcript.WithheldUnredactable && b.header != nil && b.header.Redaction != nil:
+			b.unredactable++
 		default:
 			// Not retained although the declared policy keeps every
 			// payload: missing, whatever the caller accepts.
@@ -50,7 +57,63 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 		return nil, false
 	}
 	path := transcript.BlobPath(p.Digest)
-	return b.blob(path, p.Digest, p.Length, CheckPayload, subject, false, keep)
+	if len(p.Redactions) == 0 {
+		return b.blob(path, p.Digest, p.Length, CheckPayload, subject, false, keep)
+	}
+	// A redacted copy: its bytes open its commitment, and the list says
+	// exactly which values it hides (redact.Check: each listed pointer
+	// holds its class's marker, and the copy parses).
+	body, ok = b.blob(path, p.Digest, p.Length, CheckPayload, subject, false, true)
+	if !ok {
+		return nil, false
+	}
+	reds := make([]redact.Redaction, len(p.Redactions))
+	for i, r := range p.Redactions {
+		reds[i] = redact.Redaction{Pointer: r.Pointer, Class: redact.Class(r.Class)}
+	}
+	if body == nil {
+		b.payloadBad++
+		b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject, "a redacted copy longer than a producer reads: its redaction list cannot be checked")
+		return nil, false
+	}
+	if err := redact.Check(body, reds, canon.Limits{MaxBytes: transcript.MaxDeriveBytes}); err != nil {
+		b.payloadBad++
+		b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject, "the redaction list does not describe the retained copy: "+err.Error())
+		return nil, false
+	}
+	b.redacted++
+	b.redactedValues += int64(len(p.Redactions))
+	if b.redactedClasses == nil {
+		b.redactedClasses = map[string]int64{}
+	}
+	for _, r := range p.Redactions {
+		b.redactedClasses[r.Class]++
+	}
+	if b.redactedFirst == "" {
+		b.redactedFirst = subject
+	}
+	b.reds = p.Redactions
+	return body, true
+}
+
+// redactionFindings reports the redacted copies, one finding with the
+// counts and classes, and the claims that were not re-derived because a
+// redaction covers their source.
+func (b *bundleCheck) redactionFindings() {
+	if b.redacted == 0 {
+		return
+	}
+	classes := make([]string, 0, len(b.redactedClasses))
+	for c, n := range b.redactedClasses {
+		classes = append(classes, fmt.Sprintf("%s %d", c, n))
+	}
+	slices.Sort(classes)
+	detail := fmt.Sprintf("%d payloads retained redacted (%d values: %s; first: %s): each copy opens its commitment and hides exactly the values its list names; the exact bytes are committed (original) under a salt the bundle does not hold, so they are not checked",
+		b.redacted, b.redactedValues, strings.Join(classes, ", "), b.redactedFirst)
+	if b.claimsCovered > 0 {
+		detail += fmt.Sprintf("; %d claims not re-derived because a redaction covers their source", b.claimsCovered)
+	}
+	b.r.add(CodePayloadRedacted, CheckPayload, StatusInfo, "redacted payloads", detail)
 }
 
 // blob checks that the file at path holds exactly length bytes hashing to
@@ -187,11 +250,15 @@ func (b *bundleCheck) retention() string {
 // policy withheld, one finding per reason with the count; accepted
 // (Options.AcceptWithheld), one finding stating what was verified instead.
 func (b *bundleCheck) withheldFindings() {
-	if b.v.o.AcceptWithheld && b.withheld+b.overLimitPayloads > 0 {
+	if b.v.o.AcceptWithheld && b.withheld+b.overLimitPayloads+b.unredactable > 0 {
 		b.r.add(CodeWithheldAccepted, CheckPayload, StatusInfo, "withheld payloads",
-			fmt.Sprintf("%d payloads withheld by the producer's declared policy (%d by digest-only retention, first: %s; %d longer than the frame limit), accepted (--accept-withheld): their digests and lengths are verified as committed, not their bytes, nor the claims their bytes would support",
-				b.withheld+b.overLimitPayloads, b.withheld, b.withheldFirst, b.overLimitPayloads))
+			fmt.Sprintf("%d payloads withheld by the producer's declared policy (%d by digest-only retention, first: %s; %d longer than the frame limit; %d that could not be redacted exactly), accepted (--accept-withheld): their digests and lengths are verified as committed, not their bytes, nor the claims their bytes would support",
+				b.withheld+b.overLimitPayloads+b.unredactable, b.withheld, b.withheldFirst, b.overLimitPayloads, b.unredactable))
 		return
+	}
+	if b.unredactable > 0 {
+		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
+			fmt.Sprintf("%d payloads withheld by the declared redaction policy (%s): they may hold a secret and could not be redacted exactly, so none of their bytes were kept (--accept-withheld accepts them)", b.unredactable, b.header.Redaction.Policy))
 	}
 	if b.withheld > 0 {
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",

@@ -68,6 +68,7 @@ const (
 	CodeProducerObservation  Code = "producer_observation_only" // responses and server identity are the producer's observations, not server-authenticated
 	CodeServerProofMissing   Code = "server_proof_missing"      // a claim of server authentication without its proof
 	CodeInclusionProofFailed Code = "inclusion_proof_failed"
+	CodePayloadRedacted      Code = "payload_redacted"  // info: payloads retained as redacted copies, with what they hide
 	CodeWithheldAccepted     Code = "withheld_accepted" // info: payloads the declared policy withheld, accepted by the caller (Options.AcceptWithheld)
 	CodePackMalformed        Code = "pack_malformed"    // the payload pack is not whole entries: the entries after the damage are not read
 	CodeFileRefused          Code = "file_refused"      // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
@@ -93,7 +94,7 @@ func AllCodes() []Code {
 		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
 		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
 
-		CodeWithheldAccepted, CodePackMalformed, CodeFileRefused, CodeLimitExceeded,
+		CodePayloadRedacted, CodeWithheldAccepted, CodePackMalformed, CodeFileRefused, CodeLimitExceeded,
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,

@@ -29,6 +29,7 @@ import (
 type proxyOptions struct {
 	listen, upstream, bundleDir, key string
 	keys                             keyOptions
+	redaction                        redactOptions
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
 	maxFrame                         int64
@@ -77,7 +78,8 @@ verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference; without it bundles are sealed unsigned")
 	o.keys.flags(cmd)
 	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict, batch or none")
-	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full or digest")
+	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
+	o.redaction.flags(cmd)
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
 	f.DurationVar(&o.streamIdle, "stream-idle-timeout", httpproxy.DefaultStreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
@@ -140,6 +142,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	default:
 		return usageErr(fmt.Errorf("--retain %q: want full or digest", o.retain), "")
 	}
+	if err := o.redaction.build(); err != nil {
+		return err
+	}
 	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.maxFrame <= 0 {
 		return usageErr(errors.New("--call-timeout and --grace must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
 	}
@@ -198,6 +203,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			path := filepath.Join(dir, strings.TrimSuffix(name, ".trace")+"-"+kind+".trace")
 			rec, err := producer.Open(path, producer.Options{
 				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
+				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
 			})
 			if err == nil {

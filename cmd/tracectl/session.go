@@ -24,6 +24,7 @@ import (
 // sessionOptions describe one recorded proxy session (wrap and demo).
 type sessionOptions struct {
 	bundle, key, durability, retain string
+	redaction                       redactOptions // built
 	callTimeout, grace, killAfter   time.Duration
 	maxFrame                        int64
 	serverName                      string
@@ -159,6 +160,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	rec, err := producer.Open(o.bundle, producer.Options{
 		Clock: time.Now, Entropy: rand.Reader, FS: producer.OSFS{},
 		Durability: o.durability, Retention: o.retain, Producer: prod,
+		Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 		Server:          server,
 		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 		FramesCommitted: true,

@@ -28,6 +28,7 @@ type wrapOptions struct {
 	keys            keyOptions
 	durability      string
 	retain          string
+	redaction       redactOptions
 	callTimeout     time.Duration
 	grace           time.Duration
 	shutdownTimeout time.Duration
@@ -127,7 +128,8 @@ environment.`,
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference (<provider>://...); without it the bundle is sealed unsigned")
 	o.keys.flags(cmd)
 	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict (fsync before forwarding), batch (group commit) or none")
-	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (keep payload bytes) or digest (digests and lengths only)")
+	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (keep payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
+	o.redaction.flags(cmd)
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
 	f.DurationVar(&o.grace, "grace", proxy.DefaultGrace, "how long calls still running at the server may finish after the client closes its input")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", proxy.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
@@ -149,6 +151,9 @@ func (o *wrapOptions) validate() error {
 	case transcript.RetainFull, transcript.RetainDigest:
 	default:
 		return usageErr(fmt.Errorf("--retain %q: want full or digest", o.retain), "")
+	}
+	if err := o.redaction.build(); err != nil {
+		return err
 	}
 	if o.callTimeout < 0 || o.grace < 0 {
 		return usageErr(errors.New("--call-timeout and --grace must not be negative"), "")
@@ -299,7 +304,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
 	sum, err := recordSession(ctx, s, sessionOptions{
-		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain,
+		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain, redaction: o.redaction,
 		callTimeout: o.callTimeout, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
 		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint,

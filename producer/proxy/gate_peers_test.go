@@ -378,9 +378,10 @@ func runDirect(t *testing.T, peer gatePeer, tc hostileCase) []string {
 func TestGateRefusesHugeClientFrame(t *testing.T) {
 	dir := t.TempDir()
 	callLog, lineLog := filepath.Join(dir, "calls.jsonl"), filepath.Join(dir, "lines.jsonl")
-	// The frame limit is raised above the frame, so the refused bytes are
-	// retained (through the spool) and the bundle verifies in full.
-	w := startWrap(t, wrapOpts{maxFrame: 128 << 20}, mcptest.Build(t, "jsonserver"), "-call-log", callLog, "-line-log", lineLog)
+	// The frame limit is raised above the frame and redaction is off (a
+	// frame too long to redact is withheld otherwise), so the refused bytes
+	// are retained (through the spool) and the bundle verifies in full.
+	w := startWrap(t, wrapOpts{maxFrame: 128 << 20, noRedact: true}, mcptest.Build(t, "jsonserver"), "-call-log", callLog, "-line-log", lineLog)
 	c := w.raw()
 	c.gateHandshake(gatePeer{})
 	c.gateList()
@@ -433,7 +434,7 @@ func TestGateRefusesHugeClientFrame(t *testing.T) {
 func TestGateDeliversHugeServerFrame(t *testing.T) {
 	dir := t.TempDir()
 	callLog, lineLog := filepath.Join(dir, "calls.jsonl"), filepath.Join(dir, "lines.jsonl")
-	w := startWrap(t, wrapOpts{maxFrame: 128 << 20}, mcptest.Build(t, "jsonserver"), "-call-log", callLog, "-line-log", lineLog)
+	w := startWrap(t, wrapOpts{maxFrame: 128 << 20, noRedact: true}, mcptest.Build(t, "jsonserver"), "-call-log", callLog, "-line-log", lineLog)
 	c := w.raw()
 	c.gateHandshake(gatePeer{})
 	c.gateList()

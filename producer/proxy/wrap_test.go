@@ -102,6 +102,7 @@ type wrapOpts struct {
 	grace       time.Duration // default 2s
 	fs          producer.FS   // default OSFS
 	maxFrame    int64         // producer.Limits.MaxFrameBytes (0: the default)
+	noRedact    bool          // producer.Options.NoRedaction
 }
 
 // wrapRun is one recorded proxy session. The client side is a pair of
@@ -140,7 +141,7 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 		Clock: time.Now, Entropy: rand.Reader, FS: o.fs, Durability: o.durability,
 		Producer: transcript.Producer{Name: "tracectl-proxy-test", Version: "test"},
 		Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: server, Argc: int64(len(args))},
-		Limits:   producer.Limits{CallTimeout: o.callTimeout, MaxFrameBytes: o.maxFrame}, FramesCommitted: true,
+		Limits:   producer.Limits{CallTimeout: o.callTimeout, MaxFrameBytes: o.maxFrame}, FramesCommitted: true, NoRedaction: o.noRedact,
 	})
 	if err != nil {
 		t.Fatalf("producer.Open: %v", err)
