@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
@@ -758,6 +759,51 @@ func (g *generator) row6() ([]*vec, error) {
 	b.setEntries(es)
 	out = append(out, g.bundleVec("r6-payload-salt-changed", 6, CaseNegative,
 		"The salt kept beside the response's bytes in the payload pack is replaced, the bytes untouched. The response's salted commitment (transcript v3) no longer opens with the bytes and the salt the bundle holds: evidence_mismatch, never a pass, and never merely unavailable.",
+		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
+
+	// Redaction (v3): a call carrying a credential in its arguments is
+	// retained as its redacted copy, with the list of what it hides.
+	redacted := func(id string) (*bundle, error) {
+		s, err := g.open(id, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.discover(); err != nil {
+			return nil, err
+		}
+		if _, err := s.snapshot(standardPages(), snapshot.Limits{}); err != nil {
+			return nil, err
+		}
+		req := s.callLine("get_weather", `{"city":"Lisbon","units":"metric","api_key":"sk-proj-`+strings.Repeat("Ab3De6Gh9J", 5)+`"}`, "")
+		h, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
+		if err != nil {
+			return nil, err
+		}
+		if err := h.Response(result(req, weatherOK)); err != nil {
+			return nil, err
+		}
+		return s.seal()
+	}
+	if b, err = redacted("r6-payload-redacted"); err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r6-payload-redacted", 6, CaseBoundary,
+		"The call's arguments carry an API key. The request is retained as its redacted copy (the key's value replaced by \"[REDACTED:openai_api_key]\"), the attempt line lists the redaction and commits to the exact bytes (original) under a salt the bundle does not hold. The copy opens its commitment and hides exactly what the list names: verified, with payload_redacted (information).",
+		string(verify.Verified), codes(cs(verify.CodePayloadRedacted, verify.CodePayloadsVerified)), codes(bound, cs(verify.CodeEvidenceMismatch, verify.CodeEvidenceUnavailable)), b))
+	if b, err = redacted("r6-redaction-list-forged"); err != nil {
+		return nil, err
+	}
+	if err := b.editWhere(is(transcript.TypeAttempt), func(e event) {
+		reds := e["request"].(map[string]any)["redactions"].([]any)
+		reds[0].(map[string]any)["pointer"] = "/params/arguments/city"
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.resign(b.attempts(), nil); err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r6-redaction-list-forged", 6, CaseNegative,
+		"The attempt line's redaction list is made to name /params/arguments/city instead of the redacted api_key, and the record re-signed: the retained copy holds no marker there, so the list does not describe the copy. evidence_mismatch, never a pass.",
 		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
 
 	b, _, err = g.basicBundle("r6-digest-only-retention", func(o *producer.Options) { o.Retention = transcript.RetainDigest })

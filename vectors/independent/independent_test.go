@@ -477,6 +477,18 @@ func (b *bundle) claimsDiffer() int {
 			n++
 			continue
 		}
+		// A redacted copy (v3): each listed pointer must hold the marker
+		// "[REDACTED:<class>]", and the arguments digest is over the exact
+		// arguments, which the bundle does not hold.
+		reds, _ := p["redactions"].([]any)
+		if len(reds) > 0 {
+			if !redactionsHold(data, reds) {
+				n++
+			}
+			if e["type"] == "attempt" {
+				continue
+			}
+		}
 		if e["type"] == "observation" {
 			if claimed, _ := e["is_error"].(bool); claimed != msg.Result.IsError {
 				n++
@@ -818,4 +830,42 @@ func jcsString(w *bytes.Buffer, s string) {
 		}
 	}
 	w.WriteByte('"')
+}
+
+// redactionsHold says whether every listed RFC 6901 pointer resolves, in
+// the redacted copy, to the string "[REDACTED:<class>]" of its class.
+func redactionsHold(data []byte, reds []any) bool {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return false
+	}
+	for _, r := range reds {
+		m, _ := r.(map[string]any)
+		ptr, _ := m["pointer"].(string)
+		class, _ := m["class"].(string)
+		v := doc
+		if ptr != "" {
+			for _, tok := range strings.Split(ptr[1:], "/") {
+				tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+				switch c := v.(type) {
+				case map[string]any:
+					v = c[tok]
+				case []any:
+					i, err := strconv.Atoi(tok)
+					if err != nil || i < 0 || i >= len(c) {
+						return false
+					}
+					v = c[i]
+				default:
+					return false
+				}
+			}
+		}
+		if v != "[REDACTED:"+class+"]" {
+			return false
+		}
+	}
+	return true
 }
