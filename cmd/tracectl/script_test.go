@@ -29,7 +29,8 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":    cmdExits,
+			"mkbundle": cmdMkBundle,
 		},
 	})
 }
