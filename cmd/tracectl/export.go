@@ -16,6 +16,7 @@ import (
 	"github.com/tracectl/tracectl/inspect"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -50,7 +51,8 @@ request, response and arguments.
 
   jsonl  one JSON object per line (evidence text \u-escaped)
   csv    RFC 4180 with a header row (encoding/csv quoting; on a terminal,
-         control characters are shown escaped instead)
+         control characters are shown escaped instead; note that CSV
+         readers such as encoding/csv turn a CR LF inside a value into LF)
   otlp   one span per attempt, sent over OTLP/HTTP (protobuf) to --endpoint,
          following the OpenTelemetry MCP semantic conventions: span name
          "tools/call TOOL", kind client, mcp.method.name, gen_ai.tool.name,
@@ -338,6 +340,9 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 		attribute.String("tracectl.producer", b.Header.Producer.Name+" "+b.Header.Producer.Version),
 		attribute.String("tracectl.server", b.Header.Server.Name))
 	errc := make(chan error, 1)
+	// The SDK reports export errors to a global handler that logs them;
+	// errExporter returns them instead, so the log would only repeat them.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(&errExporter{SpanExporter: exp, errc: errc}), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	tracer := tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")

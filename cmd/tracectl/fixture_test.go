@@ -76,7 +76,7 @@ func (c *fixtureClock) now() time.Time {
 // hostileNames are tool names a hostile server may declare and a hostile
 // caller may call: an ANSI escape, a newline, markup, quotes and commas.
 var hostileNames = []string{
-	"\x1b[31mred\x1b[0m", "two\nlines", "<script>alert(1)</script>", `say "hi", 'there'`, "a,b,\"c\"\r\nd",
+	"\x1b[31mred\x1b[0m", "two\nlines", "<script>alert(1)</script>", `say "hi", 'there'`, "a,b,\"c\"\nd\re",
 }
 
 func toolsPage(id int, tools ...[2]string) (req, resp []byte) {
