@@ -410,4 +410,3 @@ func tracesURL(endpoint string) string {
 	}
 	return endpoint
 }
-
