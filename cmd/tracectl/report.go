@@ -76,7 +76,7 @@ func runReport(ctx context.Context, s streams, o *reportOptions) error {
 const maxTimelineRows = 2000
 
 type tlBar struct {
-	ID, Class, Title, Label string
+	ID, Class, Title, Label, Anchor string
 	X, Y, W, TextX          float64
 	Unknown                 bool
 }
@@ -130,7 +130,10 @@ func buildTimeline(b *inspect.Bundle) timeline {
 		bar := tlBar{ID: a.AttemptID, X: x1, Y: tlTop + float64(i)*tlRow, W: max(x2-x1, 3), Unknown: unknown,
 			Class: "o-" + a.Outcome.Kind, Label: a.Outcome.Label(),
 			Title: fmt.Sprintf("%s %s: %s, %s at %s", a.AttemptID, toolText(a), a.Outcome.Label(), duration(a), utc(a.AtMs))}
-		bar.TextX = bar.X + bar.W + 4
+		bar.TextX, bar.Anchor = bar.X+bar.W+4, "start"
+		if bar.TextX > tlWidth-200 {
+			bar.TextX, bar.Anchor = bar.X-4, "end" // the label goes left of a bar near the right edge
+		}
 		tl.Bars = append(tl.Bars, bar)
 	}
 	for _, a := range atts {
@@ -264,7 +267,7 @@ svg text{font:11px ui-monospace,Menlo,Consolas,monospace;fill:#1b1f24}.link{stro
 <defs><pattern id="unknown" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eaeef2"/><line x1="0" y1="0" x2="0" y2="6" stroke="#8c959f" stroke-width="2"/></pattern>
 <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#0969da"/></marker></defs>
 <text x="0" y="14">{{.From}}</text><text x="{{.Width}}" y="14" text-anchor="end">{{.To}}</text>
-{{range .Bars}}<g id="bar-{{ev .ID}}"><title>{{ev .Title}}</title><text x="2" y="{{add .Y 11}}">{{ev .ID}}</text><rect class="{{.Class}}" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="14" rx="2"/><text x="{{.TextX}}" y="{{add .Y 11}}">{{if .Unknown}}? {{end}}{{ev .Label}}</text></g>
+{{range .Bars}}<g id="bar-{{ev .ID}}"><title>{{ev .Title}}</title><text x="2" y="{{add .Y 11}}">{{ev .ID}}</text><rect class="{{.Class}}" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="14" rx="2"/><text x="{{.TextX}}" y="{{add .Y 11}}" text-anchor="{{.Anchor}}">{{if .Unknown}}? {{end}}{{ev .Label}}</text></g>
 {{end}}{{range .Links}}<path class="link" d="M{{.X1}},{{.Y1}} C{{add .X1 20}},{{.Y1}} {{add .X2 -20}},{{.Y2}} {{.X2}},{{.Y2}}" marker-end="url(#arrow)"/>
 {{end}}</svg>
 {{if .Omitted}}<p>{{.Omitted}} more attempts are not drawn.</p>{{end}}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // TestReportEscapes renders the hostile fixture: every attempt id is in
@@ -146,7 +147,9 @@ func TestReportChromium(t *testing.T) {
 
 	bundle := fixtureDir(t, "basic")
 	page := filepath.Join(dir, "report.html")
-	if _, stderr, code := runCLI(t, "report", "--out", page, bundle); code != 0 {
+	key := filepath.Join(dir, "key.pub")
+	writeFixtureKey(t, key)
+	if _, stderr, code := runCLI(t, "report", "--trusted-key", key, "--at", "2026-07-01T12:00:00Z", "--out", page, bundle); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	load := chromium(t, bin, page, srv.URL)
@@ -158,6 +161,9 @@ func TestReportChromium(t *testing.T) {
 	if !bytes.HasPrefix(load.png, []byte("\x89PNG\r\n\x1a\n")) || len(load.png) < 10000 {
 		t.Errorf("screenshot is not a PNG of a page (%d bytes)", len(load.png))
 	}
+	if !strings.Contains(load.dom, "transcript_bound") || !strings.Contains(load.dom, `class="verdict v-verified"`) {
+		t.Error("DOM lacks the verdict and findings")
+	}
 	if len(load.requests) > 0 {
 		t.Errorf("the report made network requests: %q", load.requests)
 	}
@@ -165,5 +171,20 @@ func TestReportChromium(t *testing.T) {
 		if err := os.WriteFile(out, load.png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func writeFixtureKey(t *testing.T, path string) {
+	t.Helper()
+	key, err := fixtureKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := cryptoutils.MarshalPublicKeyToPEM(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pub, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
