@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,11 +93,15 @@ func toolsPage(id int, tools ...[2]string) (req, resp []byte) {
 	return req, b.Bytes()
 }
 
-// jsonStr quotes s as a JSON string (strconv.Quote's escapes are JSON's
-// for the ASCII controls the fixtures use).
+// jsonStr quotes s as a JSON string.
 func jsonStr(s string) string {
-	b := []byte(strconv.QuoteToASCII(s))
-	return string(bytes.ReplaceAll(b, []byte(`\x1b`), []byte(`\u001b`)))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // markup stays raw in the recorded bytes, as a hostile peer sends it
+	if err := enc.Encode(s); err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func recordSnapshot(r *producer.Recorder, capture string, pages ...[2][]byte) error {
@@ -193,6 +197,13 @@ func writeFixture(dir, kind string) error {
 			if err := h.Response(result(id, "echo: "+n, i%2 == 1)); err != nil {
 				return err
 			}
+		}
+		// A drifted catalog whose new descriptions carry escapes too.
+		for i := range tools {
+			tools[i][1] = "\x1b]0;pwned\x07\u202eevil " + tools[i][0]
+		}
+		if err := recordSnapshot(r, "cap-hostile-2", page(toolsPage(2, tools...))); err != nil {
+			return err
 		}
 	} else if err := basicCalls(r, call, result); err != nil {
 		return err
