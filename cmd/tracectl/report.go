@@ -77,8 +77,8 @@ const maxTimelineRows = 2000
 
 type tlBar struct {
 	ID, Class, Title, Label, Anchor string
-	X, Y, W, TextX          float64
-	Unknown                 bool
+	X, Y, W, TextX                  float64
+	Unknown                         bool
 }
 
 type tlLink struct{ X1, Y1, X2, Y2 float64 }

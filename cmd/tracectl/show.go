@@ -419,7 +419,7 @@ func writeShow(w *strings.Builder, path string, b *inspect.Bundle, width int) {
 			escapeTerminal(correlationText(a)),
 		})
 	}
-	w.WriteString(renderTable(rows, width, []int{3, 7, 4, 5}))
+	w.WriteString(renderTable(rows, width, []int{3, 7, 4, 5}, []int{7, 6, 5, 2}))
 }
 
 func serverText(b *inspect.Bundle) string {
@@ -491,10 +491,12 @@ func correlationText(a *inspect.Attempt) string {
 
 // renderTable aligns rows in columns two spaces apart. With width > 0 (a
 // terminal) and a table wider than it, the shrinkable columns (widest
-// first) are cut with "…" until it fits or each is down to 8 characters.
-// Cells are already escaped, so one rune is one terminal cell (near enough:
-// wide CJK characters may overrun).
-func renderTable(rows [][]string, width int, shrinkable []int) string {
+// first) are cut with "…" until it fits or each is down to 8 characters,
+// then the droppable columns are left out in their order until it fits
+// (the attempt id, time, tool and outcome stay). Cells are already
+// escaped, so one rune is one terminal cell (near enough: wide CJK
+// characters may overrun).
+func renderTable(rows [][]string, width int, shrinkable, droppable []int) string {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
@@ -520,15 +522,30 @@ func renderTable(rows [][]string, width int, shrinkable []int) string {
 		}
 		widths[best] -= min(total()-width, widths[best]-8)
 	}
+	dropped := map[int]bool{}
+	for _, i := range droppable {
+		if width <= 0 || total() <= width {
+			break
+		}
+		dropped[i] = true
+		widths[i] = -2 // its two spaces of separation go too
+	}
 	var b strings.Builder
 	for _, r := range rows {
+		last := len(r) - 1
+		for last > 0 && dropped[last] {
+			last--
+		}
 		for i, c := range r {
+			if dropped[i] {
+				continue
+			}
 			if n := utf8.RuneCountInString(c); n > widths[i] {
 				rs := []rune(c)
 				c = string(rs[:widths[i]-1]) + "…"
 			}
 			b.WriteString(c)
-			if i < len(r)-1 {
+			if i < last {
 				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
 			}
 		}
