@@ -452,13 +452,21 @@ func protocolText(b *inspect.Bundle) string {
 
 func countsText(b *inspect.Bundle) string {
 	n := map[string]int{}
+	late := 0
 	for _, a := range b.Attempts {
 		n[a.Outcome.Kind]++
+		if a.Outcome.Late != "" {
+			late++
+		}
 	}
 	unknown := n[inspect.OutcomeTimeout] + n[inspect.OutcomeCancelled] + n[inspect.OutcomeUnknown] + n[inspect.OutcomeInFlight]
-	s := fmt.Sprintf("%d attempts (%d result, %d isError, %d JSON-RPC error, %d transport failure, %d unknown); %d snapshots, %d notifications, %d lines",
+	lateText := ""
+	if late > 0 {
+		lateText = fmt.Sprintf(", %d of them answered late", late)
+	}
+	s := fmt.Sprintf("%d attempts (%d result, %d isError, %d JSON-RPC error, %d transport failure, %d unknown%s); %d snapshots, %d notifications, %d lines",
 		len(b.Attempts), n[inspect.OutcomeResult], n[inspect.OutcomeToolError], n[inspect.OutcomeJSONRPCError],
-		n[inspect.OutcomeTransportFailure], unknown, len(b.Snapshots), len(b.Notifications), b.Lines)
+		n[inspect.OutcomeTransportFailure], unknown, lateText, len(b.Snapshots), len(b.Notifications), b.Lines)
 	if b.Seal == nil {
 		return s + ", not sealed"
 	}
