@@ -343,7 +343,7 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 	// The SDK reports export errors to a global handler that logs them;
 	// errExporter returns them instead, so the log would only repeat them.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(&errExporter{SpanExporter: exp, errc: errc}), sdktrace.WithResource(res),
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(&errExporter{SpanExporter: exp, errc: errc}, sdktrace.WithMaxExportBatchSize(512), sdktrace.WithBlocking()), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	tracer := tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")
 	spans := map[string]trace.SpanContext{}
@@ -385,7 +385,7 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 	return len(recs), nil
 }
 
-// errExporter keeps the first export error: the SDK's syncer only logs it.
+// errExporter keeps the first export error: the SDK's batcher only logs it.
 type errExporter struct {
 	sdktrace.SpanExporter
 	errc chan error
