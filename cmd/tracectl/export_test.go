@@ -209,3 +209,23 @@ func readFileT(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestExportCSVTerminal: CSV to a terminal shows control characters
+// escaped (a raw ESC would act on it); to a pipe the values are exact.
+func TestExportCSVTerminal(t *testing.T) {
+	bundle := fixtureDir(t, "hostile")
+	for _, tty := range []bool{true, false} {
+		var out bytes.Buffer
+		o := &exportOptions{evidenceOptions: evidenceOptions{bundle: bundle}, format: "csv", tty: func() bool { return tty }}
+		if err := runExport(t.Context(), streams{out: &out, err: io.Discard}, o); err != nil {
+			t.Fatal(err)
+		}
+		raw := bytes.Contains(out.Bytes(), []byte("\x1b[31m"))
+		if raw == tty {
+			t.Errorf("terminal %v: raw escape in output %v", tty, raw)
+		}
+		if tty && !bytes.Contains(out.Bytes(), []byte(`\x1b[31mred`)) {
+			t.Errorf("terminal: escaped name missing:\n%s", out.Bytes())
+		}
+	}
+}
