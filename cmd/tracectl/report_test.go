@@ -156,6 +156,20 @@ func TestReportChromium(t *testing.T) {
 	if len(load.requests) > 0 {
 		t.Errorf("the report made network requests: %q", load.requests)
 	}
+
+	// The hostile fixture's markup and escapes stay text in the browser: no
+	// element came from the evidence, and the page still loads nothing.
+	hostile := filepath.Join(dir, "hostile.html")
+	if _, stderr, code := runCLI(t, "report", "--out", hostile, fixtureDir(t, "hostile")); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	h := chromium(t, bin, hostile, srv.URL)
+	if strings.Contains(h.dom, "<script") || strings.Contains(h.dom, "<img") || !strings.Contains(h.dom, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the hostile tool name became markup in the browser's DOM")
+	}
+	if len(h.requests) > 0 {
+		t.Errorf("the hostile report made network requests: %q", h.requests)
+	}
 	if out := os.Getenv("TRACECTL_REPORT_PNG"); out != "" {
 		if err := os.WriteFile(out, load.png, 0o644); err != nil {
 			t.Fatal(err)
