@@ -67,7 +67,7 @@ func (e *evidenceOptions) load(ctx context.Context) (*inspect.Bundle, error) {
 	if !fi.IsDir() {
 		return nil, usageErr(fmt.Errorf("%s: not a bundle directory", e.bundle), "give a bundle directory (it holds record.json and transcript.jsonl)")
 	}
-	var io inspect.Options
+	var lo inspect.Options
 	if e.trustedKey != "" {
 		vo := &verifyOptions{trustedKey: e.trustedKey, at: e.at, maxAge: e.maxAge, format: "text", now: e.clock(),
 			maxTranscriptB: verify.DefaultMaxTranscriptBytes, maxTranscriptL: verify.DefaultMaxTranscriptLines, maxPayload: verify.DefaultMaxPayloadBytes}
@@ -75,13 +75,13 @@ func (e *evidenceOptions) load(ctx context.Context) (*inspect.Bundle, error) {
 		if err != nil {
 			return nil, err
 		}
-		if io.Verifier, err = verify.New(opts); err != nil {
+		if lo.Verifier, err = verify.New(opts); err != nil {
 			return nil, usageErr(err, "")
 		}
 	} else if e.at != "" {
 		return nil, usageErr(errors.New("--at needs --trusted-key"), "")
 	}
-	b, err := inspect.Load(ctx, verify.DirFS(e.bundle), io)
+	b, err := inspect.Load(ctx, verify.DirFS(e.bundle), lo)
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("bundle %s: %w", e.bundle, err), "")
 	}
@@ -168,7 +168,7 @@ func runShow(ctx context.Context, s streams, o *showOptions) error {
 	if o.format == "json" {
 		var v any = showJSON{MediaType: showMediaType, Bundle: o.bundle, Verification: verificationOf(b), Model: b}
 		if a != nil {
-			v = attemptJSON{MediaType: showMediaType, Bundle: o.bundle, Attempt: a,
+			v = attemptJSON{MediaType: showMediaType, Bundle: o.bundle, Verification: verificationOf(b), Attempt: a,
 				Request: payloadText(fsys, &a.Request, o.maxBytes), Response: payloadText(fsys, a.Response, o.maxBytes)}
 		}
 		out, err := json.MarshalIndent(v, "", "  ")
@@ -196,11 +196,12 @@ type showJSON struct {
 }
 
 type attemptJSON struct {
-	MediaType string           `json:"media_type"`
-	Bundle    string           `json:"bundle"`
-	Attempt   *inspect.Attempt `json:"attempt"`
-	Request   *shownPayload    `json:"request_bytes,omitempty"`
-	Response  *shownPayload    `json:"response_bytes,omitempty"`
+	MediaType    string           `json:"media_type"`
+	Bundle       string           `json:"bundle"`
+	Verification string           `json:"verification"`
+	Attempt      *inspect.Attempt `json:"attempt"`
+	Request      *shownPayload    `json:"request_bytes,omitempty"`
+	Response     *shownPayload    `json:"response_bytes,omitempty"`
 }
 
 // shownPayload is a payload's bytes as shown: the text (bounded), or why
