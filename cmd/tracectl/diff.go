@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +11,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tracectl/tracectl/inspect"
 	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/verify"
 )
 
 // diffMediaType is the versioned media type of `tracectl diff --format json`.
@@ -17,6 +21,8 @@ const diffMediaType = "application/vnd.tracectl.snapshot-diff.v1+json"
 
 type diffOptions struct {
 	format   string
+	values   bool
+	maxValue int
 	old, new string
 }
 
@@ -27,8 +33,8 @@ func init() {
 func newDiffCmd(s streams, runF func(streams, *diffOptions) error) *cobra.Command {
 	o := &diffOptions{}
 	cmd := &cobra.Command{
-		Use:   "diff OLD NEW [--format text|json]",
-		Short: "Compare the tool declarations of two snapshot files (declaration drift)",
+		Use:   "diff OLD NEW [--format text|json] [--values]",
+		Short: "Compare the tool declarations of two snapshots (declaration drift)",
 		Long: `diff compares two snapshot files (from tracectl snapshot) tool by tool: added,
 removed, changed (with the members that changed, as JSON Pointers), unchanged,
 or cannot_compare (a declaration that cannot be canonicalized, an ambiguous
@@ -36,17 +42,25 @@ name, or a tool absent from an incomplete snapshot: never called removed).
 Every member of a declaration counts, including _meta and unknown members.
 Each file's pages are checked against its manifest first.
 
+OLD and NEW are snapshot files (tracectl snapshot), bundles (their last
+snapshot), or BUNDLE#SNAPSHOT_ID (a snapshot a bundle recorded, e.g.
+run.trace#s1; tracectl show lists them). --values prints the old and new
+value of each changed member (escaped, at most --max-value bytes each).
+
 Exit status: 0 identical, 1 drift found, 3 no drift found but some tool could
 not be compared or a snapshot is incomplete, 2 unreadable or inconsistent
 input.`,
-		Example: "  tracectl diff before.json after.json\n  tracectl diff --format json signed.json today.json",
-		Args:    cobra.ExactArgs(2),
+		Example: "  tracectl diff before.json after.json\n  tracectl diff --format json signed.json today.json\n" +
+			"  tracectl diff --values run.trace#s1 run.trace#s2\n  tracectl diff run.trace today.json",
+		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.old, o.new = args[0], args[1]
 			return runF(s, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&o.values, "values", false, "show the old and new value of each changed member")
+	cmd.Flags().IntVar(&o.maxValue, "max-value", 512, "with --values: at most this many bytes of each value")
 	return cmd
 }
 
@@ -72,32 +86,101 @@ func readSnapshotFile(name string) (*snapshot.File, error) {
 	return sf, nil
 }
 
+// diffSide is one side of a comparison: a snapshot file, a bundle's last
+// snapshot, or BUNDLE#SNAPSHOT_ID.
+type diffSide struct {
+	in     snapshot.DiffInput
+	digest string
+}
+
+func readDiffSide(name string) (diffSide, error) {
+	bundle, id := name, ""
+	if fi, err := os.Stat(name); err != nil || !fi.IsDir() {
+		i := strings.LastIndexByte(name, '#')
+		if err == nil || i < 0 {
+			f, err := readSnapshotFile(name)
+			if err != nil {
+				return diffSide{}, err
+			}
+			return diffSide{in: snapshot.DiffInput{Manifest: f.Manifest, Load: f.Load}, digest: f.Digest}, nil
+		}
+		bundle, id = name[:i], name[i+1:]
+		if fi, err := os.Stat(bundle); err != nil || !fi.IsDir() {
+			return diffSide{}, fmt.Errorf("%s: not a snapshot file, and %s is not a bundle directory", name, bundle)
+		}
+	}
+	fsys := verify.DirFS(bundle)
+	b, err := inspect.Load(context.Background(), fsys, inspect.Options{})
+	if err != nil {
+		return diffSide{}, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	if id == "" {
+		if len(b.Snapshots) == 0 {
+			return diffSide{}, fmt.Errorf("bundle %s recorded no snapshot", bundle)
+		}
+		id = b.Snapshots[len(b.Snapshots)-1].SnapshotID
+	}
+	in, err := b.SnapshotInput(fsys, id)
+	if err != nil {
+		return diffSide{}, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	for _, p := range snapshot.VerifyPages(in.Manifest, in.Load) {
+		if p.Kind == snapshot.ProblemMismatch {
+			return diffSide{}, fmt.Errorf("%s: pages do not match the manifest: %s", name, p)
+		}
+	}
+	digest := ""
+	for _, s := range b.Snapshots {
+		if s.SnapshotID == id {
+			digest = s.ManifestDigest
+		}
+	}
+	return diffSide{in: in, digest: digest}, nil
+}
+
 func runDiff(s streams, o *diffOptions) error {
 	if o.format != "text" && o.format != "json" {
 		return usageErr(fmt.Errorf("unknown --format %q", o.format), "use --format text or --format json")
 	}
-	oldF, err := readSnapshotFile(o.old)
+	if o.maxValue <= 0 || o.maxValue > 1<<20 {
+		return usageErr(errors.New("--max-value must be between 1 and 1048576"), "")
+	}
+	oldS, err := readDiffSide(o.old)
 	if err != nil {
 		return usageErr(err, "")
 	}
-	newF, err := readSnapshotFile(o.new)
+	newS, err := readDiffSide(o.new)
 	if err != nil {
 		return usageErr(err, "")
 	}
-	r := snapshot.Diff(snapshot.DiffInput{Manifest: oldF.Manifest, Load: oldF.Load}, snapshot.DiffInput{Manifest: newF.Manifest, Load: newF.Load})
+	r := snapshot.Diff(oldS.in, newS.in)
+	var values map[string][]snapshot.MemberValue
+	if o.values {
+		values = map[string][]snapshot.MemberValue{}
+		for _, d := range r.Tools {
+			if v := snapshot.DiffValues(oldS.in, newS.in, d, o.maxValue); v != nil {
+				values[d.Name] = v
+			}
+		}
+	}
 	if o.format == "json" {
 		out := struct {
 			MediaType string `json:"media_type"`
 			OldDigest string `json:"old_manifest_digest"`
 			NewDigest string `json:"new_manifest_digest"`
 			*snapshot.DiffResult
-		}{diffMediaType, oldF.Digest, newF.Digest, r}
-		enc := json.NewEncoder(s.out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+			Values map[string][]snapshot.MemberValue `json:"values,omitempty"`
+		}{diffMediaType, oldS.digest, newS.digest, r, values}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := s.out.Write(append(jsonSafe(b), '\n')); err != nil {
 			return err
 		}
 	} else if err := printDiff(s.out, r); err != nil {
+		return err
+	} else if err := printValues(s.out, r, values); err != nil {
 		return err
 	}
 	switch r.Verdict {
@@ -107,6 +190,37 @@ func runDiff(s streams, o *diffOptions) error {
 		return &exitError{code: exitIncomplete}
 	}
 	return nil
+}
+
+// printValues prints the old and new value of each changed member.
+func printValues(w io.Writer, r *snapshot.DiffResult, values map[string][]snapshot.MemberValue) error {
+	if values == nil {
+		return nil
+	}
+	var b strings.Builder
+	side := func(label string, v *string) {
+		if v == nil {
+			fmt.Fprintf(&b, "  %s (absent)\n", label)
+			return
+		}
+		fmt.Fprintf(&b, "  %s %s\n", label, escapeTerminal(*v))
+	}
+	for _, d := range r.Tools {
+		for _, v := range values[d.Name] {
+			ptr := v.Pointer
+			if ptr == "" {
+				ptr = "(whole declaration)"
+			}
+			fmt.Fprintf(&b, "\n%s %s\n", escapeTerminal(d.Name), escapeTerminal(ptr))
+			side("old:", v.Old)
+			side("new:", v.New)
+			if v.Truncated {
+				b.WriteString("  (cut at --max-value)\n")
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func printDiff(w io.Writer, r *snapshot.DiffResult) error {

@@ -22,14 +22,16 @@ func TestMain(m *testing.M) {
 // command has a script that asserts its exit status.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:           "testdata/script",
+		UpdateScripts: os.Getenv("TRACECTL_UPDATE_SCRIPTS") != "",
 		Setup: func(env *testscript.Env) error {
 			// Pass through where the npm test peer lives, if known.
 			env.Setenv("TRACECTL_EVERYTHING_BIN", os.Getenv("TRACECTL_EVERYTHING_BIN"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":    cmdExits,
+			"mkbundle": cmdMkBundle,
 		},
 	})
 }

@@ -33,6 +33,8 @@ type verifyOptions struct {
 	maxTranscriptL   int64
 	maxPayload       int64
 	input            string
+	inputs           []string // more than one input, or --recursive: verify many (verifymany.go)
+	recursive        []string
 	now              func() time.Time // the clock, an input like everything else
 }
 
@@ -43,7 +45,7 @@ func init() {
 func newVerifyCmd(s streams, runF func(context.Context, streams, *verifyOptions) error) *cobra.Command {
 	o := &verifyOptions{now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "verify [--trusted-key PUB] [--at TIME] [--max-age DUR] [--allow-embedded-key] [--format text|json] [--proof PROOF] BUNDLE|RECORD.json",
+		Use:   "verify [--trusted-key PUB] [--at TIME] [--max-age DUR] [--allow-embedded-key] [--format text|json] [--proof PROOF] BUNDLE|RECORD.json...",
 		Short: "Verify a bundle, a Trust Record, or an inclusion proof offline",
 		Long: `verify checks evidence offline and prints a report: the verdict, then every
 finding with its stable code (spec/verification.md), grouped by check.
@@ -71,15 +73,33 @@ signed string cannot forge report lines.
 
 Exit status: 0 verified, 1 failed, 3 incomplete (evidence unavailable or
 unsupported, or trust on the embedded key), 2 usage or unreadable input (a
-missing record, one that is not a regular file or over 64 KiB).`,
+missing record, one that is not a regular file or over 64 KiB).
+
+Many at once: given several inputs, or --recursive DIR (every bundle under
+DIR: a directory holding record.json or transcript.jsonl), verify checks
+them in parallel (at most one per CPU) and prints one line per input, in the
+order given, and a total; --format json prints one report per line, each
+with its "input". The exit status is the worst: failed (1), then unreadable
+(2), then incomplete (3).`,
 		Example: "  tracectl verify --trusted-key key.pub run.trace\n" +
 			"  tracectl verify --trusted-key key.pub --at issued archive/run.trace\n" +
 			"  tracectl verify --trusted-key key.pub --at 2026-07-01T12:00:00Z --format json run.trace\n" +
-			"  tracectl verify --trusted-key key.pub --proof a7.proof run.trace/record.json",
-		Args: cobra.ExactArgs(1),
+			"  tracectl verify --trusted-key key.pub --proof a7.proof run.trace/record.json\n" +
+			"  tracectl verify --trusted-key key.pub a.trace b.trace c.trace\n" +
+			"  tracectl verify --trusted-key key.pub --recursive /var/log/agent/bundles",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(o.recursive) == 0 {
+				return cobra.MinimumNArgs(1)(c, args)
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
-			o.input = args[0]
-			return runF(c.Context(), s, o)
+			if len(args) == 1 && len(o.recursive) == 0 {
+				o.input = args[0]
+				return runF(c.Context(), s, o)
+			}
+			o.inputs = args
+			return runVerifyMany(c.Context(), s, o)
 		},
 	}
 	f := cmd.Flags()
@@ -93,6 +113,7 @@ missing record, one that is not a regular file or over 64 KiB).`,
 	f.StringArrayVar(&o.acceptProfiles, "accept-profile", nil, "an eat_profile to accept (repeatable; default "+sign.Profile+" alone; this verifier implements that shape only)")
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
+	f.StringArrayVar(&o.recursive, "recursive", nil, "verify every bundle under this directory (repeatable)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
 	return cmd
 }

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+type exportOptions struct {
+	evidenceOptions
+	format      string
+	out         string
+	endpoint    string
+	includeArgs bool
+	timeout     time.Duration
+	tty         func() bool // stdout is a terminal
+}
+
+func init() {
+	commands = append(commands, func(s streams) *cobra.Command { return newExportCmd(s, runExport) })
+}
+
+func newExportCmd(s streams, runF func(context.Context, streams, *exportOptions) error) *cobra.Command {
+	o := &exportOptions{tty: func() bool { return terminalWidth(s.out) > 0 }}
+	cmd := &cobra.Command{
+		Use:   "export BUNDLE --format jsonl|csv|otlp [--out FILE] [--endpoint URL] [--include-arguments]",
+		Short: "Export one record per attempt as JSON Lines, CSV, or OpenTelemetry spans over OTLP/HTTP",
+		Long: `export writes one record per tools/call attempt: its id, times, tool, outcome,
+retry link, snapshot, correlation, JSON-RPC id, and the digests of its line,
+request, response and arguments.
+
+  jsonl  one JSON object per line (evidence text \u-escaped)
+  csv    RFC 4180 with a header row (encoding/csv quoting; on a terminal,
+         control characters are shown escaped instead; note that CSV
+         readers such as encoding/csv turn a CR LF inside a value into LF)
+  otlp   one span per attempt, sent over OTLP/HTTP (protobuf) to --endpoint,
+         following the OpenTelemetry MCP semantic conventions: span name
+         "tools/call TOOL", kind client, mcp.method.name, gen_ai.tool.name,
+         gen_ai.operation.name, jsonrpc.request.id, mcp.protocol.version,
+         network.transport, error.type and rpc.response.status_code; the
+         parent is the traceparent the call carried in params._meta (else a
+         new trace), start and end are the recorded times, and
+         tracectl.attempt_id and tracectl.line_digest tie it to the evidence.
+         A retry links to the span of the attempt it retries.
+
+Tool arguments and results may hold secrets: they are exported (from the
+retained request and response bytes) only with --include-arguments, as
+arguments/result, or gen_ai.tool.call.arguments/gen_ai.tool.call.result.
+--trusted-key verifies the bundle first and refuses to export one that does
+not verify (exit 1, or 3 for incomplete).`,
+		Example: "  tracectl export --format jsonl run.trace\n  tracectl export --format csv --out calls.csv run.trace\n" +
+			"  tracectl export --format otlp --endpoint http://localhost:4318 run.trace",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.bundle = args[0]
+			return runF(c.Context(), s, o)
+		},
+	}
+	o.flags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "jsonl", "jsonl, csv or otlp")
+	f.StringVar(&o.out, "out", "", "write to this new file (jsonl, csv; created exclusively, mode 0600) instead of stdout")
+	f.StringVar(&o.endpoint, "endpoint", "", "otlp: the collector's OTLP/HTTP base URL (http://host:4318) or traces URL (.../v1/traces)")
+	f.BoolVar(&o.includeArgs, "include-arguments", false, "also export tool arguments and results (may hold secrets)")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "otlp: give up sending after this long")
+	return cmd
+}
+
+// csvColumns are the CSV header, in order; csvRow follows it.
+var csvColumns = []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid", "outcome", "outcome_label",
+	"result_type", "error_code", "late_response", "retry_of", "retry_basis", "snapshot_id", "snapshot_complete",
+	"correlation_id", "traceparent", "jsonrpc_id", "protocol_era", "protocol_version", "execution_scope",
+	"line_digest", "request_digest", "request_length", "response_digest", "response_length", "arguments_digest"}
+
+func csvRow(r inspect.Record, withArgs bool) []string {
+	opt := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	row := []string{r.AttemptID, strconv.FormatInt(r.Seq, 10), r.Start, r.End, opt(r.DurationMs), r.Tool, r.ToolInvalid, r.Outcome, r.OutcomeLabel,
+		r.ResultType, opt(r.ErrorCode), r.LateResponse, r.RetryOf, r.RetryBasis, r.SnapshotID, strconv.FormatBool(r.SnapshotComplete),
+		r.CorrelationID, r.Traceparent, r.JSONRPCID, r.ProtocolEra, r.ProtocolVersion, r.ExecutionScope,
+		r.LineDigest, r.RequestDigest, strconv.FormatInt(r.RequestLength, 10), r.ResponseDigest, strconv.FormatInt(r.ResponseLength, 10), r.ArgumentsDigest}
+	if withArgs {
+		row = append(row, string(r.Arguments), string(r.Result), r.PayloadProblem)
+	}
+	return row
+}
+
+func runExport(ctx context.Context, s streams, o *exportOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	switch o.format {
+	case "jsonl", "csv":
+		if o.endpoint != "" {
+			return usageErr(errors.New("--endpoint is for --format otlp"), "")
+		}
+	case "otlp":
+		if o.endpoint == "" {
+			return usageErr(errors.New("--format otlp needs --endpoint URL"), "give the collector's OTLP/HTTP URL, e.g. http://localhost:4318")
+		}
+		if o.out != "" {
+			return usageErr(errors.New("--out is for --format jsonl or csv"), "")
+		}
+		if u, err := url.Parse(o.endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErr(fmt.Errorf("--endpoint %q: want an http or https URL", o.endpoint), "")
+		}
+	default:
+		return usageErr(fmt.Errorf("unknown --format %q", o.format), "use --format jsonl, csv or otlp")
+	}
+	b, err := o.load(ctx)
+	if err != nil {
+		return err
+	}
+	if err := refuseUnverified(b); err != nil {
+		return err
+	}
+	fsys := verify.DirFS(o.bundle)
+	recs := b.Records()
+	if o.includeArgs {
+		for i := range recs {
+			b.WithPayloads(fsys, &recs[i])
+		}
+	}
+	if o.format == "otlp" {
+		n, err := exportOTLP(ctx, b, recs, o)
+		if err != nil {
+			return fmt.Errorf("otlp export to %s: %w", o.endpoint, err)
+		}
+		fmt.Fprintf(s.err, "tracectl: exported %d spans to %s\n", n, escapeTerminal(o.endpoint))
+		return nil
+	}
+	var buf bytes.Buffer
+	if o.format == "jsonl" {
+		for _, r := range recs {
+			line, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			buf.Write(jsonSafe(line))
+			buf.WriteByte('\n')
+		}
+	} else {
+		// Exact values (encoding/csv quotes commas, quotes and newlines),
+		// except on a terminal, which would interpret the control
+		// characters a hostile tool name carries.
+		tty := o.out == "" && o.tty()
+		cols := csvColumns
+		if o.includeArgs {
+			cols = append(cols[:len(cols):len(cols)], "arguments", "result", "payload_problem")
+		}
+		w := csv.NewWriter(&buf)
+		w.Write(cols)
+		for _, r := range recs {
+			row := csvRow(r, o.includeArgs)
+			if tty {
+				for i := range row {
+					row[i] = escapeTerminal(row[i])
+				}
+			}
+			w.Write(row)
+		}
+		w.Flush()
+		if err := w.Error(); err != nil {
+			return err
+		}
+	}
+	if o.out == "" {
+		_, err = s.out.Write(buf.Bytes())
+		return err
+	}
+	return writeNewFile(o.out, buf.Bytes())
+}
+
+// refuseUnverified stops an export of a bundle that was verified and did
+// not verify: a verdict is an exit status, never a line to overlook.
+func refuseUnverified(b *inspect.Bundle) error {
+	r := b.Report
+	if r == nil || r.Verdict == verify.Verified {
+		return nil
+	}
+	code := exitFailed
+	if r.Verdict == verify.Incomplete {
+		code = exitIncomplete
+	}
+	return &exitError{code: code, err: fmt.Errorf("not exported: %s", escapeTerminal(verificationOf(b))), hint: "run tracectl verify for the findings, or export without --trusted-key"}
+}
+
+// writeNewFile creates path exclusively (mode 0600) and writes data, or
+// leaves nothing behind.
+func writeNewFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return usageErr(err, "the output must not exist yet; choose a new path")
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// OpenTelemetry MCP semantic conventions (semantic-conventions-genai,
+// docs/gen-ai/mcp.md, Development status): the attributes of a client
+// span of a tools/call.
+const (
+	attrMCPMethod      = "mcp.method.name"
+	attrMCPProtocol    = "mcp.protocol.version"
+	attrToolName       = "gen_ai.tool.name"
+	attrOperation      = "gen_ai.operation.name"
+	attrRequestID      = "jsonrpc.request.id"
+	attrErrorType      = "error.type"
+	attrRPCStatus      = "rpc.response.status_code"
+	attrNetTransport   = "network.transport"
+	attrToolArguments  = "gen_ai.tool.call.arguments"
+	attrToolResult     = "gen_ai.tool.call.result"
+	attrAttemptID      = "tracectl.attempt_id"
+	attrLineDigest     = "tracectl.line_digest"
+	attrRequestDigest  = "tracectl.request_digest"
+	attrResponseDigest = "tracectl.response_digest"
+	attrOutcome        = "tracectl.outcome"
+	attrRetryOf        = "tracectl.retry_of"
+	attrRetryBasis     = "tracectl.retry_basis"
+	attrSnapshotID     = "tracectl.snapshot_id"
+	attrScope          = "tracectl.execution_scope"
+	attrCorrelationID  = "tracectl.correlation_id"
+	attrVerification   = "tracectl.verification"
+)
+
+// spanOf returns the span name, attributes and status of one attempt.
+func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, codes.Code, string) {
+	name := "tools/call"
+	if r.Tool != "" {
+		name += " " + r.Tool
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String(attrMCPMethod, "tools/call"),
+		attribute.String(attrOperation, "execute_tool"),
+		attribute.String(attrAttemptID, r.AttemptID),
+		attribute.String(attrLineDigest, r.LineDigest),
+		attribute.String(attrRequestDigest, r.RequestDigest),
+		attribute.String(attrOutcome, r.Outcome),
+		attribute.String(attrScope, r.ExecutionScope),
+		attribute.String(attrVerification, verificationOf(b)),
+	}
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, attribute.String(k, v))
+		}
+	}
+	add(attrToolName, r.Tool)
+	add(attrMCPProtocol, r.ProtocolVersion)
+	add(attrResponseDigest, r.ResponseDigest)
+	add(attrRetryOf, r.RetryOf)
+	add(attrRetryBasis, r.RetryBasis)
+	add(attrSnapshotID, r.SnapshotID)
+	add(attrCorrelationID, r.CorrelationID)
+	if r.JSONRPCID != "" {
+		id := r.JSONRPCID
+		if r.JSONRPCIDKind == transcript.IDString {
+			var s string
+			if json.Unmarshal([]byte(id), &s) == nil {
+				id = s
+			}
+		}
+		add(attrRequestID, id)
+	}
+	switch b.Header.Server.Transport {
+	case transcript.TransportStdio:
+		add(attrNetTransport, "pipe")
+	case transcript.TransportHTTP:
+		add(attrNetTransport, "tcp")
+	}
+	if r.Arguments != nil {
+		add(attrToolArguments, string(r.Arguments))
+	}
+	if r.Result != nil {
+		add(attrToolResult, string(r.Result))
+	}
+	status, desc := codes.Unset, ""
+	switch r.Outcome {
+	case inspect.OutcomeResult:
+	case inspect.OutcomeToolError:
+		add(attrErrorType, "tool_error")
+		status, desc = codes.Error, "isError"
+	case inspect.OutcomeJSONRPCError:
+		code := ""
+		if r.ErrorCode != nil {
+			code = strconv.FormatInt(*r.ErrorCode, 10)
+		}
+		add(attrErrorType, code)
+		add(attrRPCStatus, code)
+		status, desc = codes.Error, r.OutcomeLabel
+	default:
+		// The outcome is not known: never reported as a success.
+		add(attrErrorType, r.Outcome)
+		status, desc = codes.Error, r.OutcomeLabel
+	}
+	return name, attrs, status, desc
+}
+
+// exportOTLP sends one span per attempt and returns how many were sent.
+func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o *exportOptions) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(tracesURL(o.endpoint)),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}), otlptracehttp.WithTimeout(o.timeout))
+	if err != nil {
+		return 0, err
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "tracectl"),
+		attribute.String("tracectl.producer", b.Header.Producer.Name+" "+b.Header.Producer.Version),
+		attribute.String("tracectl.server", b.Header.Server.Name))
+	errc := make(chan error, 1)
+	// The SDK reports export errors to a global handler that logs them;
+	// errExporter returns them instead, so the log would only repeat them.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(&errExporter{SpanExporter: exp, errc: errc}, sdktrace.WithMaxExportBatchSize(512), sdktrace.WithBlocking()), sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tracer := tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")
+	spans := map[string]trace.SpanContext{}
+	prop := propagation.TraceContext{}
+	for _, r := range recs {
+		parent := context.Background()
+		if r.Traceparent != "" {
+			parent = prop.Extract(parent, propagation.MapCarrier{"traceparent": r.Traceparent, "tracestate": r.Tracestate})
+		}
+		name, attrs, status, desc := spanOf(b, r)
+		start := time.UnixMilli(b.Attempt(r.AttemptID).AtMs)
+		end := start
+		if r.DurationMs != nil {
+			end = start.Add(time.Duration(*r.DurationMs) * time.Millisecond)
+		}
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
+		if sc, ok := spans[r.RetryOf]; ok {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(attrRetryBasis, r.RetryBasis)}}))
+		}
+		_, span := tracer.Start(parent, name, opts...)
+		span.SetStatus(status, desc)
+		span.End(trace.WithTimestamp(end))
+		spans[r.AttemptID] = span.SpanContext()
+		select {
+		case err := <-errc:
+			tp.Shutdown(ctx)
+			return 0, err
+		default:
+		}
+	}
+	if err := tp.Shutdown(ctx); err != nil {
+		return 0, err
+	}
+	select {
+	case err := <-errc:
+		return 0, err
+	default:
+	}
+	return len(recs), nil
+}
+
+// errExporter keeps the first export error: the SDK's batcher only logs it.
+type errExporter struct {
+	sdktrace.SpanExporter
+	errc chan error
+}
+
+func (e *errExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		select {
+		case e.errc <- err:
+		default:
+		}
+	}
+	return err
+}
+
+// tracesURL appends the OTLP/HTTP traces path to a base URL.
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Path == "" || u.Path == "/" {
+		return endpoint[:len(endpoint)-len(u.Path)] + "/v1/traces"
+	}
+	return endpoint
+}
