@@ -29,7 +29,7 @@ type Recorder struct {
 	j        *journal
 	pack     *packStore
 	rules    *redact.Rules // payloads are redacted with them before they are retained; nil: kept exactly
-	saltMu   sync.Mutex // the entropy source need not be safe for concurrent use
+	saltMu   sync.Mutex    // the entropy source need not be safe for concurrent use
 	scope    string
 	server   string // sha256 of JCS(header.server)
 	sealOnly bool   // reopened or recovered: Seal and Close only

@@ -112,11 +112,11 @@ type Header struct {
 	Server           Server           `json:"server"`
 	// Redaction (v3) is the policy retained payload copies were redacted
 	// under; nil: retained exactly.
-	Redaction  *RedactionPolicy `json:"redaction,omitempty"`
-	Retention  string           `json:"retention"`
-	Durability string           `json:"durability"`
-	Limits           HeaderLimits     `json:"limits"`
-	StartedAtMs      int64            `json:"started_at_ms"`
+	Redaction   *RedactionPolicy `json:"redaction,omitempty"`
+	Retention   string           `json:"retention"`
+	Durability  string           `json:"durability"`
+	Limits      HeaderLimits     `json:"limits"`
+	StartedAtMs int64            `json:"started_at_ms"`
 }
 
 // RedactionPolicy says which rules redacted retained payloads before they

@@ -2,13 +2,13 @@ package verify
 
 import (
 	"crypto/sha256"
-	"slices"
-	"strings"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"strings"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/redact"
