@@ -492,6 +492,10 @@ const (
 	TranscriptFile = "transcript.jsonl" // the journal, one canonical JSON object per line
 	BlobDir        = "blobs/sha256"     // exact payload bytes and snapshot manifests, named by SHA-256 hex
 	QuarantineDir  = "quarantine"       // torn lines found by recovery, kept byte for byte
+	// DisclosureFile, in a disclosed bundle (tracectl disclose), is the
+	// inclusion proof (ProofFormat) of the lines it discloses; the bundle
+	// then holds no transcript, and its pack only those lines' payloads.
+	DisclosureFile = "disclosure.proof"
 )
 
 // BlobPath returns the bundle-relative path of the blob with the given

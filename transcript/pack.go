@@ -421,45 +421,63 @@ func (p *Payloads) Problem() *PackProblem {
 // Read returns the bytes of digest when the bundle holds them, they hash to
 // it and they are at most max bytes long.
 func (p *Payloads) Read(digest string, max int64) ([]byte, error) {
+	_, b, err := p.Entry(digest, max)
+	return b, err
+}
+
+// Entry is Read with the entry's header: its salt, for copying the entry
+// into another pack (a blob file of a bundle from before the pack is a
+// plain entry).
+func (p *Payloads) Entry(digest string, max int64) (PackEntry, []byte, error) {
+	e, b, err := p.entry(digest, max)
+	if err == nil {
+		e.Digest, e.Length = digest, int64(len(b))
+	}
+	return e, b, err
+}
+
+func (p *Payloads) entry(digest string, max int64) (PackEntry, []byte, error) {
 	if p.ix != nil {
 		e, ok, err := p.ix.Locate(p.ra, digest)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", PackFile, err)
+			return e, nil, fmt.Errorf("read %s: %w", PackFile, err)
 		}
 		if ok {
 			if e.Length > max {
-				return nil, fmt.Errorf("%s: %d bytes: %w (%d)", digest, e.Length, ErrPayloadTooLarge, max)
+				return e, nil, fmt.Errorf("%s: %d bytes: %w (%d)", digest, e.Length, ErrPayloadTooLarge, max)
 			}
 			b := make([]byte, e.Length)
 			if _, err := p.ra.ReadAt(b, e.Offset+e.Header); err != nil {
-				return nil, fmt.Errorf("read %s: %w", PackFile, err)
+				return e, nil, fmt.Errorf("read %s: %w", PackFile, err)
 			}
 			if !e.Check(b) {
-				return nil, fmt.Errorf("%s: %w", digest, ErrPayloadMismatch)
+				return e, nil, fmt.Errorf("%s: %w", digest, ErrPayloadMismatch)
 			}
-			return b, nil
+			return e, b, nil
 		}
 	}
+	var none PackEntry
 	path := BlobPath(digest)
 	if path == "" {
-		return nil, fmt.Errorf("%q: %w", digest, ErrPayloadMissing)
+		return none, nil, fmt.Errorf("%q: %w", digest, ErrPayloadMissing)
 	}
 	f, err := openRegularFile(p.fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", digest, ErrPayloadMissing)
+		return none, nil, fmt.Errorf("%s: %w", digest, ErrPayloadMissing)
 	}
 	if err != nil {
-		return nil, err
+		return none, nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return none, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: %w (%d)", digest, ErrPayloadTooLarge, max)
+		return none, nil, fmt.Errorf("%s: %w (%d)", digest, ErrPayloadTooLarge, max)
 	}
-	return checkPayload(b, digest)
+	b, err = checkPayload(b, digest)
+	return none, b, err
 }
 
 func checkPayload(b []byte, digest string) ([]byte, error) {

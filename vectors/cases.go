@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
@@ -806,6 +807,40 @@ func (g *generator) row6() ([]*vec, error) {
 		"The attempt line's redaction list is made to name /params/arguments/city instead of the redacted api_key, and the record re-signed: the retained copy holds no marker there, so the list does not describe the copy. evidence_mismatch, never a pass.",
 		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
 
+	// A disclosed attempt (tracectl disclose): the record, the inclusion
+	// proof of the attempt's lines, and only their payloads with salts.
+	disclosed := func(id string) (*bundle, error) {
+		b, _, err := g.basicBundle(id, nil)
+		if err != nil {
+			return nil, err
+		}
+		fsys := fstest.MapFS{}
+		for name, data := range b.files {
+			fsys[name] = &fstest.MapFile{Data: data, Mode: 0o600}
+		}
+		d, err := verify.Disclose(fsys, "a1")
+		if err != nil {
+			return nil, err
+		}
+		return &bundle{g: g, files: d.Files}, nil
+	}
+	if b, err = disclosed("r6-disclosed-attempt"); err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r6-disclosed-attempt", 6, CaseBoundary,
+		"A disclosed bundle of the call (tracectl disclose): the signed record, the inclusion proof of the attempt's lines, and only the payloads they commit to, with their salts, and the bound snapshot's manifest and pages. It verifies for what it discloses; the rest of the transcript is hashes in the proof (proof_scope_limited).",
+		string(verify.Verified), codes(cs(verify.CodePayloadsVerified, verify.CodeSnapshotVerified, verify.CodeInclusionProofOK, verify.CodeProofScopeLimited)), codes(cs(verify.CodeEvidenceMismatch, verify.CodeEvidenceUnavailable, verify.CodeInclusionProofFailed)), b))
+	if b, err = disclosed("r6-disclosed-byte-changed"); err != nil {
+		return nil, err
+	}
+	if p, err = responseDigestIn(b); err != nil {
+		return nil, err
+	}
+	b.setPayload(p, bytes.ReplaceAll(b.payload(p), []byte("21.5"), []byte("12.5")))
+	out = append(out, g.bundleVec("r6-disclosed-byte-changed", 6, CaseNegative,
+		"The disclosed response's bytes are changed (21.5 -> 12.5) in the disclosed bundle's pack, its salt kept: the salted commitment the disclosed, signed line makes no longer opens. evidence_mismatch.",
+		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch, verify.CodeInclusionProofOK)), codes(cs(verify.CodeEvidenceUnavailable, verify.CodeInclusionProofFailed)), b))
+
 	b, _, err = g.basicBundle("r6-digest-only-retention", func(o *producer.Options) { o.Retention = transcript.RetainDigest })
 	if err != nil {
 		return nil, err
@@ -1100,4 +1135,23 @@ func (g *generator) row9() ([]*vec, error) {
 		`The response observation claims basis "server_authenticated" inside a validly signed transcript, but the bundle carries no server proof (no server signature, no issuer, no verification result). A claim of server authentication without its proof is refused; the response is only the producer's observation.`,
 		string(verify.Failed), codes(cs(verify.CodeServerProofMissing)), codes(bound), b))
 	return out, nil
+}
+
+// responseDigestIn returns the response digest of a disclosed bundle's
+// proof (its observation line).
+func responseDigestIn(b *bundle) (string, error) {
+	p, err := transcript.ParseProof(b.files[transcript.DisclosureFile])
+	if err != nil {
+		return "", err
+	}
+	for _, e := range p.Entries {
+		ev, err := transcript.DecodeLine([]byte(e.Line))
+		if err != nil {
+			return "", err
+		}
+		if o, ok := ev.(*transcript.Observation); ok && o.Response != nil {
+			return o.Response.Digest, nil
+		}
+	}
+	return "", fmt.Errorf("no response observation disclosed")
 }

@@ -81,6 +81,7 @@ type bundleCheck struct {
 	// may be missing between them, no blob is available, and an absent
 	// line proves nothing.
 	partial     bool
+	disclosed   bool  // partial, and the disclosed lines' payloads are in the bundle (disclose.go)
 	undisclosed int64 // payload and manifest commitments whose bytes a proof does not carry
 	tree        int64 // the proof's tree size
 
@@ -566,6 +567,15 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	}
 	b.unboundFindings()
 	if b.partial {
+		if b.disclosed {
+			b.withheldFindings()
+			b.redactionFindings()
+			b.packFindings()
+			if b.payloadBad == 0 && r.Counts.Payloads > 0 {
+				r.add(CodePayloadsVerified, CheckPayload, StatusPass, "",
+					fmt.Sprintf("%d disclosed payloads present with their committed digests and lengths", r.Counts.Payloads))
+			}
+		}
 		b.finishPartial()
 		return
 	}

@@ -26,7 +26,7 @@ import (
 // call.
 func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (body []byte, ok bool) {
 	b.reds = nil
-	if b.partial {
+	if b.partial && !b.disclosed {
 		b.undisclosed++
 		return nil, false
 	}

@@ -108,6 +108,9 @@ func (b *bundleCheck) finishPartial() {
 	if len(ids) > 0 {
 		scope += " (attempts " + strings.Join(ids, ", ") + ")"
 	}
+	if b.disclosed {
+		unchecked = "the other lines and their payloads"
+	}
 	if b.undisclosed > 0 {
 		// What a proof is for: it shows lines are in the signed transcript
 		// without disclosing the rest, payloads included. Withholding them

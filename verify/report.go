@@ -168,6 +168,9 @@ const (
 	KindBundle = "bundle" // a bundle directory: record, transcript, blobs
 	KindRecord = "record" // a Trust Record alone
 	KindProof  = "proof"  // a Trust Record and an inclusion proof
+	// KindDisclosure: a disclosed bundle (tracectl disclose): the record,
+	// an inclusion proof of some lines, and those lines' payloads.
+	KindDisclosure = "disclosure"
 )
 
 // Trust bases.

@@ -23,7 +23,7 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	}
 	st := &snapState{seq: e.Seq, atMs: e.AtMs, digest: e.ManifestDigest, complete: e.Complete, reasons: e.IncompleteReason, staleAt: -1}
 	b.snapshots[e.SnapshotID] = st
-	if b.partial {
+	if b.partial && !b.disclosed {
 		b.undisclosed++
 		return
 	}

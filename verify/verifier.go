@@ -63,6 +63,9 @@ func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 	// One byte past the limit is enough for ParseRecord to refuse an
 	// oversized record as a finding.
 	data, err := readFile(fsys, transcript.RecordFile, sign.MaxRecordBytes)
+	if err == nil && v.isDisclosure(fsys) {
+		return v.disclosure(ctx, fsys, data)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if rep, ok, cerr := v.unsealedBundle(ctx, fsys); ok {

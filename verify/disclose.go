@@ -1,0 +1,188 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// maxDisclosureBytes bounds a disclosed bundle's proof file.
+const maxDisclosureBytes = 64 << 20
+
+// isDisclosure says whether fsys is a disclosed bundle: an inclusion proof
+// beside the record, and no transcript.
+func (v *Verifier) isDisclosure(fsys fs.FS) bool {
+	if _, err := fs.Stat(fsys, transcript.TranscriptFile); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	_, err := fs.Stat(fsys, transcript.DisclosureFile)
+	return err == nil
+}
+
+// disclosure verifies a disclosed bundle (tracectl disclose): the record,
+// the inclusion of the disclosed lines in the transcript it signs, those
+// lines against each other, and every payload and snapshot they commit to
+// against the bundle's pack, salts included. What the bundle does not
+// disclose is stated as the scope (proof_scope_limited), never as missing.
+func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*Report, error) {
+	r := newReport(KindDisclosure, v.o.At)
+	rec := v.checkRecord(r, record)
+	b := newBundleCheck(v, r, fsys, rec)
+	if err := b.scanTree(ctx); err != nil {
+		return nil, err
+	}
+	data, err := readFile(fsys, transcript.DisclosureFile, maxDisclosureBytes)
+	if err != nil {
+		if !b.refused(transcript.DisclosureFile, CheckProof, transcript.DisclosureFile, err) {
+			r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
+		}
+		return result(r)
+	}
+	p, err := transcript.ParseProof(data)
+	switch {
+	case err != nil:
+		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
+		return result(r)
+	case rec == nil:
+		return result(r)
+	case rec.ToolTranscript == nil:
+		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript", "the record commits to no transcript: nothing to prove inclusion in")
+		return result(r)
+	}
+	if err := transcript.CheckProof(p, rec.ToolTranscript.Hash); err != nil {
+		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript/hash", err.Error())
+		return result(r)
+	}
+	r.Root = p.Root
+	for _, e := range p.Entries {
+		r.add(CodeInclusionProofOK, CheckProof, StatusPass, lineSubject(e.Index),
+			fmt.Sprintf("included in the signed transcript of %d lines", p.TreeSize))
+	}
+	b.partial, b.disclosed, b.interpret = true, true, true
+	for i, e := range p.Entries {
+		if i&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		r.Counts.Lines++
+		b.line(e.Index, []byte(e.Line))
+	}
+	b.tree = p.TreeSize
+	b.finish(nil)
+	return result(r)
+}
+
+// Disclosure is a disclosed bundle's files (tracectl disclose).
+type Disclosure struct {
+	Files    map[string][]byte // transcript.RecordFile, DisclosureFile, PackFile
+	Lines    int               // disclosed lines
+	TreeSize int64             // lines of the transcript
+	Payloads int               // disclosed payloads of those lines (snapshot pages and manifests aside)
+}
+
+// Disclose builds the disclosed bundle of one attempt of the bundle in
+// fsys: its record, the inclusion proof of the attempt's lines
+// (ProveAttempt), and a pack holding only the payloads those lines commit
+// to, with their salts, and the bound snapshot's manifest and pages.
+// Payloads the bundle does not hold stay out (the lines say they are not
+// retained, or the disclosure verifies incomplete, as the bundle would).
+func Disclose(fsys fs.FS, attemptID string) (*Disclosure, error) {
+	f, err := openRegular(fsys, transcript.TranscriptFile)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ProveAttempt(f, attemptID)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	record, err := readFile(fsys, transcript.RecordFile, sign.MaxRecordBytes)
+	if err != nil {
+		return nil, err
+	}
+	proof, err := p.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	payloads, err := transcript.OpenPayloads(fsys)
+	if err != nil {
+		return nil, err
+	}
+	defer payloads.Close()
+	d := &Disclosure{Lines: len(p.Entries), TreeSize: p.TreeSize}
+	var pack []byte
+	seen := map[string]bool{}
+	add := func(digest string) ([]byte, error) {
+		if seen[digest] {
+			return nil, nil
+		}
+		seen[digest] = true
+		e, b, err := payloads.Entry(digest, DefaultMaxPayloadBytes)
+		if errors.Is(err, transcript.ErrPayloadMissing) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("payload %s: %w", digest, err)
+		}
+		pack = transcript.AppendPackHeader(pack, e.Digest, e.Length, e.Salt)
+		pack = append(append(pack, b...), '\n')
+		return b, nil
+	}
+	for _, entry := range p.Entries {
+		ev, err := transcript.DecodeLine([]byte(entry.Line))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", entry.Index, err)
+		}
+		var ps []*transcript.Payload
+		switch e := ev.(type) {
+		case *transcript.Attempt:
+			ps = append(ps, &e.Request)
+		case *transcript.Observation:
+			ps = append(ps, e.Response)
+		case *transcript.Notification:
+			ps = append(ps, &e.Payload)
+		case *transcript.Protocol:
+			ps = append(ps, e.Payload)
+		case *transcript.Frame:
+			ps = append(ps, &e.Payload)
+		case *transcript.SnapshotEvent:
+			m, err := add(e.ManifestDigest)
+			if err != nil || m == nil {
+				if err != nil {
+					return nil, fmt.Errorf("snapshot %s: %w", e.SnapshotID, err)
+				}
+				continue
+			}
+			man, err := snapshot.ParseManifest(m)
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %s: %w", e.SnapshotID, err)
+			}
+			for _, pg := range man.Pages {
+				for _, dg := range []string{pg.Request.Digest, pg.Response.Digest} {
+					if _, err := add(dg); err != nil {
+						return nil, fmt.Errorf("snapshot %s: %w", e.SnapshotID, err)
+					}
+				}
+			}
+		}
+		for _, pl := range ps {
+			if pl != nil && pl.Retained {
+				b, err := add(pl.Digest)
+				if err != nil {
+					return nil, err
+				}
+				if b != nil {
+					d.Payloads++
+				}
+			}
+		}
+	}
+	d.Files = map[string][]byte{transcript.RecordFile: record, transcript.DisclosureFile: proof, transcript.PackFile: pack}
+	return d, nil
+}
