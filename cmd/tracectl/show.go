@@ -220,8 +220,11 @@ func payloadText(fsys fs.FS, p *transcript.Payload, max int64) *shownPayload {
 	}
 	if !p.Retained {
 		why := "not retained (digest-only retention)"
-		if p.OverLimit {
+		switch {
+		case p.OverLimit:
 			why = "not retained (longer than the frame limit)"
+		case p.Withheld == transcript.WithheldUnredactable:
+			why = "not retained (it may hold a secret and could not be redacted exactly)"
 		}
 		return &shownPayload{Missing: why}
 	}
@@ -247,6 +250,13 @@ func writePayload(w *strings.Builder, label string, p *transcript.Payload, sp *s
 		return
 	}
 	fmt.Fprintf(w, "  %-13s %s, %d bytes\n", label+":", p.Digest, p.Length)
+	if len(p.Redactions) > 0 {
+		var where []string
+		for _, r := range p.Redactions {
+			where = append(where, r.Class+" at "+r.Pointer)
+		}
+		fmt.Fprintf(w, "    (a redacted copy: %s)\n", escapeTerminal(strings.Join(where, ", ")))
+	}
 	switch {
 	case sp.Missing != "":
 		fmt.Fprintf(w, "    (%s)\n", escapeTerminal(sp.Missing))
