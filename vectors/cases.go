@@ -92,6 +92,11 @@ func (g *generator) bundleVec(id string, row int64, kase, checks, verdict string
 // basic records the common session: discover, a complete snapshot of the
 // standard catalog, one get_weather call with its response.
 func (g *generator) basic(id string, edit func(*producer.Options)) (*session, *snapshot.Snapshot, error) {
+	return g.basicArgs(id, edit, weatherArgs)
+}
+
+// basicArgs is basic with the call's arguments.
+func (g *generator) basicArgs(id string, edit func(*producer.Options), args string) (*session, *snapshot.Snapshot, error) {
 	s, err := g.open(id, edit)
 	if err != nil {
 		return nil, nil, err
@@ -103,7 +108,7 @@ func (g *generator) basic(id string, edit func(*producer.Options)) (*session, *s
 	if err != nil {
 		return nil, nil, err
 	}
-	req := s.callLine("get_weather", weatherArgs, "")
+	req := s.callLine("get_weather", args, "")
 	h, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
 	if err != nil {
 		return nil, nil, err
@@ -765,22 +770,8 @@ func (g *generator) row6() ([]*vec, error) {
 	// Redaction (v3): a call carrying a credential in its arguments is
 	// retained as its redacted copy, with the list of what it hides.
 	redacted := func(id string) (*bundle, error) {
-		s, err := g.open(id, nil)
+		s, _, err := g.basicArgs(id, nil, `{"city":"Lisbon","units":"metric","api_key":"sk-proj-`+strings.Repeat("Ab3De6Gh9J", 5)+`"}`)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.discover(); err != nil {
-			return nil, err
-		}
-		if _, err := s.snapshot(standardPages(), snapshot.Limits{}); err != nil {
-			return nil, err
-		}
-		req := s.callLine("get_weather", `{"city":"Lisbon","units":"metric","api_key":"sk-proj-`+strings.Repeat("Ab3De6Gh9J", 5)+`"}`, "")
-		h, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
-		if err != nil {
-			return nil, err
-		}
-		if err := h.Response(result(req, weatherOK)); err != nil {
 			return nil, err
 		}
 		return s.seal()

@@ -44,37 +44,14 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 		return result(r)
 	}
 	p, err := transcript.ParseProof(data)
-	switch {
-	case err != nil:
+	if err != nil {
 		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
 		return result(r)
-	case rec == nil:
-		return result(r)
-	case rec.ToolTranscript == nil:
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript", "the record commits to no transcript: nothing to prove inclusion in")
-		return result(r)
 	}
-	if err := transcript.CheckProof(p, rec.ToolTranscript.Hash); err != nil {
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript/hash", err.Error())
-		return result(r)
+	b.disclosed = true
+	if err := b.proofLines(ctx, p); err != nil {
+		return nil, err
 	}
-	r.Root = p.Root
-	for _, e := range p.Entries {
-		r.add(CodeInclusionProofOK, CheckProof, StatusPass, lineSubject(e.Index),
-			fmt.Sprintf("included in the signed transcript of %d lines", p.TreeSize))
-	}
-	b.partial, b.disclosed, b.interpret = true, true, true
-	for i, e := range p.Entries {
-		if i&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		r.Counts.Lines++
-		b.line(e.Index, []byte(e.Line))
-	}
-	b.tree = p.TreeSize
-	b.finish(nil)
 	return result(r)
 }
 

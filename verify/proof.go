@@ -31,30 +31,39 @@ func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, er
 		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "", err.Error())
 		return result(r)
 	}
+	b := newBundleCheck(v, r, nil, rec)
+	if err := b.proofLines(ctx, p); err != nil {
+		return nil, err
+	}
+	return result(r)
+}
+
+// proofLines checks that p's lines are in the transcript the record signs
+// (a record that failed has no root to check them against: its findings
+// say why), then checks the disclosed lines as a partial transcript.
+func (b *bundleCheck) proofLines(ctx context.Context, p *transcript.Proof) error {
+	r, rec := b.r, b.rec
 	switch {
 	case rec == nil:
-		// The record failed; its findings say why. The proof has no signed
-		// root to be checked against.
-		return result(r)
+		return nil
 	case rec.ToolTranscript == nil:
 		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript", "the record commits to no transcript: nothing to prove inclusion in")
-		return result(r)
+		return nil
 	}
 	if err := transcript.CheckProof(p, rec.ToolTranscript.Hash); err != nil {
 		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript/hash", err.Error())
-		return result(r)
+		return nil
 	}
 	r.Root = p.Root
 	for _, e := range p.Entries {
 		r.add(CodeInclusionProofOK, CheckProof, StatusPass, lineSubject(e.Index),
 			fmt.Sprintf("included in the signed transcript of %d lines", p.TreeSize))
 	}
-	b := newBundleCheck(v, r, nil, rec)
 	b.partial, b.interpret = true, true
 	for i, e := range p.Entries {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		r.Counts.Lines++
@@ -62,7 +71,7 @@ func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, er
 	}
 	b.tree = p.TreeSize
 	b.finish(nil)
-	return result(r)
+	return nil
 }
 
 // finishPartial closes a proof verification: what the disclosed lines

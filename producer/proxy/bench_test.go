@@ -156,7 +156,8 @@ type benchPath struct {
 	close func()
 }
 
-func directPath(b testing.TB, srv string) *benchPath {
+// startEcho starts the echo server with pipes to its stdin and stdout.
+func startEcho(b testing.TB, srv string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
 	cmd := exec.Command(srv, "-echo-only")
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -170,6 +171,11 @@ func directPath(b testing.TB, srv string) *benchPath {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	return cmd, in, out
+}
+
+func directPath(b testing.TB, srv string) *benchPath {
+	cmd, in, out := startEcho(b, srv)
 	return &benchPath{name: "direct", conn: newLineConn(in, out), close: func() { in.Close(); cmd.Wait() }}
 }
 
@@ -177,19 +183,7 @@ func directPath(b testing.TB, srv string) *benchPath {
 // io.Copy goroutines between OS pipes, in this process as the proxy is,
 // with nothing parsed or recorded.
 func relayPath(b testing.TB, srv string) *benchPath {
-	cmd := exec.Command(srv, "-echo-only")
-	sin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, sin, sout := startEcho(b, srv)
 	cinR, cinW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
