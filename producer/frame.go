@@ -93,7 +93,7 @@ func (r *Recorder) RecordFrame(f FrameRecord) error {
 		facts := transcript.FrameFactsOf(m, ref)
 		ev.Kind, ev.Rule, ev.Method, ev.RPCID = facts.Kind, facts.Rule, facts.Method, facts.RPCID
 		ev.Terminator = term
-		p, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		p, err := r.payload(body, m, r.opts.Retention == transcript.RetainFull)
 		if err != nil {
 			return r.auditFail(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -239,8 +240,8 @@ func (s *packStore) close(sync bool) error {
 // within the frame limit, appends it and its salt to the pack (before the
 // line that commits to it). Not retained, the salt is dropped: the
 // commitment hides the bytes from anyone who guesses them.
-func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, error) {
-	p, _, err := r.saltedPayload(b, retain)
+func (r *Recorder) payload(b []byte, m *mcpwire.Message, retain bool) (transcript.Payload, error) {
+	p, _, err := r.saltedPayload(b, m, retain)
 	return p, err
 }
 
@@ -253,7 +254,10 @@ func (r *Recorder) payload(b []byte, retain bool) (transcript.Payload, error) {
 // line commits to that copy, to the list of what it hides, and to the exact
 // bytes under a salt nobody keeps. Bytes that cannot be redacted exactly
 // but may hold a secret are not kept at all (WithheldUnredactable).
-func (r *Recorder) saltedPayload(b []byte, retain bool) (transcript.Payload, []byte, error) {
+//
+// m, when not nil, is the gate's reading of b (mcpwire.Read): redaction
+// walks it instead of parsing b again.
+func (r *Recorder) saltedPayload(b []byte, m *mcpwire.Message, retain bool) (transcript.Payload, []byte, error) {
 	salt, err := r.newSalt()
 	if err != nil {
 		return transcript.Payload{}, nil, err
@@ -267,7 +271,13 @@ func (r *Recorder) saltedPayload(b []byte, retain bool) (transcript.Payload, []b
 		return p, salt, nil
 	}
 	if r.rules != nil {
-		res, rerr := redact.Message(b, r.rules)
+		var res redact.Result
+		var rerr error
+		if m != nil && len(m.Body) == len(b) {
+			res, rerr = redact.MessageParsed(b, m.Root, r.rules)
+		} else {
+			res, rerr = redact.Message(b, r.rules)
+		}
 		switch {
 		case rerr != nil && redact.Scan(b, r.rules), rerr == nil && !fitsLine(res.Redactions):
 			p.Withheld = transcript.WithheldUnredactable

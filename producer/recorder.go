@@ -387,7 +387,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 	// The request bytes go in before the line that commits to them; its
 	// salt salts the arguments digest too.
 	var salt []byte
-	if a.Request, salt, err = r.saltedPayload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+	if a.Request, salt, err = r.saltedPayload(body, c.Message, r.opts.Retention == transcript.RetainFull); err != nil {
 		return nil, r.auditFail(err)
 	}
 	a.ArgsDigest = transcript.SaltedArgsDigest(salt, q.argsDigest)
@@ -509,7 +509,7 @@ func (h *Handle) observe(kind string, f Framed, detail string) error {
 	r.mu.Unlock()
 
 	if body != nil {
-		p, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		p, err := r.payload(body, f.Message, r.opts.Retention == transcript.RetainFull)
 		if err != nil {
 			return r.auditFail(err)
 		}
@@ -675,7 +675,7 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 		ServerName: reported(p.ServerName), ServerVer: reported(p.ServerVersion)}
 	if p.Line != nil {
 		body, _ := splitTerminator(p.Line)
-		pl, err := r.payload(body, r.opts.Retention == transcript.RetainFull)
+		pl, err := r.payload(body, nil, r.opts.Retention == transcript.RetainFull)
 		if err != nil {
 			return r.auditFail(err)
 		}
@@ -723,7 +723,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	}
 	defer r.ops.Done()
 	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID, Frame: n.Frame}
-	if ev.Payload, err = r.payload(body, r.opts.Retention == transcript.RetainFull); err != nil {
+	if ev.Payload, err = r.payload(body, n.Message, r.opts.Retention == transcript.RetainFull); err != nil {
 		return r.auditFail(err)
 	}
 	r.mu.Lock()

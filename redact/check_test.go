@@ -107,3 +107,25 @@ func TestScan(t *testing.T) {
 		t.Errorf("Policy() = %v %d %d", d, ptrs, pats)
 	}
 }
+
+// TestMessageParsed: redacting a message already parsed gives exactly
+// Message's result.
+func TestMessageParsed(t *testing.T) {
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"token":"abcdefgh12345678","q":"ghp_` + strings.Repeat("a", 36) + `"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+	} {
+		want, err := Message([]byte(msg), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := canon.Parse([]byte(msg), canon.ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := MessageParsed([]byte(msg), doc.Root(), nil)
+		if err != nil || !bytes.Equal(got.Redacted, want.Redacted) || len(got.Redactions) != len(want.Redactions) {
+			t.Errorf("MessageParsed = %s %v, %v; Message = %s %v", got.Redacted, got.Redactions, err, want.Redacted, want.Redactions)
+		}
+	}
+}

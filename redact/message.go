@@ -65,8 +65,24 @@ func message(msg []byte, rules *Rules) (Result, []span, error) {
 		}
 		return Result{}, nil, &Error{Code: CodeInvalidMessage, Rule: -1, Err: err}
 	}
+	return redactRoot(msg, doc.Root(), rules)
+}
+
+// MessageParsed is Message for a message already parsed: root must be the
+// root of a canon parse of exactly msg (the gate's reading of a frame,
+// mcpwire.Message.Root), so its values' offsets are msg's. It saves the
+// second parse; the result is Message's.
+func MessageParsed(msg []byte, root canon.Value, rules *Rules) (Result, error) {
+	if rules == nil {
+		rules = Default()
+	}
+	res, _, err := redactRoot(msg, root, rules)
+	return res, err
+}
+
+func redactRoot(msg []byte, root canon.Value, rules *Rules) (Result, []span, error) {
 	w := walker{rules: rules}
-	if err := w.value(doc.Root(), rules.pointers); err != nil {
+	if err := w.value(root, rules.pointers); err != nil {
 		return Result{}, nil, err
 	}
 	if w.err != nil {
