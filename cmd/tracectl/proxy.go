@@ -29,6 +29,7 @@ import (
 type proxyOptions struct {
 	listen, upstream, bundleDir, key string
 	keys                             keyOptions
+	checkpoint                       checkpointEvery
 	redaction                        redactOptions
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
@@ -88,6 +89,7 @@ verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
+	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
 	return cmd
 }
@@ -144,6 +146,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	}
 	if err := o.redaction.build(); err != nil {
 		return err
+	}
+	if o.checkpoint.set() && o.key == "" {
+		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
 	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.maxFrame <= 0 {
 		return usageErr(errors.New("--call-timeout and --grace must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
@@ -206,10 +211,15 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
 			})
-			if err == nil {
-				fmt.Fprintf(s.err, "tracectl: recording %s traffic to %s\n", kind, escapeTerminal(path))
+			if err != nil {
+				return nil, err
 			}
-			return rec, err
+			if err := startCheckpoints(rec, o.checkpoint, signer, o.record, s.err); err != nil {
+				rec.Close()
+				return nil, err
+			}
+			fmt.Fprintf(s.err, "tracectl: recording %s traffic to %s\n", kind, escapeTerminal(path))
+			return rec, nil
 		},
 		Seal: func(r *producer.Recorder) error {
 			sealed, err := r.Seal(context.WithoutCancel(ctx), rs)

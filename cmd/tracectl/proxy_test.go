@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,6 +16,20 @@ func TestProxyFlags(t *testing.T) {
 	}
 	if err := runProxy(t.Context(), streams{}, &proxyOptions{listen: "0.0.0.0:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20}); err == nil {
 		t.Fatal("a non-loopback listen address was accepted without --allow-remote")
+	}
+	ck := &proxyOptions{listen: "127.0.0.1:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20}
+	if err := ck.checkpoint.Set("10"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runProxy(t.Context(), streams{}, ck); err == nil || !strings.Contains(err.Error(), "--checkpoint-every needs --key") {
+		t.Errorf("--checkpoint-every without --key: %v", err)
+	}
+	for _, bad := range []string{"/no-base", "//"} {
+		o := &proxyOptions{listen: "127.0.0.1:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20}
+		o.redaction.pointers = []string{bad}
+		if err := runProxy(t.Context(), streams{}, o); err == nil || !strings.Contains(err.Error(), "redact_bad_pointer") {
+			t.Errorf("--redact %q: %v, want redact_bad_pointer", bad, err)
+		}
 	}
 	if d, n, err := parseRotate("10m"); err != nil || d != 10*time.Minute || n != 0 {
 		t.Fatalf("10m: %v %d %v", d, n, err)
