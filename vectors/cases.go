@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing/fstest"
 
@@ -627,6 +629,51 @@ func (g *generator) row5() ([]*vec, error) {
 	}
 	out := []*vec{pos}
 
+	// Signed checkpoints (spec/checkpoints.md): the producer signed a
+	// checkpoint over the transcript so far, recorded one more call, and
+	// died before sealing: no record.json.
+	checkpointed := func(id string) (*bundle, error) {
+		s, _, err := g.basic(id, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.rec.StartCheckpoints(recordSigner{g}, producer.CheckpointPolicy{EveryAttempts: 1 << 40}); err != nil {
+			return nil, err
+		}
+		if _, err := s.rec.Checkpoint(g.fixedCtx); err != nil {
+			return nil, err
+		}
+		req := s.callLine("get_weather", weatherArgs, "")
+		if _, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req}); err != nil {
+			return nil, err
+		}
+		if err := s.rec.Close(); err != nil {
+			return nil, err
+		}
+		return &bundle{g: g, files: s.fs.tree(bundleDir)}, nil
+	}
+	b, err := checkpointed("r5-checkpoint-signs-prefix")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r5-checkpoint-signs-prefix", 5, CaseBoundary,
+		"The producer signed a checkpoint (a Trust Record over the transcript's first lines, checkpoints/<lines>.json), recorded one more call and died before sealing: there is no record.json. What the checkpoint covers is signed and verified; the call after it is unsigned evidence (tail_unsigned), so the verdict is incomplete, never verified and never failed.",
+		string(verify.Incomplete), codes(cs(verify.CodeCheckpointBound, verify.CodeTailUnsigned)), codes(cs(verify.CodeCheckpointInvalid, verify.CodeBindingFailure, verify.CodeSignatureInvalid)), b))
+	if b, err = checkpointed("r5-checkpoint-renamed"); err != nil {
+		return nil, err
+	}
+	for name, data := range b.files {
+		if strings.HasPrefix(name, "checkpoints/") && strings.HasSuffix(name, ".json") {
+			delete(b.files, name)
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "checkpoints/"), ".json"))
+			b.files["checkpoints/"+strconv.Itoa(n+1)+".json"] = data
+			break
+		}
+	}
+	out = append(out, g.bundleVec("r5-checkpoint-renamed", 5, CaseNegative,
+		"The checkpoint file is renamed to claim one line more than it signs (checkpoints/<lines+1>.json): its root commits to its own tree size, so it does not bind the prefix its name claims. checkpoint_invalid, a failure.",
+		string(verify.Failed), codes(cs(verify.CodeCheckpointInvalid)), codes(cs(verify.CodeSignatureInvalid)), b))
+
 	// The snapshot line leaves the signed transcript; the manifest stays in
 	// the pack and an unsigned side file names it.
 	b, snap, err := g.basicBundle("r5-snapshot-digest-outside", nil)
@@ -1112,7 +1159,66 @@ func (g *generator) row9() ([]*vec, error) {
 	}
 	out := []*vec{pos}
 
-	b, _, err := g.basicBundle("r9-server-authentication-claimed", nil)
+	// A remote server through tracectl proxy (spec/http.md): the HTTP facts
+	// of the exchange are producer observations, the bearer token the
+	// client sent is recorded only as present.
+	httpBundle := func(id string) (*bundle, error) {
+		u, _ := url.Parse("https://weather.example/mcp")
+		srv, err := producer.HTTPServer(u, "weather")
+		if err != nil {
+			return nil, err
+		}
+		s, err := g.open(id, func(o *producer.Options) { o.Server = srv })
+		if err != nil {
+			return nil, err
+		}
+		if err := s.discover(); err != nil {
+			return nil, err
+		}
+		if _, err := s.snapshot(standardPages(), snapshot.Limits{}); err != nil {
+			return nil, err
+		}
+		if err := s.rec.RecordHTTP(transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: 1, Method: "POST", Path: "/mcp",
+			ContentType: "application/json", Headers: map[string]string{"mcp-method": "tools/call", "mcp-name": "get_weather", "mcp-protocol-version": protocolVersion},
+			Credentials: []string{"authorization"}}); err != nil {
+			return nil, err
+		}
+		req := s.callLine("get_weather", weatherArgs, "")
+		h, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
+		if err != nil {
+			return nil, err
+		}
+		if err := s.rec.RecordHTTP(transcript.HTTPEvent{Event: transcript.HTTPResponse, Exchange: 1, Status: 200, ContentType: "application/json"}); err != nil {
+			return nil, err
+		}
+		if err := h.Response(result(req, weatherOK)); err != nil {
+			return nil, err
+		}
+		return s.seal()
+	}
+	b, err := httpBundle("r9-http-observed")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r9-http-observed", 9, CaseBoundary,
+		"The call went to a remote server through tracectl proxy: http lines record the POST (method, path, content type, the MCP headers, and that an Authorization header was present, never its value) and the upstream's 200. Like the response, they are the producer's observations: verified, not server-authenticated.",
+		string(verify.Verified), codes(cs(verify.CodeProducerObservation, verify.CodePayloadsVerified)), codes(cs(verify.CodeServerProofMissing, verify.CodeTranscriptMalformed)), b))
+	if b, err = httpBundle("r9-http-credential-recorded"); err != nil {
+		return nil, err
+	}
+	if err := b.editWhere(is(transcript.TypeHTTP, "event", transcript.HTTPRequest), func(e event) {
+		e["headers"].(map[string]any)["authorization"] = "Bearer sk-live-4eC39HqLyjWDarjtT1zdp7dc"
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.resign(b.attempts(), nil); err != nil {
+		return nil, err
+	}
+	out = append(out, g.bundleVec("r9-http-credential-recorded", 9, CaseNegative,
+		"An http line is made to carry the client's Authorization header value, and the record re-signed: a credential's value never enters the evidence, so the line is malformed (transcript_malformed), whatever the signature says.",
+		string(verify.Failed), codes(cs(verify.CodeTranscriptMalformed)), codes(cs(verify.CodeSignatureInvalid)), b))
+
+	b, _, err = g.basicBundle("r9-server-authentication-claimed", nil)
 	if err != nil {
 		return nil, err
 	}
