@@ -136,6 +136,21 @@ func TestStreamSessionCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := <-x.attempts
+	// The attempt is recorded before the session registers it in flight
+	// and forwards it; a ping after it is read only once the call's frame
+	// was handled, so its answer says the call is in flight.
+	if _, err := io.WriteString(x.clientW, `{"jsonrpc":"2.0","id":"after","method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		line, err := x.lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("waiting for the ping's answer: %v", err)
+		}
+		if strings.Contains(line, `"id":"after"`) {
+			break
+		}
+	}
 	cancel()
 	<-x.done
 	if x.err != nil || x.res.Ended != EndCanceled || len(x.res.InFlight) != 1 || x.res.InFlight[0].AttemptID() != id || x.res.TransportFailures != 0 {
