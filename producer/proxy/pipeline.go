@@ -219,6 +219,7 @@ func (s *session) response(a AttemptRef, r ResponseObs) (func() error, error) {
 // period, be answered by a timeout, or make a later response under its id
 // ambiguous.
 func (s *session) dropCall(key string, p *pending) {
+	defer s.wake() // the grace loop counts open calls
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.token != "" && s.progress[p.token] == p.ref {
