@@ -143,7 +143,8 @@ func (q *outQueue) run() {
 		it := q.items[0]
 		q.items[0] = outItem{}
 		q.items = q.items[1:]
-		dropped := q.err != nil && !it.toClient
+		dropped := q.err != nil && !it.toClient && it.barrier == nil
+		q.cond.Broadcast() // room for a frame (its bytes count until delivered)
 		q.mu.Unlock()
 		var err error
 		if !dropped {
