@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -117,6 +118,9 @@ type syncGate struct {
 	armed   atomic.Bool
 	entered chan struct{}
 	release chan error
+	// when, if set, picks the fsync to hold: the first one armed that
+	// finds it true of the journal's bytes.
+	when func(journal []byte) bool
 }
 
 func (g *syncGate) OpenFile(name string, flag int, perm fs.FileMode) (producer.File, error) {
@@ -124,15 +128,30 @@ func (g *syncGate) OpenFile(name string, flag int, perm fs.FileMode) (producer.F
 	if err != nil || filepath.Base(name) != transcript.TranscriptFile {
 		return f, err
 	}
-	return &gatedFile{File: f, g: g}, nil
+	return &gatedFile{File: f, g: g, name: name}, nil
+}
+
+// unblock ends a held fsync (with the fault) if the test stopped before
+// releasing it, so the session can end.
+func (g *syncGate) unblock() {
+	select {
+	case g.release <- errInjectedFsync:
+	default:
+	}
 }
 
 type gatedFile struct {
 	producer.File
-	g *syncGate
+	g    *syncGate
+	name string
 }
 
 func (f *gatedFile) Sync() error {
+	if f.g.when != nil && f.g.armed.Load() {
+		if b, err := os.ReadFile(f.name); err != nil || !f.g.when(b) {
+			return f.File.Sync()
+		}
+	}
 	if f.g.armed.CompareAndSwap(true, false) {
 		f.g.entered <- struct{}{}
 		if err := <-f.g.release; err != nil {
@@ -157,6 +176,7 @@ func TestWrapPipelinedFsyncFailure(t *testing.T) {
 	raw := mcptest.Build(t, "rawserver")
 	gate := &syncGate{entered: make(chan struct{}, 1), release: make(chan error, 1)}
 	w := startWrap(t, wrapOpts{fs: gate}, raw, "-v", "-script", "paged")
+	t.Cleanup(gate.unblock)
 	c := w.raw()
 	c.legacyHandshake()
 	c.listPaged()
@@ -239,4 +259,64 @@ func TestWrapPipelinedFsyncFailure(t *testing.T) {
 		t.Errorf("seal %+v, want 4 attempts, 1 answered", s)
 	}
 	requireUnknownOnly(t, verifyBundle(t, w.dir, w.signer.Public()), "a2", "a3", "a4")
+}
+
+// TestWrapPipelinedResponseFsyncFailure: the fsync that would make a
+// call's response durable fails. While it is held, the server direction
+// goes on reading (a ping's response is written to the journal behind it).
+// The response is never delivered: the client gets -32091 for its id in
+// its place, then the ping's response, which was committed as forwarded
+// before the failure. The bundle recovers and verifies.
+func TestWrapPipelinedResponseFsyncFailure(t *testing.T) {
+	t.Parallel()
+	raw := mcptest.Build(t, "rawserver")
+	gate := &syncGate{entered: make(chan struct{}, 1), release: make(chan error, 1),
+		when: func(j []byte) bool { return strings.Contains(string(j), `"type":"observation"`) }}
+	w := startWrap(t, wrapOpts{fs: gate}, raw, "-script", "paged")
+	t.Cleanup(gate.unblock)
+	c := w.raw()
+	c.legacyHandshake()
+	c.listPaged()
+	gate.armed.Store(true) // the fsync of the first response line
+	c.send(callLine("3", "raw-0000"))
+	select {
+	case <-gate.entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the response was never fsynced")
+	}
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	waitJournal(t, w.dir, "the ping's response, during the fsync", func(ev any) bool {
+		f, ok := ev.(*transcript.Frame)
+		return ok && f.Direction == transcript.ServerToClient && f.RPCID != nil && f.RPCID.Text == "4"
+	})
+	gate.release <- errInjectedFsync
+	if r := c.recv(); string(r.ID) != "3" || r.Error == nil || r.Error.Code != codeAuditUnavailable || !strings.Contains(r.Error.Message, "response withheld") {
+		t.Fatalf("want error %d (response withheld) for call 3, client got %s", codeAuditUnavailable, r.raw)
+	}
+	if r := c.recv(); string(r.ID) != "4" || r.Error != nil {
+		t.Fatalf("want the ping's response next, client got %s", r.raw)
+	}
+	c.w.clientW.Close()
+	if _, err := w.wait(); !errors.Is(err, ErrAuditUnavailable) {
+		t.Fatalf("Run error %v, want ErrAuditUnavailable", err)
+	}
+	for _, l := range splitWire(t, w.got.Bytes()) {
+		if string(l.ID) == "3" && l.Error == nil {
+			t.Errorf("the response whose fsync failed reached the client: %s", l.raw)
+		}
+	}
+	if err := w.sink.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.rec.Seal(context.Background(), recordSigner{w.signer}); !errors.Is(err, producer.ErrAuditUnavailable) {
+		t.Fatalf("Seal after the failed fsync: %v, want ErrAuditUnavailable", err)
+	}
+	rec, err := producer.Recover(w.dir, producer.Options{Clock: time.Now})
+	if err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	if _, err := rec.Seal(context.Background(), recordSigner{w.signer}); err != nil {
+		t.Fatal(err)
+	}
+	requireVerified(t, verifyBundle(t, w.dir, w.signer.Public()))
 }
