@@ -10,10 +10,14 @@ import (
 )
 
 // journal is transcript.jsonl opened for appending. Lines get their seq in
-// the order they are appended; a leader writes every pending line in one
-// write (and, in strict mode, one fsync) while the others wait: group
-// commit, so concurrent callers share fsyncs and the file order is the seq
-// order.
+// the order they are appended. Group commit, in two independent halves: a
+// write leader writes every pending line in one write while the others
+// wait, and a sync leader fsyncs everything written when it starts (in
+// strict mode, or when a caller waits for durability). The two run
+// concurrently, so lines keep being written (in seq order: file order is
+// seq order) while an fsync is under way, and the next fsync covers all of
+// them: callers that wait for durability share fsyncs however many are in
+// flight.
 //
 // Any failure is sticky: after a failed write (rolled back by truncation,
 // so the file stays a valid prefix) or a failed fsync (after which the page
@@ -31,7 +35,8 @@ type journal struct {
 	written int64 // lines [0, written) are in the file
 	durable int64 // lines [0, durable) are fsynced
 	size    int64 // file length after the written lines
-	busy    bool  // a leader is writing
+	writing bool  // a leader is writing
+	syncing bool  // a leader is fsyncing
 	err     error
 
 	syncs atomic.Int64 // fsyncs of the journal, for Stats
@@ -70,24 +75,15 @@ func (j *journal) startFlusher(every time.Duration) {
 	}()
 }
 
-// syncWritten fsyncs what is written but not yet durable.
+// syncWritten fsyncs what is written but not yet durable, unless an fsync
+// is under way already.
 func (j *journal) syncWritten() {
 	j.mu.Lock()
-	w := j.written
-	if j.err != nil || w == j.durable {
-		j.mu.Unlock()
-		return
-	}
-	j.mu.Unlock()
-	err := j.syncBoth()
-	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err != nil {
-		j.fail(fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, err))
+	if j.err != nil || j.written == j.durable || j.syncing {
 		return
 	}
-	j.durable = max(j.durable, w)
-	j.cond.Broadcast()
+	j.leadSync()
 }
 
 // syncBoth fsyncs the pack (preSync) and the journal at once, so the
@@ -119,19 +115,23 @@ func (j *journal) fail(err error) {
 // the file, and in strict mode durable. build runs under the journal lock,
 // so seq order is file order.
 func (j *journal) append(build func(seq int64) ([]byte, error)) (int64, error) {
-	return j.appendLine(build, j.mode == transcript.DurabilityStrict)
+	seq, err := j.appendWritten(build)
+	if err == nil {
+		err = j.settle(seq)
+	}
+	if err != nil {
+		return -1, err
+	}
+	return seq, nil
 }
 
 // appendWritten is append without the fsync wait: the line is in the file
 // (and so ordered before anything forwarded after it) when it returns, and
 // becomes durable with the next group commit. Frames that are not tools/call
 // attempts or their responses take this path (spec/transcript.md,
-// "Durability").
+// "Durability"); so does a pipelined attempt or response, whose caller then
+// waits with waitDurable before forwarding it.
 func (j *journal) appendWritten(build func(seq int64) ([]byte, error)) (int64, error) {
-	return j.appendLine(build, false)
-}
-
-func (j *journal) appendLine(build func(seq int64) ([]byte, error), durable bool) (int64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
@@ -150,14 +150,42 @@ func (j *journal) appendLine(build func(seq int64) ([]byte, error), durable bool
 	}
 	j.buf = append(append(j.buf, line...), '\n')
 	j.next++
-	if err := j.waitFor(seq+1, durable); err != nil {
+	if err := j.waitFor(seq+1, false); err != nil {
 		return -1, err
 	}
 	return seq, nil
 }
 
+// waitDurable returns once line seq is durable (it and the pack entries
+// appended before it fsynced), leading a group fsync if none is under way;
+// or once the journal failed first. The line must have been appended.
+func (j *journal) waitDurable(seq int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.waitFor(seq+1, true)
+}
+
+// settle makes line seq, appended, as durable as the mode promises before
+// its frame is forwarded: waitDurable in strict mode; nothing otherwise (the
+// line is written already).
+func (j *journal) settle(seq int64) error {
+	if j.mode != transcript.DurabilityStrict {
+		return nil
+	}
+	return j.waitDurable(seq)
+}
+
+// durableWait is settle deferred, for a caller that forwards from another
+// goroutine.
+func (j *journal) durableWait(seq int64) func() error {
+	return func() error { return j.settle(seq) }
+}
+
 // waitFor returns once lines [0, n) are written (and durable if sync), or
-// the journal failed first. Called with mu held.
+// the journal failed first. Called with mu held. A caller whose lines are
+// pending leads a write if none runs; one whose lines are written leads an
+// fsync if none runs: an fsync never waits for a write, nor a write for an
+// fsync.
 func (j *journal) waitFor(n int64, sync bool) error {
 	for {
 		if j.written >= n && (!sync || j.durable >= n) {
@@ -166,30 +194,27 @@ func (j *journal) waitFor(n int64, sync bool) error {
 		if j.err != nil {
 			return j.err
 		}
-		if !j.busy {
-			j.lead(sync)
-			continue
+		switch {
+		case j.written < n && !j.writing:
+			j.leadWrite()
+		case j.written >= n && !j.syncing:
+			j.leadSync()
+		default:
+			j.cond.Wait()
 		}
-		j.cond.Wait()
 	}
 }
 
-// lead writes every pending line, then fsyncs if sync. Called with mu
-// held; releases it during the I/O.
-func (j *journal) lead(sync bool) {
-	j.busy = true
+// leadWrite writes every pending line. Called with mu held; releases it
+// during the write.
+func (j *journal) leadWrite() {
+	j.writing = true
 	buf, end := j.buf, j.next
 	j.buf = j.spare[:0]
 	j.mu.Unlock()
-	var werr, serr error
-	if len(buf) > 0 {
-		_, werr = j.f.Write(buf)
-	}
-	if werr == nil && sync {
-		serr = j.syncBoth()
-	}
+	_, werr := j.f.Write(buf)
 	j.mu.Lock()
-	j.busy = false
+	j.writing = false
 	j.spare = buf[:0]
 	defer j.cond.Broadcast()
 	if werr != nil {
@@ -203,23 +228,30 @@ func (j *journal) lead(sync bool) {
 	}
 	j.size += int64(len(buf))
 	j.written = end
-	if serr != nil {
-		j.fail(fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, serr))
+}
+
+// leadSync fsyncs the pack and every line written so far. Called with mu
+// held; releases it during the fsync, while later lines may be written.
+// Only lines written before the fsync began are marked durable.
+func (j *journal) leadSync() {
+	j.syncing = true
+	w := j.written
+	j.mu.Unlock()
+	err := j.syncBoth()
+	j.mu.Lock()
+	j.syncing = false
+	defer j.cond.Broadcast()
+	if err != nil {
+		j.fail(fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, err))
 		return
 	}
-	if sync {
-		j.durable = end
-	}
+	j.durable = max(j.durable, w)
 }
 
 // flush writes every pending line and, if sync, fsyncs them.
 func (j *journal) flush(sync bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if sync && j.err == nil && j.durable < j.next && !j.busy && len(j.buf) == 0 {
-		// Written but not durable (batch, none): one fsync.
-		j.lead(true)
-	}
 	return j.waitFor(j.next, sync)
 }
 

@@ -323,7 +323,10 @@ func (r *Recorder) Retry(ctx context.Context, prev *Handle, basis string, c Call
 	return r.attempt(ctx, c, prev.st, basis)
 }
 
-func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basis string) (*Handle, error) {
+// attemptWritten records the attempt line, written but not waited on for
+// durability (pipeline.go: attempt waits, AttemptWritten hands the wait
+// back).
+func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptState, basis string) (*Handle, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -391,7 +394,7 @@ func (r *Recorder) attempt(ctx context.Context, c Call, prev *attemptState, basi
 		return nil, r.auditFail(err)
 	}
 	a.ArgsDigest = transcript.SaltedArgsDigest(salt, q.argsDigest)
-	seq, err := r.j.append(r.lineOf(func(s, at int64) {
+	seq, err := r.j.appendWritten(r.lineOf(func(s, at int64) {
 		a.Seq, a.AtMs = s, at
 		a.Snapshot = r.snapshotRef(c.Snapshot)
 	}, a))
@@ -484,11 +487,13 @@ func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, Frame
 // unknown; a late response may still be recorded.
 func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, Framed{}, "") }
 
-func (h *Handle) observe(kind string, f Framed, detail string) error {
+// observeWritten records an observation line, written but not waited on
+// for durability; it returns the line's seq (pipeline.go).
+func (h *Handle) observeWritten(kind string, f Framed, detail string) (int64, error) {
 	line := f.Line
 	r, st := h.r, h.st
 	if err := r.begin(false); err != nil {
-		return err
+		return -1, err
 	}
 	defer r.ops.Done()
 	o := &transcript.Observation{Type: transcript.TypeObservation, AttemptID: st.id, Kind: kind, Detail: transcript.Detail(detail), Basis: transcript.BasisProducer}
@@ -504,19 +509,18 @@ func (h *Handle) observe(kind string, f Framed, detail string) error {
 	r.mu.Lock()
 	if err := r.transition(st, o, resp); err != nil {
 		r.mu.Unlock()
-		return fmt.Errorf("attempt %s: %w", st.id, err)
+		return -1, fmt.Errorf("attempt %s: %w", st.id, err)
 	}
 	r.mu.Unlock()
 
 	if body != nil {
 		p, err := r.payload(body, f.Message, r.opts.Retention == transcript.RetainFull)
 		if err != nil {
-			return r.auditFail(err)
+			return -1, r.auditFail(err)
 		}
 		o.Response = &p
 	}
-	_, err := r.j.append(r.lineOf(func(s, at int64) { o.Seq, o.AtMs = s, at }, o))
-	return err
+	return r.j.appendWritten(r.lineOf(func(s, at int64) { o.Seq, o.AtMs = s, at }, o))
 }
 
 // transition checks an observation against the attempt's history and

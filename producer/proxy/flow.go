@@ -18,8 +18,14 @@ import (
 // what it understood and committed: a tools/call after its attempt is
 // durable, any other frame after its line is written. A frame the gate
 // refuses is committed as refused, answered with an error and never
-// forwarded. It is the only writer of the server's stdin.
-func (s *session) clientToServer() error {
+// forwarded. Its queue (cq) is the only writer of the server's stdin; what
+// is queued is delivered before it returns.
+func (s *session) clientToServer() (err error) {
+	defer func() {
+		if qerr := s.cq.close(); qerr != nil && (err == nil || errors.Is(err, io.EOF)) {
+			err = qerr
+		}
+	}()
 	lr := newLineReader(s.cfg.ClientIn, s.cfg.MaxInterpret)
 	var index int64
 	for {
@@ -123,23 +129,31 @@ func (s *session) fromClient(f frame, index int64) error {
 		s.noteEra(m)
 	}
 	idKey := m.IDText()
+	unavailable := func() error {
+		if m.Kind != mcpwire.KindRequest {
+			return nil
+		}
+		return s.cq.toClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+	}
 	forwardFrame := func(attempt AttemptRef) bool {
 		err := s.cfg.Sink.Frame(FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded, Attempt: attempt})
 		if err != nil {
 			s.noteSinkErr(err)
-			if m.Kind == mcpwire.KindRequest {
-				_ = s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
-			}
+			_ = unavailable()
 			return false
 		}
 		return true
 	}
+	// wait, when pipelining, is the attempt's durable wait: the request is
+	// forwarded (by cq) only after it returned nil; fail runs instead.
+	var wait func() error
+	var fail func(error)
 	switch {
 	case m.IsToolCall():
 		// The attempt is made durable before anything else: no session
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
-		ref, err := s.cfg.Sink.Attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
+		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
 		if err != nil {
 			// Fail closed: not forwarded; the client learns why. (A call
 			// the gate read but the recorder cannot record would be a
@@ -148,10 +162,18 @@ func (s *session) fromClient(f frame, index int64) error {
 				err = fmt.Errorf("%w: the recorder refused a call the gate read: %v", ErrAuditUnavailable, err)
 			}
 			s.noteSinkErr(err)
+			return unavailable()
+		}
+		wait = w
+		var p *pending // the call's, once tracked
+		fail = func(err error) {
+			// Never forwarded: the client learns why (in its turn, from
+			// cq), and the call holds nothing any more.
+			s.noteSinkErr(err)
 			if m.Kind == mcpwire.KindRequest {
-				return s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+				s.dropCall(idKey, p)
+				_ = s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
 			}
-			return nil
 		}
 		if m.Kind == mcpwire.KindNotification {
 			break // a tools/call without an id: recorded, forwarded, no response to wait for
@@ -163,7 +185,7 @@ func (s *session) fromClient(f frame, index int64) error {
 		// forwarded, and the transcript shows two overlapping attempts
 		// with one id.
 		s.mu.Lock()
-		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params)}
+		p = &pending{what: reqCall, ref: ref, token: progressToken(m.Params)}
 		if p.token != "" {
 			s.progress[p.token] = ref
 		}
@@ -221,8 +243,7 @@ func (s *session) fromClient(f frame, index int64) error {
 			s.track(idKey, p)
 		}
 	}
-	_, err := s.serverIn.Write(line)
-	return err
+	return s.cq.toServer(line, wait, fail)
 }
 
 // cancel commits a notifications/cancelled that names a call in flight (the
@@ -287,14 +308,16 @@ func (s *session) timeout(key string, p *pending) {
 
 // refuse answers a frame the gate refused, naming the rule it broke.
 func (s *session) refuse(r *mcpwire.Refusal) error {
-	return s.writeClient(errorLine(r.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(r.Rule)+"): "+r.Detail))
+	return s.cq.toClient(errorLine(r.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(r.Rule)+"): "+r.Detail))
 }
 
 // serverToClient commits every server frame before it is delivered:
 // responses to attempts durably (strict), the rest written to the journal.
 // A frame over the limit is spooled while it is hashed, committed, then
-// delivered from the spool.
+// delivered from the spool. What its queue (sq) holds is delivered before
+// it returns.
 func (s *session) serverToClient(r io.Reader) error {
+	defer s.sq.close()
 	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
 	var index int64
 	for {
@@ -320,6 +343,9 @@ func (s *session) serverToClient(r io.Reader) error {
 // from its spool; a frame longer than MaxServerFrame could not be spooled
 // whole, so it is committed withheld: never delivered uncommitted.
 func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
+	// Delivered from the spool by this goroutine: after every frame read
+	// before it.
+	s.sq.drain()
 	// Delivered only from a whole spool: a frame that outgrew it, or whose
 	// spool failed, is committed withheld, never claimed forwarded.
 	disp := transcript.FrameForwarded
@@ -415,22 +441,36 @@ func leadingID(b []byte) (string, bool) {
 
 func (s *session) fromServer(line []byte, index int64) error {
 	m, ref := mcpwire.Read(line)
-	forward, synth := s.observeServer(m, ref, line, index)
+	forward, synth, wait, key := s.observeServer(m, ref, line, index)
 	if synth != nil {
-		if err := s.writeClient(synth); err != nil {
+		if err := s.sq.toClient(synth); err != nil {
 			return err
 		}
 	}
-	if !forward {
+	if !forward && wait == nil {
 		return nil
 	}
-	return s.writeClient(line)
+	it := outItem{toClient: true, wait: wait}
+	if forward {
+		it.line = line
+	}
+	if wait != nil {
+		it.fail = func(err error) {
+			// Fail closed: a response is never delivered uncommitted; the
+			// client gets an error naming the reason instead.
+			s.noteSinkErr(err)
+			_ = s.writeClient(errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error()))
+		}
+	}
+	return s.sq.put(it)
 }
 
 // observeServer commits a server frame and decides whether it is delivered
 // (it is, unless the proxy already answered the client for that id, or the
-// frame could not be committed).
-func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, line []byte, index int64) (forward bool, synth []byte) {
+// frame could not be committed). A response to an attempt recorded
+// pipelined comes with its durable wait, and the id text its error would
+// answer if that failed.
+func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, line []byte, index int64) (forward bool, synth []byte, wait func() error, key string) {
 	obs := FrameObs{Line: line, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded, Msg: m, Refusal: refusal}
 	commit := func() bool {
 		if err := s.cfg.Sink.Frame(obs); err != nil {
@@ -442,7 +482,7 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 	if m == nil {
 		// Not understood: committed as read, and delivered, so the
 		// evidence shows what the client received.
-		return commit(), nil
+		return commit(), nil, nil, ""
 	}
 	s.mu.Lock()
 	switch m.Kind {
@@ -454,7 +494,7 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 				obs.Disposition = transcript.FrameWithheld
 			}
 			s.mu.Unlock()
-			return commit(), nil
+			return commit(), nil, nil, ""
 		}
 		delete(s.inflight, key)
 		switch p.what {
@@ -496,15 +536,15 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 			// decided for this attempt.
 			p.mu.Lock()
 			s.mu.Unlock()
-			err := s.cfg.Sink.Response(p.ref, ro)
+			wait, err := s.response(p.ref, ro)
 			p.mu.Unlock()
 			if err != nil {
 				// Fail closed: a response is never delivered uncommitted;
 				// the client gets an error naming the reason instead.
 				s.noteSinkErr(err)
-				return false, errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())
+				return false, errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error()), nil, ""
 			}
-			return !answered, nil
+			return !answered, nil, wait, key
 		}
 	case mcpwire.KindNotification:
 		switch m.Method {
@@ -512,15 +552,15 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 			s.mu.Unlock()
 			if err := s.cfg.Sink.ListChanged(NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
 				s.noteSinkErr(err)
-				return false, nil
+				return false, nil, nil, ""
 			}
-			return true, nil
+			return true, nil, nil, ""
 		case mcpwire.NotifyProgress:
 			obs.Attempt = s.progress[notificationToken(m.Params)]
 		}
 	}
 	s.mu.Unlock()
-	return commit(), nil
+	return commit(), nil, nil, ""
 }
 
 func responseObs(m *mcpwire.Message, line []byte, index int64) ResponseObs {

@@ -14,6 +14,11 @@
 //   - any other frame is forwarded only after Sink.Frame (or CancelSent,
 //     ListChanged) returned: its line is written, durable with the next
 //     group commit;
+//   - frames are forwarded in the order they were read, in each direction.
+//     In strict durability with the RecordingSink the durable waits are
+//     pipelined (pipeline.go): the reader goes on once a frame's line is
+//     written, and a forwarder waits for its durability before writing it,
+//     so calls in flight share fsyncs;
 //   - when the server goes away with calls in flight, each gets a
 //     transport-failure observation and the client a JSON-RPC error.
 package proxy
@@ -156,6 +161,14 @@ type session struct {
 	sinkErr    error
 	stopped    bool         // the session is over: late client input is not interpreted
 	lastRead   atomic.Int64 // unix nanoseconds of the last bytes read from the server
+	// pipe is the Sink's split durable wait, when pipelining (pipeline.go);
+	// wake tells the grace loop an open call may have closed.
+	pipe pipelineSink
+	wake func()
+	// cq delivers what client frames cause (the frames to the server, the
+	// proxy's answers to the client), sq what server frames cause, each in
+	// read order.
+	cq, sq *outQueue
 }
 
 func (s *session) stop() {

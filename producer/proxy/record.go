@@ -46,6 +46,25 @@ func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
 // Attempt records the attempt; in strict durability it is on disk when this
 // returns.
 func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
+	ref, wait, err := s.attemptWritten(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(); err != nil {
+		return nil, err
+	}
+	return ref, nil
+}
+
+// pipelined: the proxy defers the durable waits of strict durability to
+// its forwarders (pipeline.go); batch and none have none to defer.
+func (s *RecordingSink) pipelined() bool {
+	return s.rec.Durability() == transcript.DurabilityStrict
+}
+
+// attemptWritten records the attempt line and hands back its durable wait
+// (producer.Recorder.AttemptWritten).
+func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error) {
 	// A call after a page that offered nextCursor, with no next page
 	// observed (a client that reads the first page only, the TypeScript
 	// SDK's plain listTools()): the declarations it was dispatched with
@@ -56,25 +75,31 @@ func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
 		s.coll.Stop(snapshot.StopNextPageNotObserved, "a tools/call came after a page offering nextCursor; no next page was observed before it")
 		if err := s.recordLocked(); err != nil {
 			s.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	s.mu.Unlock()
 	i := c.Index
-	h, err := s.rec.Attempt(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
+	h, wait, err := s.rec.AttemptWritten(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
 	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
-		return nil, fmt.Errorf("%w: %v", ErrUnrecordable, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnrecordable, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return handleRef{h}, nil
+	return handleRef{h}, wait, nil
 }
 
 // Response records a response (a late one after a timeout or cancellation:
 // the producer keeps the earlier observation).
 func (s *RecordingSink) Response(a AttemptRef, r ResponseObs) error {
 	return handleOf(a).ResponseFrame(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
+}
+
+// responseWritten records the response line and hands back its durable
+// wait.
+func (s *RecordingSink) responseWritten(a AttemptRef, r ResponseObs) (func() error, error) {
+	return handleOf(a).ResponseFrameWritten(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
 }
 
 func (s *RecordingSink) Timeout(a AttemptRef) error { return handleOf(a).Timeout() }
@@ -232,6 +257,8 @@ func (s *RecordingSink) Frame(f FrameObs) error {
 	}
 	return s.rec.RecordFrame(fr)
 }
+
+var _ pipelineSink = (*RecordingSink)(nil)
 
 // Finish records a collection the session left unfinished (incomplete: the
 // transport closed with pages outstanding).

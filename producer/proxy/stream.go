@@ -38,8 +38,10 @@ func (cfg Config) withDefaults() Config {
 // newSession is the one constructor of a proxy session: wrap's (Run), the
 // stream session's (NewSession), whatever carries the bytes.
 func newSession(cfg Config, serverIn io.WriteCloser) *session {
-	return &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{},
+	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{},
 		clientOut: cfg.ClientOut, serverIn: serverIn}
+	s.pipeline() // pipeline.go
+	return s
 }
 
 // Streams are the byte streams of a session without a process: the
