@@ -34,17 +34,22 @@
 //     the timeout, which stays.
 //   - Durability (the journal is transcript.jsonl itself): in strict mode
 //     (the default) the attempt line is fsynced before Attempt returns and
-//     a response line before Response returns; concurrent callers share
-//     fsyncs (group commit). batch writes at once and fsyncs every
-//     BatchInterval; none never fsyncs before Seal. The mode is in the
-//     header. Payload bytes are appended to a spool (blobs/.spool) before
-//     the line that commits to them, and settled into content-addressed
-//     blobs, made durable by one syncfs, at Close, Seal, Reopen and
-//     Recover: a process crash keeps them, a power loss may lose the
-//     newest, which a verifier reports as unavailable, never as a pass.
+//     a response line before Response returns; writes and fsyncs are each
+//     group commits shared by concurrent callers, and AttemptWritten /
+//     ResponseFrameWritten split the write from the durable wait so a
+//     proxy reading the next frame shares the fsync too. batch writes at
+//     once and fsyncs every BatchInterval; none never fsyncs before Seal.
+//     The mode is in the header. Payload bytes are appended to the payload
+//     pack (payloads.pack, their final form) before the line that commits
+//     to them, and the pack is fsynced with the journal wherever the
+//     journal is: a durable line's payload is durable too.
+//   - Privacy (transcript v3): payload commitments are salted (the salt is
+//     kept beside the bytes and withheld with them); retained payloads are
+//     redacted first (Options.Redact, package redact) and kept as their
+//     redacted copy with the list of what it hides.
 //   - Fail closed: a failed write (rolled back by truncation), fsync or
-//     blob makes the operation fail with ErrAuditUnavailable, and every
-//     later one too. The caller must not dispatch or deliver.
+//     pack write makes the operation fail with ErrAuditUnavailable, and
+//     every later one too. The caller must not dispatch or deliver.
 //   - Exclusive custody: the bundle directory is created (mode 0700, never
 //     reused), the journal exclusively (0600) and locked (flock) for as
 //     long as a Recorder holds it; record.json is created exclusively and
