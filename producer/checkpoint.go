@@ -277,28 +277,8 @@ func writeCheckpoint(fsys FS, dir string, n int64, rec []byte) error {
 	}
 	name := strconv.FormatInt(n, 10) + ".json"
 	final := filepath.Join(cdir, name)
-	tmp := filepath.Join(cdir, checkpointTmpPrefix+name)
-	_ = fsys.Remove(tmp) // a leftover from a checkpoint that crashed before linking
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := linkInPlace(fsys, filepath.Join(cdir, checkpointTmpPrefix+name), final, rec); err != nil {
 		return fmt.Errorf("write %s: %w", CheckpointPath(n), err)
-	}
-	_, err = f.Write(rec)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Link(tmp, final)
-	}
-	_ = fsys.Remove(tmp)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", CheckpointPath(n), err)
-	}
-	if err := syncDir(fsys, cdir); err != nil {
-		return fmt.Errorf("write %s: fsync directory: %w", CheckpointPath(n), err)
 	}
 	return nil
 }

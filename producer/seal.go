@@ -180,13 +180,27 @@ func writeRecord(fsys FS, dir string, rec []byte) error {
 	if _, err := fsys.Stat(final); err == nil {
 		return fmt.Errorf("%w: %s exists", ErrSealed, transcript.RecordFile)
 	}
-	tmp := filepath.Join(dir, recordTmp)
-	_ = fsys.Remove(tmp) // a leftover from a seal that crashed before linking: never a record
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err := linkInPlace(fsys, filepath.Join(dir, recordTmp), final, rec)
+	if errors.Is(err, fs.ErrExist) {
+		err = fmt.Errorf("%w: %s exists", ErrSealed, transcript.RecordFile)
+	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", transcript.RecordFile, err)
 	}
-	_, err = f.Write(rec)
+	return nil
+}
+
+// linkInPlace creates final exclusively and atomically with data: written
+// and fsynced under tmp (a leftover tmp from a crash is never a final
+// file, and is removed first), hard-linked into place (which fails with
+// fs.ErrExist if final exists), then the directory is fsynced.
+func linkInPlace(fsys FS, tmp, final string, data []byte) error {
+	_ = fsys.Remove(tmp)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -195,16 +209,13 @@ func writeRecord(fsys FS, dir string, rec []byte) error {
 	}
 	if err == nil {
 		err = fsys.Link(tmp, final)
-		if errors.Is(err, fs.ErrExist) {
-			err = fmt.Errorf("%w: %s exists", ErrSealed, transcript.RecordFile)
-		}
 	}
 	_ = fsys.Remove(tmp)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", transcript.RecordFile, err)
+		return err
 	}
-	if err := syncDir(fsys, dir); err != nil {
-		return fmt.Errorf("write %s: fsync directory: %w", transcript.RecordFile, err)
+	if err := syncDir(fsys, filepath.Dir(final)); err != nil {
+		return fmt.Errorf("fsync directory: %w", err)
 	}
 	return nil
 }

@@ -134,15 +134,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if err != nil {
 		return usageErr(err, "--upstream http(s)://host[:port]/path")
 	}
-	switch o.durability {
-	case transcript.DurabilityStrict, transcript.DurabilityBatch, transcript.DurabilityNone:
-	default:
-		return usageErr(fmt.Errorf("--durability %q: want strict, batch or none", o.durability), "")
-	}
-	switch o.retain {
-	case transcript.RetainFull, transcript.RetainDigest:
-	default:
-		return usageErr(fmt.Errorf("--retain %q: want full or digest", o.retain), "")
+	if err := checkRecordModes(o.durability, o.retain); err != nil {
+		return err
 	}
 	if err := o.redaction.build(); err != nil {
 		return err

@@ -142,15 +142,8 @@ environment.`,
 
 // validate checks every flag before anything is created or spawned.
 func (o *wrapOptions) validate() error {
-	switch o.durability {
-	case transcript.DurabilityStrict, transcript.DurabilityBatch, transcript.DurabilityNone:
-	default:
-		return usageErr(fmt.Errorf("--durability %q: want strict, batch or none", o.durability), "")
-	}
-	switch o.retain {
-	case transcript.RetainFull, transcript.RetainDigest:
-	default:
-		return usageErr(fmt.Errorf("--retain %q: want full or digest", o.retain), "")
+	if err := checkRecordModes(o.durability, o.retain); err != nil {
+		return err
 	}
 	if err := o.redaction.build(); err != nil {
 		return err
