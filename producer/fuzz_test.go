@@ -24,7 +24,7 @@ func FuzzAttemptLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		body, term := splitTerminator(line)
-		q, err := parseRequest(body, nil)
+		q, _, err := parseRequest(body, nil)
 		if err != nil {
 			return
 		}

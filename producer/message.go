@@ -3,6 +3,7 @@ package producer
 import (
 	"errors"
 
+	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -49,20 +50,26 @@ func (q *request) argsKey() string {
 	return q.tool + "\x00" + q.argsDigest
 }
 
-func parseRequest(body []byte, m *mcpwire.Message) (*request, error) {
+// parseRequest reads a tools/call request, from the gate's parse when the
+// caller has one; otherwise it parses body once, and returns that parse as
+// the message too (redaction walks it).
+func parseRequest(body []byte, m *mcpwire.Message) (*request, *mcpwire.Message, error) {
 	var f *transcript.RequestFacts
 	var err error
-	if m != nil {
-		f, err = transcript.DeriveRequestFrom(m.Root)
-	} else {
-		f, err = transcript.DeriveRequest(body)
+	if m == nil {
+		doc, perr := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
+		if perr != nil {
+			return nil, nil, &notToolCall{"not JSON the recorder can read: " + perr.Error()}
+		}
+		m = &mcpwire.Message{Body: body, Root: doc.Root()}
 	}
+	f, err = transcript.DeriveRequestFrom(m.Root)
 	if err != nil {
 		var nt *transcript.NotToolCallError
 		if errors.As(err, &nt) {
-			return nil, &notToolCall{nt.Reason}
+			return nil, nil, &notToolCall{nt.Reason}
 		}
-		return nil, &notToolCall{err.Error()}
+		return nil, nil, &notToolCall{err.Error()}
 	}
 	return &request{
 		id: f.RPCID, idKey: f.IDText,
@@ -71,7 +78,7 @@ func parseRequest(body []byte, m *mcpwire.Message) (*request, error) {
 		protoState: f.ProtoState, protoValue: f.ProtoVersion,
 		corr: f.Correlation, corrID: f.CorrelationID, retryOf: f.RetryOf,
 		continues: f.Continues,
-	}, nil
+	}, m, nil
 }
 
 // response is what the recorder reads from a response line.

@@ -331,7 +331,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		return nil, err
 	}
 	body, term := splitTerminator(c.Line)
-	q, err := parseRequest(body, c.Message)
+	q, msg, err := parseRequest(body, c.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 	// The request bytes go in before the line that commits to them; its
 	// salt salts the arguments digest too.
 	var salt []byte
-	if a.Request, salt, err = r.saltedPayload(body, c.Message, r.opts.Retention == transcript.RetainFull); err != nil {
+	if a.Request, salt, err = r.saltedPayload(body, msg, r.opts.Retention == transcript.RetainFull); err != nil {
 		return nil, r.auditFail(err)
 	}
 	a.ArgsDigest = transcript.SaltedArgsDigest(salt, q.argsDigest)
