@@ -2,6 +2,8 @@ package verify_test
 
 import (
 	"bytes"
+	"context"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +18,7 @@ import (
 // packed returns fsys with its blobs moved into a payload pack, the first
 // attempt's request first, then in name order, and the entries' bodies'
 // offsets by digest.
-func packed(t *testing.T, fsys fstest.MapFS) (fstest.MapFS, map[string]int) {
+func packed(t testing.TB, fsys fstest.MapFS) (fstest.MapFS, map[string]int) {
 	t.Helper()
 	out := fstest.MapFS{}
 	var names []string
@@ -44,7 +46,8 @@ func packed(t *testing.T, fsys fstest.MapFS) (fstest.MapFS, map[string]int) {
 }
 
 // firstRequest returns the request digest of the transcript's first attempt.
-func firstRequest(t *testing.T, fsys fstest.MapFS) string {
+func firstRequest(t testing.TB, fsys fstest.MapFS) string {
+	t.Helper()
 	for _, line := range bytes.Split(fsys[transcript.TranscriptFile].Data, []byte("\n")) {
 		if ev, err := transcript.DecodeLine(line); err == nil {
 			if a, ok := ev.(*transcript.Attempt); ok {
@@ -151,4 +154,46 @@ func TestPackTornUnsealed(t *testing.T) {
 	if rep.Has(verify.CodePackMalformed) || !slices.Contains(codes, verify.CodeEvidenceUnavailable) {
 		t.Errorf("codes %v: an unsealed bundle's torn last entry is unavailable evidence, not pack_malformed\n%s", codes, dump(rep))
 	}
+}
+
+// FuzzVerifyPack: whatever bytes the payload pack holds, verification
+// returns a consistent report, and it is Verified only when every payload
+// the transcript commits to opens from those bytes, as it does from the
+// honest pack. Seed corpus: testdata/fuzz/FuzzVerifyPack.
+func FuzzVerifyPack(f *testing.F) {
+	std := verifytest.Standard(f).FS()
+	honest, _ := packed(f, std)
+	pack := honest[transcript.PackFile].Data
+	f.Add(pack)
+	f.Add(pack[:len(pack)/2])
+	f.Add(append(bytes.Clone(pack), "x"...))
+	f.Add([]byte{})
+	o := trusted(f)
+	want, _ := verdictCodesTB(f, honest, o)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := fstest.MapFS{}
+		for k, v := range honest {
+			c[k] = v
+		}
+		c[transcript.PackFile] = &fstest.MapFile{Data: data, Mode: 0o600}
+		v, err := verify.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := v.Bundle(context.Background(), c)
+		consistent(t, rep, err)
+		if rep.Verdict == verify.Verified && rep.Counts.Payloads != want.Counts.Payloads {
+			t.Fatalf("verified with %d payloads checked, the honest pack has %d", rep.Counts.Payloads, want.Counts.Payloads)
+		}
+	})
+}
+
+// verdictCodesTB is verdictCodes for a testing.TB.
+func verdictCodesTB(tb testing.TB, fsys fs.FS, o verify.Options) (*verify.Report, error) {
+	tb.Helper()
+	v, err := verify.New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v.Bundle(context.Background(), fsys)
 }
