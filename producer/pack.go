@@ -278,8 +278,14 @@ func (r *Recorder) saltedPayload(b []byte, m *mcpwire.Message, retain bool) (tra
 		} else {
 			res, rerr = redact.Message(b, r.rules)
 		}
+		var re *redact.Error
+		notJSON := errors.As(rerr, &re) && re.Code == redact.CodeInvalidMessage
 		switch {
-		case rerr != nil && redact.Scan(b, r.rules), rerr == nil && !fitsLine(res.Redactions):
+		case rerr != nil && !notJSON, notJSON && redact.Scan(b, r.rules), rerr == nil && !fitsLine(res.Redactions):
+			// Something to hide that cannot be hidden exactly (a secret in
+			// a name, under a repeated name, or where no checkable pointer
+			// reaches), or bytes that do not parse but look like they hold
+			// a secret: none of them are kept.
 			p.Withheld = transcript.WithheldUnredactable
 			return p, salt, nil
 		case rerr == nil && len(res.Redactions) > 0:

@@ -130,3 +130,26 @@ func readHeader(t *testing.T, dir string) (*transcript.Header, error) {
 	}
 	return ev.(*transcript.Header), nil
 }
+
+// TestUnredactableWithheld: a message with a secret the redactor cannot
+// hide in a checkable form (here, under a member name too long for a
+// redaction pointer) is not retained at all: withheld unredactable, and
+// its bytes are in no file of the bundle.
+func TestUnredactableWithheld(t *testing.T) {
+	r, dir := openTest(t, nil)
+	long := strings.Repeat("n", 2000)
+	h := mustAttempt(t, r, call("1", "t", `{"`+long+`":{"password":"hunter2"}}`, ""))
+	if err := h.Response(result("1", "")); err != nil {
+		t.Fatal(err)
+	}
+	mustSeal(t, r)
+	b := readBundle(t, dir)
+	a := b.attempts["a1"]
+	if a.Request.Retained || a.Request.Withheld != transcript.WithheldUnredactable {
+		t.Fatalf("request %+v, want withheld unredactable", a.Request)
+	}
+	pack, _ := os.ReadFile(filepath.Join(dir, transcript.PackFile))
+	if bytes.Contains(pack, []byte("hunter2")) {
+		t.Error("the unredactable request's secret is in the pack")
+	}
+}

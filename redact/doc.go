@@ -22,9 +22,10 @@
 //     parameter's declaration, and is searched, not redacted whole.
 //   - Fail closed. A message that is not strict JSON, whose member names
 //     themselves hold a secret, or with a value to redact under a repeated
-//     member name (its pointer would be ambiguous) is an *Error
-//     (CodeInvalidMessage, CodeSecretInName, CodeAmbiguousPointer): the
-//     caller withholds it whole.
+//     member name (its pointer would be ambiguous), or at a pointer longer
+//     than MaxPointerLen (Check could not take it), is an *Error
+//     (CodeInvalidMessage, CodeSecretInName, CodeAmbiguousPointer,
+//     CodePointerTooLong): the caller withholds it whole.
 //   - Idempotence. A value that already is a marker is never redacted
 //     again, so Message(Message(m).Redacted) gives the same bytes and no
 //     redactions; Argv likewise.

@@ -12,7 +12,7 @@ import (
 
 var knownCodes = map[Code]bool{
 	CodeBadPointer: true, CodeBadPattern: true, CodeEmptyPattern: true, CodeTooManyRules: true,
-	CodeInvalidMessage: true, CodeSecretInName: true, CodeAmbiguousPointer: true, CodeBadRedaction: true,
+	CodeInvalidMessage: true, CodeSecretInName: true, CodeAmbiguousPointer: true, CodePointerTooLong: true, CodeBadRedaction: true,
 }
 
 // fuzzRules has short operator rules, so that random input meets them.

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,8 +130,14 @@ func (w *walker) redact(v canon.Value, c Class) {
 		// could not check which one was replaced.
 		w.err = &Error{Code: CodeAmbiguousPointer, Rule: -1, Pointer: w.pointer(), Detail: "a value to redact lies under a repeated member name"}
 	}
+	p := w.pointer()
+	if len(p) > MaxPointerLen && w.err == nil {
+		// Check would refuse the list: the message cannot be redacted in
+		// a form a verifier can check.
+		w.err = &Error{Code: CodePointerTooLong, Rule: -1, Pointer: p[:MaxPointerLen], Detail: fmt.Sprintf("a value to redact at a pointer of %d bytes, at most %d", len(p), MaxPointerLen)}
+	}
 	start := v.Offset()
-	w.spans = append(w.spans, span{start: start, end: start + int64(len(v.Raw())), class: c, pointer: w.pointer()})
+	w.spans = append(w.spans, span{start: start, end: start + int64(len(v.Raw())), class: c, pointer: p})
 }
 
 // value visits v, whose path is w.path; node is the pointer-rule trie at

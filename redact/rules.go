@@ -32,6 +32,9 @@ const (
 	// A value to redact lies under a repeated member name, so its pointer
 	// would name more than one value and the redaction could not be checked.
 	CodeAmbiguousPointer Code = "redact_ambiguous_pointer"
+	// A value to redact lies where no checkable pointer reaches: its
+	// pointer is longer than MaxPointerLen (Check refuses such a list).
+	CodePointerTooLong Code = "redact_pointer_too_long"
 )
 
 // Error is a rejection with a stable Code. Rule is the index of the

@@ -130,3 +130,33 @@ func TestNoRedaction(t *testing.T) {
 		t.Errorf("payload_redacted without redaction")
 	}
 }
+
+// TestUnredactableWithheldVerify: a payload the declared redaction policy
+// withheld (it holds a secret that cannot be hidden in a checkable form)
+// keeps the verdict incomplete, named as withheld, and is accepted with
+// AcceptWithheld.
+func TestUnredactableWithheldVerify(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run.trace")
+	r := openRecorder(t, dir, transcript.DurabilityStrict)
+	recordSnapshot(t, r, 3, 3)
+	h, err := r.Attempt(context.Background(), producer.Call{Line: call(1, "tool_1", `{"`+strings.Repeat("n", 2000)+`":{"password":"hunter2"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Response(answer(1, "ok")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Seal(context.Background(), recordSigner{key: verifytest.Key(t, 1), at: verifytest.Issued}); err != nil {
+		t.Fatal(err)
+	}
+	rep, codes := verdictCodes(t, os.DirFS(dir), trusted(t))
+	un := rep.Find(verify.CodeEvidenceUnavailable)
+	if rep.Verdict != verify.Incomplete || !slices.Equal(codes, []verify.Code{verify.CodeEvidenceUnavailable}) || len(un) != 1 || !strings.Contains(un[0].Detail, "withheld by the declared redaction policy") {
+		t.Fatalf("verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+	o := trusted(t)
+	o.AcceptWithheld = true
+	if rep, codes := verdictCodes(t, os.DirFS(dir), o); rep.Verdict != verify.Verified || !rep.Has(verify.CodeWithheldAccepted) {
+		t.Errorf("accepted: verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+}
