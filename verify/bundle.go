@@ -127,6 +127,7 @@ func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundl
 }
 
 func (b *bundleCheck) run(ctx context.Context) error {
+	defer b.closePack()
 	f, err := openRegular(b.fsys, transcript.TranscriptFile)
 	if err != nil {
 		switch {

@@ -49,6 +49,7 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 		return result(r)
 	}
 	b.disclosed = true
+	defer b.closePack()
 	if err := b.proofLines(ctx, p); err != nil {
 		return nil, err
 	}

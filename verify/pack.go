@@ -109,9 +109,7 @@ func (b *bundleCheck) readPayload(digest string, max int64) ([]byte, string, err
 // (its bytes are unavailable; tracectl seal --recover cuts it).
 func (b *bundleCheck) packFindings() {
 	p := &b.pk
-	if p.f != nil {
-		defer p.f.Close()
-	}
+	defer b.closePack()
 	if p.ix == nil || p.ix.Problem == nil {
 		return
 	}
@@ -126,4 +124,13 @@ func (b *bundleCheck) packFindings() {
 		detail += "; a sealed bundle's pack is whole entries (seal and recovery leave no torn tail)"
 	}
 	b.r.add(CodePackMalformed, CheckPayload, StatusFail, transcript.PackFile, detail)
+}
+
+// closePack releases the pack; Bundle calls it however verification ends
+// (a cancelled context included), packFindings when it does.
+func (b *bundleCheck) closePack() {
+	if b.pk.f != nil {
+		b.pk.f.Close()
+		b.pk.f = nil
+	}
 }

@@ -69,6 +69,9 @@ func runDisclose(s streams, o *discloseOptions) error {
 	}
 	for _, name := range []string{transcript.RecordFile, transcript.DisclosureFile, transcript.PackFile} {
 		if err := writeExclusive(filepath.Join(o.out, name), d.Files[name]); err != nil {
+			// The directory was created just now: a half-written
+			// disclosure is removed, never left to be mistaken for one.
+			os.RemoveAll(o.out)
 			return fmt.Errorf("disclose: %w", err)
 		}
 	}
