@@ -40,6 +40,7 @@ type journal struct {
 	err     error
 
 	syncs atomic.Int64 // fsyncs of the journal, for Stats
+	wb    *writeback   // none and batch: starts writeback as lines are written
 	// preSync, if set, runs with each fsync of the journal (outside its
 	// lock, concurrently): the payload pack is made durable with it, so a
 	// line acknowledged durable has its payload durable too. Its failure
@@ -228,6 +229,7 @@ func (j *journal) leadWrite() {
 	}
 	j.size += int64(len(buf))
 	j.written = end
+	j.wb.note(len(buf))
 }
 
 // leadSync fsyncs the pack and every line written so far. Called with mu

@@ -31,8 +31,9 @@ type Recorder struct {
 	rules    *redact.Rules // payloads are redacted with them before they are retained; nil: kept exactly
 	saltMu   sync.Mutex    // the entropy source need not be safe for concurrent use
 	scope    string
-	server   string // sha256 of JCS(header.server)
-	sealOnly bool   // reopened or recovered: Seal and Close only
+	server   string     // sha256 of JCS(header.server)
+	sealOnly bool       // reopened or recovered: Seal and Close only
+	wb       *writeback // none and batch (setPack); nil in strict
 
 	mu          sync.Mutex
 	ops         sync.WaitGroup
@@ -180,6 +181,10 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	r.rules = rules
 	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
 	r.setPack(pack)
+	if opts.Durability != transcript.DurabilityStrict {
+		r.wb = newWriteback(r.j.f, pack.f)
+		r.j.wb, pack.wb = r.wb, r.wb
+	}
 	if opts.Durability == transcript.DurabilityBatch {
 		r.j.startFlusher(opts.BatchInterval)
 	}
@@ -764,6 +769,7 @@ func (r *Recorder) Close() error {
 	r.closed = true
 	r.mu.Unlock()
 	r.ops.Wait()
+	r.wb.stop()
 	sync := r.j.mode != transcript.DurabilityNone
 	err := r.j.close(sync)
 	if perr := r.pack.close(sync); err == nil && perr != nil {
