@@ -178,6 +178,15 @@ func TestMessageAWSPair(t *testing.T) {
 	if string(res.Redacted) != want {
 		t.Fatalf("got  %s\nwant %s", res.Redacted, want)
 	}
+	// Escapes do not hide an access key id from the pairing.
+	escaped := `{"AccessKeyId":"\u0041` + id[1:] + `","Key":"` + sec + `"}`
+	res, err = Message([]byte(escaped), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"AccessKeyId":"[REDACTED:aws_access_key_id]","Key":"[REDACTED:aws_secret_access_key]"}`; string(res.Redacted) != want {
+		t.Fatalf("escaped id: got  %s\nwant %s", res.Redacted, want)
+	}
 	alone := `{"result":{"Key":"` + sec + `"}}`
 	if res, _ := Message([]byte(alone), nil); len(res.Redactions) != 0 {
 		t.Fatalf("a lone 40-character string was redacted: %v", res.Redactions)

@@ -17,7 +17,15 @@ import (
 // integers within ±canon.MaxSafeInteger; anything else is an error, never
 // coerced.
 func Encode(ev any) ([]byte, error) {
-	e := &encoder{b: make([]byte, 0, 512)}
+	return AppendEncode(make([]byte, 0, 512), ev)
+}
+
+// AppendEncode appends the canonical line of an event to dst (Encode
+// without a buffer of its own: the recorder encodes straight into its
+// journal's). On error dst is returned as it was.
+func AppendEncode(dst []byte, ev any) ([]byte, error) {
+	e := &encoder{b: dst}
+	e.first, e.last = e.firstA[:0], e.lastA[:0]
 	switch v := ev.(type) {
 	case *Header:
 		v.encode(e)
@@ -44,10 +52,10 @@ func Encode(ev any) ([]byte, error) {
 	case *HTTPEvent:
 		v.encode(e)
 	default:
-		return nil, fmt.Errorf("encode %T: not a transcript event", ev)
+		return dst, fmt.Errorf("encode %T: not a transcript event", ev)
 	}
 	if e.err != nil {
-		return nil, e.err
+		return dst, e.err
 	}
 	return e.b, nil
 }
@@ -67,6 +75,9 @@ type encoder struct {
 	err   error
 	first []bool   // per open object: no member yet
 	last  []string // per open object: the previous member name
+	// The stacks' first levels, so an event nests without allocating.
+	firstA [6]bool
+	lastA  [6]string
 }
 
 func (e *encoder) open() {
