@@ -412,3 +412,28 @@ func TestManyNearMisses(t *testing.T) {
 		t.Fatalf("near-misses alone: %q", c)
 	}
 }
+
+// Scan reads bytes that do not parse as any peer might: escapes decoded,
+// quotes paired either way. What Message would hide in the whole message,
+// Scan sees in a cut-off copy of it.
+func TestScanSeesEscapes(t *testing.T) {
+	key := "sk-ant-" + strings.Repeat("a", 40)
+	for _, whole := range []string{
+		`{"pass\u0077ord":"hunter2x"}`,
+		`{"k":"\nsk-ant-\u0061` + key[8:] + `"}`,
+		`{"\"param":[{"x":1,"\\\\password":7}]}`,
+		`{"a:"x","password":"y"}`,
+		`{"` + strings.Repeat("n", 90) + `_password":"y"}`,
+	} {
+		if res, err := Message([]byte(whole), nil); err == nil && len(res.Redactions) == 0 {
+			t.Errorf("Message hides nothing in %s", whole)
+		}
+		cut := whole[:len(whole)-2]
+		if !Scan([]byte(cut), nil) {
+			t.Errorf("Scan sees nothing in %s", cut)
+		}
+	}
+	if Scan([]byte(`{"query":"mcp \u0074ranscript","limit":10`), nil) {
+		t.Error("Scan flags a frame with no secret")
+	}
+}
