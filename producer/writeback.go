@@ -20,24 +20,40 @@ const writebackEvery = 4 << 20
 type writeback struct {
 	files   []File
 	pending atomic.Int64 // bytes appended since the last start
-	kick    chan struct{}
+	kick    chan struct{} // never closed: note may run after stop (Seal's last lines)
+	quit    chan struct{}
 	done    chan struct{}
 	once    sync.Once
 	starts  atomic.Int64 // writeback starts, for tests
 }
 
 func newWriteback(files ...File) *writeback {
-	w := &writeback{files: files, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &writeback{files: files, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for range w.kick {
-			for _, f := range w.files {
-				startWriteback(f)
+		for {
+			select {
+			case <-w.quit:
+				// A start asked for before stop still runs.
+				select {
+				case <-w.kick:
+					w.start()
+				default:
+				}
+				return
+			case <-w.kick:
+				w.start()
 			}
-			w.starts.Add(1)
 		}
 	}()
 	return w
+}
+
+func (w *writeback) start() {
+	for _, f := range w.files {
+		startWriteback(f)
+	}
+	w.starts.Add(1)
 }
 
 // note counts n appended bytes, and wakes the goroutine (without waiting)
@@ -56,12 +72,14 @@ func (w *writeback) note(n int) {
 	}
 }
 
-// stop ends the goroutine and waits for it, before the files are closed.
-// Safe on a nil writeback and more than once.
+// stop ends the goroutine and waits for it, before the files are closed;
+// a start asked for before it has run when it returns. note stays safe
+// after it. Safe on a nil writeback and more
+// than once.
 func (w *writeback) stop() {
 	if w == nil {
 		return
 	}
-	w.once.Do(func() { close(w.kick) })
+	w.once.Do(func() { close(w.quit) })
 	<-w.done
 }

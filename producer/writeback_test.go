@@ -49,9 +49,12 @@ func TestWriteback(t *testing.T) {
 			default:
 				t.Fatal("Seal left the writeback goroutine running")
 			}
+			// Each threshold asks for a start (the second may find the
+			// first still pending); stop runs a pending one before it returns.
 			if got := wb.starts.Load(); got < 1 {
 				t.Fatalf("%d writeback starts after %d MiB appended", got, n*len(big)>>20)
 			}
+			wb.note(2 * writebackEvery) // after stop: must neither block nor panic
 		})
 	}
 }
@@ -59,7 +62,7 @@ func TestWriteback(t *testing.T) {
 // note never blocks the recording path, however many thresholds pass
 // before the goroutine runs, and stop is idempotent.
 func TestWritebackNoteNeverBlocks(t *testing.T) {
-	w := &writeback{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &writeback{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	for range 100 {
 		w.note(writebackEvery) // nobody receives: a blocking send would hang here
 	}
