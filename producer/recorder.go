@@ -280,7 +280,7 @@ func (r *Recorder) auditFail(err error) error {
 // lineOf encodes v once the journal has given it its seq. The time is read
 // there too, under the journal's lock, so at_ms never goes backwards in file
 // order (given a monotonic clock).
-func (r *Recorder) lineOf(set func(seq, atMs int64), v any) lineBuilder {
+func (r *Recorder) lineOf(set func(seq, atMs int64), v transcript.Event) lineBuilder {
 	return func(dst []byte, s int64) ([]byte, error) { set(s, r.now()); return transcript.AppendEncode(dst, v) }
 }
 

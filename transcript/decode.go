@@ -55,7 +55,7 @@ func lineErr(seq int64, code, detail string, err error) *LineError {
 // every required member present, no unknown member, optional members absent
 // rather than empty, and member values the format allows. The decoded value
 // re-encodes to exactly the given bytes. Errors are *LineError.
-func DecodeLine(line []byte) (any, error) {
+func DecodeLine(line []byte) (Event, error) {
 	if len(line) > MaxLineBytes {
 		return nil, lineErr(-1, CodeTooLong, fmt.Sprintf("%d bytes, limit %d", len(line), MaxLineBytes), nil)
 	}
@@ -75,7 +75,7 @@ func DecodeLine(line []byte) (any, error) {
 // canonical, has every required member, no unknown or repeated member and
 // no empty optional one: decodeStrict would accept it too. Anything else,
 // including every invalid line, goes to decodeStrict, which says why.
-func decodeFast(line []byte) any {
+func decodeFast(line []byte) Event {
 	const key = `"type":"`
 	i := bytes.Index(line, []byte(key))
 	if i < 0 {
@@ -99,7 +99,7 @@ func decodeFast(line []byte) any {
 
 // decodeStrict is DecodeLine's reference path: canonical check, type,
 // strict decoding, re-encoding with canon.Marshal, validation.
-func decodeStrict(line []byte) (any, error) {
+func decodeStrict(line []byte) (Event, error) {
 	doc, err := canon.Parse(line, canon.ParseOptions{})
 	if err != nil {
 		return nil, lineErr(-1, CodeNotCanonical, err.Error(), err)
@@ -159,7 +159,7 @@ func decodeStrict(line []byte) (any, error) {
 	return ev, nil
 }
 
-func newEvent(typ string) any {
+func newEvent(typ string) Event {
 	switch typ {
 	case TypeHeader:
 		return new(Header)
