@@ -19,7 +19,7 @@ const writebackEvery = 4 << 20
 // not an OS file (a test's fault injector), it does nothing.
 type writeback struct {
 	files   []File
-	pending atomic.Int64 // bytes appended since the last start
+	pending atomic.Int64  // bytes appended since the last start
 	kick    chan struct{} // never closed: note may run after stop (Seal's last lines)
 	quit    chan struct{}
 	done    chan struct{}
