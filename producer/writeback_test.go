@@ -76,3 +76,23 @@ func TestWritebackNoteNeverBlocks(t *testing.T) {
 	nilW.note(writebackEvery)
 	nilW.stop()
 }
+
+// The seal's own lines (resolutions of the calls in flight, the seal line)
+// may carry the count past a threshold after Seal stopped the goroutine:
+// the seal completes (a send on a closed channel used to panic here).
+func TestWritebackThresholdAtSeal(t *testing.T) {
+	r, _ := openTest(t, func(o *Options) { o.Durability = transcript.DurabilityNone; o.Retention = transcript.RetainFull })
+	for i := range 20 {
+		if _, err := r.Attempt(context.Background(), Call{Line: call(fmt.Sprint(i+1), "slow", `{}`, "")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.wb.pending.Store(writebackEvery - 1)
+	s, err := r.Seal(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Seal.Attempts != 20 || s.Seal.Unknown != 20 {
+		t.Fatalf("sealed %+v, want 20 attempts resolved unknown", s.Seal)
+	}
+}

@@ -226,7 +226,12 @@ var awsKeyIDShape = regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z
 // secret-like: after dropping '-', '_' and '.' and lowering ASCII letters,
 // it is "pass" or "pw", or ends with one of secretSuffixes and is not one
 // of notSecretNames.
-func secretName(name string) bool {
+func secretName(name string) bool { return nameLooksSecret(name, true) }
+
+// nameLooksSecret is secretName with the notSecretNames exemption applied
+// only when exempt is set (Scan, which cannot tell a whole name from a
+// piece of one, is the conservative side and applies none).
+func nameLooksSecret(name string, exempt bool) bool {
 	if len(name) > maxNameLen {
 		return false
 	}
@@ -249,7 +254,7 @@ func secretName(name string) bool {
 	}
 	for _, s := range secretSuffixes {
 		if n >= len(s) && string(norm[n-len(s):]) == s {
-			return !notSecretNames[string(norm)]
+			return !exempt || !notSecretNames[string(norm)]
 		}
 	}
 	return false

@@ -424,6 +424,9 @@ func TestScanSeesEscapes(t *testing.T) {
 		`{"\"param":[{"x":1,"\\\\password":7}]}`,
 		`{"a:"x","password":"y"}`,
 		`{"` + strings.Repeat("n", 90) + `_password":"y"}`,
+		`{" pagetoken":"hunter2x"}`,          // not the exempt name: Message hides it
+		`{"x\"pagetoken":"hunter2x"}`,        // nor is this
+		"{\"\u00a0pagetoken\":\"hunter2x\"}", // a Unicode space is not trimmed by Message
 	} {
 		if res, err := Message([]byte(whole), nil); err == nil && len(res.Redactions) == 0 {
 			t.Errorf("Message hides nothing in %s", whole)
@@ -435,5 +438,18 @@ func TestScanSeesEscapes(t *testing.T) {
 	}
 	if Scan([]byte(`{"query":"mcp \u0074ranscript","limit":10`), nil) {
 		t.Error("Scan flags a frame with no secret")
+	}
+	// An operator's anchored pattern matches a string value whole: Scan
+	// tries it on every quoted run, not only on the whole text.
+	card, err := NewRules(Config{Patterns: []string{`^[0-9]{16}$`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := `{"card":"4111111111111111","n":1}`
+	if res, err := Message([]byte(whole), card); err != nil || len(res.Redactions) != 1 {
+		t.Fatalf("Message with the pattern: %v %v", res.Redactions, err)
+	}
+	if !Scan([]byte(whole[:len(whole)-1]), card) {
+		t.Error("Scan misses a value the operator's anchored pattern matches")
 	}
 }

@@ -30,23 +30,32 @@ func scanReading(raw []byte, rules *Rules) bool {
 	if rules.classify(raw, &scratch{}) != "" {
 		return true
 	}
-	if !rules.defaults {
+	if !rules.defaults && len(rules.patterns) == 0 {
 		return false
 	}
-	// A secret-like name anywhere, quoted as a member name would be: the
-	// value next to it is not found by position in bytes that do not
-	// parse. Every run between two consecutive quotes is a candidate, so
-	// neither an escaped quote nor an unbalanced one can shift the pairing
-	// past a name.
-	lower := bytes.ToLower(raw)
-	prev := bytes.IndexByte(lower, '"')
+	// Every run between two consecutive quotes is a candidate member name
+	// or string value (so neither an escaped quote nor an unbalanced one
+	// can shift the pairing past one): a secret-like name, whose value is
+	// not found by position in bytes that do not parse, or a value an
+	// operator's pattern matches whole (a pattern anchored ^...$ matches
+	// no longer text).
+	prev := bytes.IndexByte(raw, '"')
 	for prev >= 0 {
-		next := bytes.IndexByte(lower[prev+1:], '"')
+		next := bytes.IndexByte(raw[prev+1:], '"')
 		if next < 0 {
 			break
 		}
-		if name := lower[prev+1 : prev+1+next]; len(name) <= 2*maxNameLen && secretName(strings.TrimSpace(string(name))) {
-			return true
+		run := raw[prev+1 : prev+1+next]
+		if rules.defaults && len(run) <= 2*maxNameLen {
+			name := string(run)
+			if nameLooksSecret(name, false) || nameLooksSecret(strings.TrimSpace(name), false) {
+				return true
+			}
+		}
+		for _, re := range rules.patterns {
+			if re.Match(run) {
+				return true
+			}
 		}
 		prev += 1 + next
 	}
