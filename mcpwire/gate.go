@@ -266,8 +266,8 @@ func Read(line []byte) (*Message, *Refusal) {
 // envelope is what one pass over a frame's top-level members finds.
 type envelope struct {
 	jsonrpc, id, method, params, result, error canon.Value
-	variant, want string // the first member (in document order) that is a case variant of an envelope name, and that name
-	idVariant     bool   // some member is a case variant of "id"
+	variant, want                              string // the first member (in document order) that is a case variant of an envelope name, and that name
+	idVariant                                  bool   // some member is a case variant of "id"
 }
 
 // envelopeOf reads the envelope members of obj, a parsed object (so no

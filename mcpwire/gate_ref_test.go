@@ -274,5 +274,3 @@ func TestReadMatchesReferenceOnSeeds(t *testing.T) {
 		}
 	}
 }
-
-
