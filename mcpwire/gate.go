@@ -205,16 +205,15 @@ func Read(line []byte) (*Message, *Refusal) {
 	// Doc has no repeated name: Parse refused them) and the first name
 	// that is a case variant of one of them.
 	env := envelopeOf(root)
-	id := env.readableID()
 	if env.variant != "" {
-		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(env.variant) + " is not " + env.want, ID: id}
+		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(env.variant) + " is not " + env.want, ID: env.readableID()}
 	}
 	m := &Message{Body: body, Terminator: term, Root: root}
 	if v := env.jsonrpc; !v.Valid() {
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: id}
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: env.readableID()}
 	} else if string(v.Raw()) != `"2.0"` {
 		if s, _ := v.Str(); s != "2.0" { // written with escapes
-			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: id}
+			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: env.readableID()}
 		}
 	}
 	m.ID = env.id
@@ -236,10 +235,10 @@ func Read(line []byte) (*Message, *Refusal) {
 	if meth := env.method; meth.Valid() {
 		s, isStr := methodOf(meth)
 		if !isStr {
-			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: id}
+			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: env.readableID()}
 		}
 		if m.Result.Valid() || m.Error.Valid() {
-			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: id}
+			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: env.readableID()}
 		}
 		m.Method = s
 		m.Kind = KindNotification
@@ -248,16 +247,16 @@ func Read(line []byte) (*Message, *Refusal) {
 		}
 		if s == MethodToolsCall && m.Params.Kind() == canon.KindObject {
 			if name, want, ok := caseVariant(m.Params, toolCallParams); ok {
-				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: id}
+				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: env.readableID()}
 			}
 		}
 		return m, nil
 	}
 	switch {
 	case !m.ID.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: id}
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: env.readableID()}
 	case m.Result.Valid() == m.Error.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: id}
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: env.readableID()}
 	}
 	m.Kind = KindResponse
 	return m, nil
