@@ -17,12 +17,13 @@ import (
 // trip (the request and the echo server's response of BenchmarkRoundTrip),
 // with no process, pipe or scheduler in the way: the session's own
 // handling of the two frames (fromClient, fromServer) writing to discarding
-// peers, recording as BenchmarkRoundTrip's modes do. Its anchor, measured
-// in alternating blocks of the same run, is the gate alone reading the same
-// two frames (mcpwire.Read), which no proxy can skip; hop-x-gate is the
-// ratio. BenchmarkRoundTrip says what a round trip costs end to end; this
-// says how much of it is the proxy's and the recorder's CPU, steadily even
-// on a loaded machine.
+// peers, recording as BenchmarkRoundTrip's modes do. Its anchor, timed
+// call by call between the proxy's calls in the same run, is the gate alone
+// reading the same two frames (mcpwire.Read), which no proxy can skip;
+// hop-x-gate is the ratio (the hop includes its own gate reading).
+// BenchmarkRoundTrip says what a round trip costs end to end; this says how
+// much of it is the proxy's and the recorder's CPU. Both are CPU times on a
+// shared machine: compare runs made at the same load.
 //
 //	go test -run '^$' -bench '^BenchmarkHopCPU$' -benchtime 20000x ./producer/proxy/
 func BenchmarkHopCPU(b *testing.B) {
