@@ -15,7 +15,7 @@ const flushAt = 64 << 10
 // value (unsupported number, or repeated name in an object marked by
 // AllowDuplicateKeys) that comes first in the input.
 func (d *Doc) check(i int32, p Policy) *Error {
-	end := i + d.nodes[i].size
+	end := i + d.size(i)
 	var first *Error
 	for k := i; k < end; k++ {
 		n := &d.nodes[k]
@@ -24,7 +24,7 @@ func (d *Doc) check(i int32, p Policy) *Error {
 		}
 		switch d.src[n.start] {
 		case '{':
-			if _, flags, _ := d.object(k); flags&permDup != 0 {
+			if _, flags, _, _ := d.object(k); flags&permDup != 0 {
 				// The repeated name can sit after values that come later
 				// in the scan; keep looking until the scan passes it.
 				first = keepFirst(first, d.duplicate(k))
@@ -108,7 +108,7 @@ func (e *encoder) encode(i int32) {
 		}
 	case '[':
 		e.buf = append(e.buf, '[')
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+		for c, end := i+1, i+n.aux; c < end; c += d.size(c) {
 			if c != i+1 {
 				e.buf = append(e.buf, ',')
 			}
@@ -118,9 +118,9 @@ func (e *encoder) encode(i int32) {
 		e.buf = append(e.buf, ']')
 	case '{':
 		e.buf = append(e.buf, '{')
-		count, flags, at := d.object(i)
+		count, flags, size, at := d.object(i)
 		base := len(e.kids)
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+		for c, end := i+1, i+size; c < end; c += d.size(c) {
 			e.kids = append(e.kids, c)
 		}
 		for j := range count {

@@ -78,19 +78,20 @@ func (k Kind) String() string {
 // node is one value in a flat, document-ordered tree: a subtree occupies a
 // contiguous run of nodes starting at its root, so a container's first child
 // (if it has any) is the node after it, and the next sibling of node i (if it
-// has one) is node i+size. Nodes are 12 bytes and hold no pointers: what the
-// validated source says again cheaply is not stored. The kind is the value's
-// first byte; a scalar's end is found by scanning it (a string without
-// escapes ends at the next quote); a member's name is the string before its
-// value's ':'; parents come from a walk down from the root, which only
-// pointers (error reports) need.
+// has one) is node i+size (see Doc.size). Nodes are 8 bytes and hold no
+// pointers: what the validated source says again cheaply is not stored. The
+// kind is the value's first byte; a scalar's end is found by scanning it (a
+// string without escapes ends at the next quote), a container's after its
+// last child; a member's name is the string before its value's ':'; parents
+// come from a walk down from the root, which only pointers (error reports)
+// need.
 type node struct {
 	start int32 // the value's first byte in the source
-	size  int32 // nodes in this subtree, this one included
 	// aux depends on the kind: strings 1 when the value has a backslash
 	// escape; numbers 1 when the literal is already its canonical integer
-	// text; arrays the offset after the closing bracket; objects the offset
-	// in Doc.perm of their member order (see sortMembers).
+	// text; arrays the nodes in their subtree, this one included; objects
+	// the offset in Doc.perm of their header (subtree size and member
+	// order, see sortMembers); true, false and null 0.
 	aux int32
 }
 
@@ -232,7 +233,7 @@ func (p *parser) skipWS() {
 }
 
 func (p *parser) add(start int) int32 {
-	p.nodes = append(p.nodes, node{start: int32(start), size: 1})
+	p.nodes = append(p.nodes, node{start: int32(start)})
 	return int32(len(p.nodes) - 1)
 }
 
@@ -285,11 +286,10 @@ func (p *parser) enter(obj bool) *Error {
 	return nil
 }
 
-// leave closes the container at idx: its subtree is complete.
-func (p *parser) leave(idx int32) {
+// leave closes the innermost container: its subtree is complete.
+func (p *parser) leave() {
 	p.depth--
 	p.path = p.path[:len(p.path)-1]
-	p.nodes[idx].size = int32(len(p.nodes)) - idx
 }
 
 func (p *parser) array() *Error {
@@ -301,8 +301,8 @@ func (p *parser) array() *Error {
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
 		p.pos++
-		p.nodes[idx].aux = int32(p.pos)
-		p.leave(idx)
+		p.nodes[idx].aux = 1
+		p.leave()
 		return nil
 	}
 	f := len(p.path) - 1
@@ -321,8 +321,8 @@ func (p *parser) array() *Error {
 			p.skipWS()
 		case ']':
 			p.pos++
-			p.nodes[idx].aux = int32(p.pos)
-			p.leave(idx)
+			p.nodes[idx].aux = int32(len(p.nodes)) - idx
+			p.leave()
 			return nil
 		default:
 			return p.fail(CodeSyntax, false, p.pos, "expected ',' or ']' in array, found "+quoteBounded(p.src[p.pos:p.pos+1]))
@@ -340,8 +340,8 @@ func (p *parser) object() *Error {
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
 		p.nodes[idx].aux = int32(len(p.perm))
-		p.perm = append(p.perm, permInOrder)
-		p.leave(idx)
+		p.perm = append(p.perm, 1, permInOrder) // size 1, no members
+		p.leave()
 		return nil
 	}
 	f := len(p.path) - 1
@@ -389,7 +389,7 @@ func (p *parser) object() *Error {
 			if err := p.sortMembers(idx, f); err != nil {
 				return err
 			}
-			p.leave(idx)
+			p.leave()
 			return nil
 		default:
 			return p.fail(CodeSyntax, false, p.pos, "expected ',' or '}' in object, found "+quoteBounded(p.src[p.pos:p.pos+1]))
@@ -403,9 +403,11 @@ func (p *parser) object() *Error {
 // wide object stays cheap, and the encoder reuses the order.
 //
 // The order is a permutation of the members' positions in the document, as
-// uvarints after a uvarint header: count<<2 | permInOrder (already sorted:
-// no positions follow) | permDup (a name repeats; AllowDuplicateKeys only).
-// Real objects have few members, so a member costs one byte.
+// uvarints after a header of two uvarints: the object's subtree size in
+// nodes (see node), then count<<2 | permInOrder (already sorted: no
+// positions follow) | permDup (a name repeats; AllowDuplicateKeys only).
+// Real objects have few members, so a member costs one byte, and an object
+// two or three more.
 func (p *parser) sortMembers(obj int32, f int) *Error {
 	base := p.path[f].keyNext
 	keys := p.members[base:]
@@ -449,6 +451,7 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 		}
 	}
 	p.nodes[obj].aux = int32(len(p.perm))
+	p.perm = binary.AppendUvarint(p.perm, uint64(int32(len(p.nodes))-obj))
 	p.perm = binary.AppendUvarint(p.perm, hdr)
 	if !sorted {
 		for _, k := range keys {

@@ -56,24 +56,22 @@ func (v Value) Raw() []byte {
 func (d *Doc) end(i int32) int32 {
 	n := &d.nodes[i]
 	src := d.src
-	switch src[n.start] {
+	switch c := src[n.start]; c {
 	case '"':
 		if n.aux == 0 {
 			return n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
 		}
 		e, _ := stringEnd(src, n.start)
 		return e + 1
-	case '[':
-		return n.aux
-	case '{':
-		// After the last member's value (or the brace), only whitespace.
+	case '[', '{':
+		// After the last child's value (or the bracket), only whitespace.
 		at := n.start + 1
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
-			if c+d.nodes[c].size == end {
+		for c, end := i+1, i+d.size(i); c < end; c += d.size(c) {
+			if c+d.size(c) == end {
 				at = d.end(c)
 			}
 		}
-		for src[at] != '}' {
+		for src[at] != c+2 { // ']' is '['+2, '}' is '{'+2
 			at++
 		}
 		return at + 1
@@ -87,6 +85,19 @@ func (d *Doc) end(i int32) int32 {
 		j++
 	}
 	return int32(j)
+}
+
+// size returns the number of nodes in the subtree at i, this one included.
+func (d *Doc) size(i int32) int32 {
+	n := &d.nodes[i]
+	switch d.src[n.start] {
+	case '[':
+		return n.aux
+	case '{':
+		size, _ := binary.Uvarint(d.perm[n.aux:])
+		return int32(size)
+	}
+	return 1
 }
 
 // numberByte marks the bytes a number literal can hold.
@@ -139,12 +150,12 @@ func (v Value) Len() int {
 	switch v.Kind() {
 	case KindArray:
 		n := 0
-		for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
+		for c, end := v.i+1, v.i+v.n().aux; c < end; c += v.d.size(c) {
 			n++
 		}
 		return n
 	case KindObject:
-		count, _, _ := v.d.object(v.i)
+		count, _, _, _ := v.d.object(v.i)
 		return count
 	}
 	return 0
@@ -156,7 +167,7 @@ func (v Value) Elems() []Value {
 		return nil
 	}
 	out := make([]Value, 0, v.Len())
-	for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
+	for c, end := v.i+1, v.i+v.n().aux; c < end; c += v.d.size(c) {
 		out = append(out, Value{d: v.d, i: c})
 	}
 	return out
@@ -186,7 +197,7 @@ func (v Value) HasDuplicates() bool {
 	if v.Kind() != KindObject {
 		return false
 	}
-	_, flags, _ := v.d.object(v.i)
+	_, flags, _, _ := v.d.object(v.i)
 	return flags&permDup != 0
 }
 
@@ -215,12 +226,14 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// object returns the member count and permutation flags of object obj, and
-// the offset in d.perm where its permutation starts.
-func (d *Doc) object(obj int32) (count int, flags uint64, at int) {
+// object returns the member count, permutation flags and subtree size of
+// object obj, and the offset in d.perm where its permutation starts.
+func (d *Doc) object(obj int32) (count int, flags uint64, size int32, at int) {
 	at = int(d.nodes[obj].aux)
+	s, n := binary.Uvarint(d.perm[at:])
+	at += n
 	h, n := binary.Uvarint(d.perm[at:])
-	return int(h >> 2), h & 3, at + n
+	return int(h >> 2), h & 3, int32(s), at + n
 }
 
 // nameOf returns the offsets of the opening and closing quotes of the name
@@ -259,7 +272,7 @@ func (d *Doc) children(i int32) func(yield func(c, keyOff int32) bool) {
 		n := &d.nodes[i]
 		obj := d.src[n.start] == '{'
 		at := n.start + 1
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+		for c, end := i+1, i+d.size(i); c < end; c += d.size(c) {
 			keyOff := int32(-1)
 			if obj {
 				for d.src[at] != '"' { // whitespace and the comma before it
@@ -345,7 +358,7 @@ func (d *Doc) pointer(i int32) string {
 	for at := int32(0); at != i; {
 		idx := 0
 		for c, keyOff := range d.children(at) {
-			if i < c+d.nodes[c].size {
+			if i < c+d.size(c) {
 				if keyOff >= 0 {
 					b = appendPointerToken(append(b, '/'), keyAt(d.src, keyOff))
 				} else {
