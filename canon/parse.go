@@ -223,12 +223,12 @@ func (p *parser) pointer(atChild bool, name []byte) string {
 
 func (p *parser) skipWS() {
 	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
+		// Every byte above ' ' ends the run: one comparison for the
+		// common case, compact input.
+		if c := p.src[p.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		p.pos++
 	}
 }
 
@@ -412,30 +412,47 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 	base := p.path[f].keyNext
 	keys := p.members[base:]
 	defer func() { p.members = p.members[:base] }()
-	sorted := true
-	for i := 1; i < len(keys); i++ {
-		if p.compareKeys(keys[i-1], keys[i]) >= 0 {
-			sorted = false
-			break
+	sorted, dup := true, false
+	if len(keys) <= 12 {
+		// Insertion sort: stable, and for the few members of real objects
+		// cheaper than a generic sort. It stops inserting a name at the
+		// first one not greater, so a repeated name meets its twin.
+		for i := 1; i < len(keys); i++ {
+			x := keys[i]
+			j := i
+			for ; j > 0; j-- {
+				if c := p.compareKeys(&keys[j-1], &x); c <= 0 {
+					dup = dup || c == 0
+					break
+				}
+				keys[j] = keys[j-1]
+			}
+			if j != i {
+				keys[j] = x
+				sorted = false
+			}
+		}
+		// Canonical input is strictly increasing, so has no repeats.
+		sorted = sorted && !dup
+	} else {
+		for i := 1; i < len(keys); i++ {
+			if p.compareKeys(&keys[i-1], &keys[i]) >= 0 {
+				sorted = false
+				break
+			}
+		}
+		if !sorted {
+			slices.SortStableFunc(keys, func(a, b memberKey) int { return p.compareKeys(&a, &b) })
+			dup = true // to be seen below
 		}
 	}
 	hdr := uint64(len(keys)) << 2
 	if sorted {
 		hdr |= permInOrder
-	} else { // canonical input is strictly increasing, so has no repeats
-		if len(keys) <= 12 {
-			// Insertion sort: stable, and for the few members of real
-			// objects cheaper than a generic sort.
-			for i := 1; i < len(keys); i++ {
-				for j := i; j > 0 && p.compareKeys(keys[j-1], keys[j]) > 0; j-- {
-					keys[j-1], keys[j] = keys[j], keys[j-1]
-				}
-			}
-		} else {
-			slices.SortStableFunc(keys, p.compareKeys)
-		}
+	}
+	if dup {
 		for i := 1; i < len(keys); i++ {
-			if p.compareKeys(keys[i-1], keys[i]) == 0 {
+			if p.compareKeys(&keys[i-1], &keys[i]) == 0 {
 				if !p.opts.AllowDuplicateKeys {
 					// Report the second occurrence in document order: the
 					// stable sort keeps equal names in document order.
@@ -493,7 +510,7 @@ func (p *parser) memberKey(ord, ks, ke int32, inBuf bool, keyOff int32) memberKe
 }
 
 // compareKeys is compareUTF16 on the names of a and b.
-func (p *parser) compareKeys(a, b memberKey) int {
+func (p *parser) compareKeys(a, b *memberKey) int {
 	if a.pre != b.pre {
 		// The first differing byte decides, as in compareUTF16. A zero
 		// padding byte stands for the end of the shorter name: every
@@ -504,7 +521,7 @@ func (p *parser) compareKeys(a, b memberKey) int {
 	if a.n <= 8 && b.n <= 8 {
 		return int(a.n - b.n) // equal up to trailing NUL bytes
 	}
-	return compareUTF16(p.key(a), p.key(b))
+	return compareUTF16(p.key(*a), p.key(*b))
 }
 
 // key returns the unescaped member name of m.
