@@ -2,7 +2,6 @@ package canon
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 )
 
@@ -76,6 +75,37 @@ type encoder struct {
 	werr   error
 	strBuf []byte
 	kids   []int32 // members of the objects being written, innermost last
+	// lastWord is the last source offset with 16 bytes from it (see
+	// copySrc).
+	lastWord int32
+}
+
+// copySrc appends src[a:b]. A streaming encoder owns its buffer, so a span
+// of at most 16 bytes is copied as one 16-byte block into the spare
+// capacity (the bytes past the new end are overwritten by what follows or
+// never written out), which is cheaper than a copy call for the member
+// names and short values that make up most of a document.
+func (e *encoder) copySrc(a, b int32) {
+	if l := len(e.buf); e.w != nil && b-a <= 16 && cap(e.buf)-l >= 16 && a <= e.lastWord {
+		*(*[16]byte)(e.buf[l : l+16]) = *(*[16]byte)(e.d.src[a : a+16])
+		e.buf = e.buf[:l+int(b-a)]
+		return
+	}
+	e.buf = append(e.buf, e.d.src[a:b]...)
+}
+
+// uvarint reads the uvarint at d.perm[at:] (written by the parser, so
+// well formed) and returns it and the offset after it.
+func (d *Doc) uvarint(at int) (uint64, int) {
+	var v uint64
+	for s := uint(0); ; s += 7 {
+		b := d.perm[at]
+		at++
+		v |= uint64(b&0x7f) << s
+		if b < 0x80 {
+			return v, at
+		}
+	}
 }
 
 func (e *encoder) flush() {
@@ -100,7 +130,7 @@ func (e *encoder) encode(i int32) {
 			// Validated, no escapes, no control characters: the input
 			// bytes are already the canonical form.
 			end := n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
-			e.buf = append(e.buf, src[n.start:end]...)
+			e.copySrc(n.start, end)
 		} else {
 			end, _ := stringEnd(src, n.start)
 			e.strBuf = unescapeInto(e.strBuf[:0], src[n.start+1:end])
@@ -126,8 +156,8 @@ func (e *encoder) encode(i int32) {
 		for j := range count {
 			c := e.kids[base+j]
 			if flags&permInOrder == 0 {
-				o, w := binary.Uvarint(d.perm[at:])
-				at += w
+				var o uint64
+				o, at = d.uvarint(at)
 				c = e.kids[base+int(o)]
 			}
 			if j > 0 {
@@ -136,7 +166,7 @@ func (e *encoder) encode(i int32) {
 			keyOff, end, esc := nameOf(src, d.nodes[c].start)
 			if !esc {
 				// An unescaped name is its own canonical form.
-				e.buf = append(e.buf, src[keyOff:end+1]...)
+				e.copySrc(keyOff, end+1)
 			} else {
 				e.strBuf = unescapeInto(e.strBuf[:0], src[keyOff+1:end])
 				e.buf = appendString(e.buf, e.strBuf)
@@ -148,10 +178,10 @@ func (e *encoder) encode(i int32) {
 		e.kids = e.kids[:base]
 		e.buf = append(e.buf, '}')
 	case 't', 'f', 'n':
-		e.buf = append(e.buf, src[n.start:d.end(i)]...)
+		e.copySrc(n.start, d.end(i))
 	default: // a number
 		if n.aux != 0 {
-			e.buf = append(e.buf, src[n.start:d.end(i)]...)
+			e.copySrc(n.start, d.end(i))
 		} else {
 			e.buf = appendAdmitted(e.buf, src[n.start:d.end(i)])
 		}

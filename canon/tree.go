@@ -2,7 +2,6 @@ package canon
 
 import (
 	"bytes"
-	"encoding/binary"
 	"strconv"
 )
 
@@ -94,7 +93,7 @@ func (d *Doc) size(i int32) int32 {
 	case '[':
 		return n.aux
 	case '{':
-		size, _ := binary.Uvarint(d.perm[n.aux:])
+		size, _ := d.uvarint(int(n.aux))
 		return int32(size)
 	}
 	return 1
@@ -229,11 +228,9 @@ func (v Value) Get(name string) (Value, bool) {
 // object returns the member count, permutation flags and subtree size of
 // object obj, and the offset in d.perm where its permutation starts.
 func (d *Doc) object(obj int32) (count int, flags uint64, size int32, at int) {
-	at = int(d.nodes[obj].aux)
-	s, n := binary.Uvarint(d.perm[at:])
-	at += n
-	h, n := binary.Uvarint(d.perm[at:])
-	return int(h >> 2), h & 3, int32(s), at + n
+	s, at := d.uvarint(int(d.nodes[obj].aux))
+	h, at := d.uvarint(at)
+	return int(h >> 2), h & 3, int32(s), at
 }
 
 // nameOf returns the offsets of the opening and closing quotes of the name
