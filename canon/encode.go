@@ -3,6 +3,7 @@ package canon
 import (
 	"bytes"
 	"io"
+	"slices"
 )
 
 // flushAt is the buffer size at which a streaming encoder hands its output
@@ -16,10 +17,10 @@ const flushAt = 64 << 10
 func (d *Doc) check(i int32, p Policy) *Error {
 	end := i + d.size(i)
 	var first *Error
-	for k := i; k < end; k++ {
+	judge := func(k int32) (stop bool) {
 		n := &d.nodes[k]
 		if first != nil && int64(n.start) > first.Offset {
-			break
+			return true
 		}
 		switch d.src[n.start] {
 		case '{':
@@ -31,14 +32,28 @@ func (d *Doc) check(i int32, p Policy) *Error {
 		case '"', '[', 't', 'f', 'n':
 		default: // a number
 			if n.aux != 0 {
-				continue
+				return false
 			}
 			lit := d.src[n.start:d.end(k)]
 			dec := readDecimal(lit)
 			if why := dec.judge(p); why != "" {
-				return keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: d.pointer(k),
+				first = keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: d.pointer(k),
 					Offset: int64(n.start), Detail: quoteBounded(lit) + ": " + why + " (policy " + p.ID() + ")"})
+				return true
 			}
+		}
+		return false
+	}
+	if d.judgeAll {
+		for k := i; k < end && !judge(k); k++ {
+		}
+		return first
+	}
+	// Only the nodes the parser listed can be refused.
+	at, _ := slices.BinarySearch(d.judge, i)
+	for _, k := range d.judge[at:] {
+		if k >= end || judge(k) {
+			break
 		}
 	}
 	return first

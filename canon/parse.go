@@ -138,6 +138,23 @@ type parser struct {
 	opts  ParseOptions
 	depth int
 	err   *Error
+	// judge, judgeAll: see Doc; judgeUnsorted when an object was listed.
+	judge         []int32
+	judgeAll      bool
+	judgeUnsorted bool
+}
+
+// listJudge adds node idx to the judge list, which holds at most one node
+// per 64 input bytes (real documents have far fewer decimals; past that,
+// check scans every node).
+func (p *parser) listJudge(idx int32) {
+	switch {
+	case p.judgeAll:
+	case len(p.judge) >= len(p.src)/64+16:
+		p.judge, p.judgeAll = nil, true
+	default:
+		p.judge = append(p.judge, idx)
+	}
 }
 
 // frame is an open container and the child being parsed in it.
@@ -174,7 +191,10 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	if p.pos < len(src) {
 		return nil, p.fail(CodeTrailingData, false, p.pos, "data after the top-level value: "+quoteBounded(src[p.pos:]))
 	}
-	return &Doc{src: src, nodes: p.nodes, perm: p.perm}, nil
+	if p.judgeUnsorted {
+		slices.Sort(p.judge) // objects are listed when they close, after their members
+	}
+	return &Doc{src: src, nodes: p.nodes, perm: p.perm, judge: p.judge, judgeAll: p.judgeAll}, nil
 }
 
 // nodeEstimate returns how many nodes to allocate up front so that growth
@@ -472,6 +492,8 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 					return p.err
 				}
 				hdr |= permDup
+				p.listJudge(obj)
+				p.judgeUnsorted = true
 				break
 			}
 		}
@@ -748,6 +770,9 @@ func (p *parser) number(idx int32) *Error {
 		if simple {
 			p.nodes[idx].aux = 1
 		}
+	}
+	if p.nodes[idx].aux == 0 {
+		p.listJudge(idx)
 	}
 	p.pos = i
 	return nil

@@ -11,6 +11,12 @@ type Doc struct {
 	src   []byte
 	nodes []node
 	perm  []byte // per object: its members' RFC 8785 order; see sortMembers
+	// judge lists, in order, the only nodes a policy can refuse: numbers
+	// not already in canonical integer text, and objects with a repeated
+	// name; unless judgeAll, when there were too many to list and check
+	// looks at every node.
+	judge    []int32
+	judgeAll bool
 }
 
 // Parse parses data strictly (see the package doc) into a Doc without
