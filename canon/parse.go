@@ -400,7 +400,11 @@ func (p *parser) object() *Error {
 		p.pos++
 		p.skipWS()
 		p.path[f].keyOff = int32(keyOff)
-		p.members = append(p.members, p.memberKey(p.path[f].count, ks, ke, esc, int32(keyOff)))
+		// Filled in place: a member built whole and then copied in is
+		// written in small stores and read back in wide ones, which the
+		// CPU cannot forward.
+		p.members = append(p.members, memberKey{})
+		p.setMemberKey(&p.members[len(p.members)-1], p.path[f].count, ks, ke, esc, int32(keyOff))
 		if err := p.value(); err != nil {
 			return err
 		}
@@ -527,17 +531,20 @@ type memberKey struct {
 	inBuf  bool
 }
 
-func (p *parser) memberKey(ord, ks, ke int32, inBuf bool, keyOff int32) memberKey {
-	m := memberKey{ord: ord, n: ke - ks, ks: ks, ke: ke, keyOff: keyOff, inBuf: inBuf}
-	k := p.key(m)
+func (p *parser) setMemberKey(m *memberKey, ord, ks, ke int32, inBuf bool, keyOff int32) {
+	m.ord, m.n, m.ks, m.ke, m.keyOff, m.inBuf = ord, ke-ks, ks, ke, keyOff, inBuf
+	k := p.src[ks:ke]
+	if inBuf {
+		k = p.keys[ks:ke]
+	}
 	if len(k) >= 8 {
 		m.pre = binary.BigEndian.Uint64(k)
-		return m
+		return
 	}
+	m.pre = 0
 	for i, c := range k {
 		m.pre |= uint64(c) << (56 - 8*i)
 	}
-	return m
 }
 
 // compareKeys is compareUTF16 on the names of a and b.
