@@ -174,11 +174,12 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 		return nil, &Error{Code: CodeSizeLimit, Offset: maxInput, Detail: "input exceeds 2^31-1 bytes"}
 	}
 	p := &parser{src: src, opts: o}
-	p.nodes = make([]node, 0, min(nodeEstimate(src), len(src)/8+64))
-	// A byte per object and per member (while objects have fewer than 128
-	// members), and every object and every member is a node: at most two
-	// bytes a node. Capacity that is never written costs no memory in a
-	// fresh process, and counting members first would cost two passes.
+	p.nodes = make([]node, 0, nodeEstimate(src))
+	// A byte per member and two per object (while objects have fewer than
+	// 128 members and nodes), and every object and every member is a node:
+	// about two bytes a node. Capacity that is never written costs no
+	// memory in a fresh process, and counting members first would cost two
+	// passes.
 	p.perm = make([]byte, 0, 2*cap(p.nodes))
 	p.skipWS()
 	if p.pos >= len(src) {
@@ -210,13 +211,13 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 // is read from memory once, not three times.
 func nodeEstimate(src []byte) int {
 	const chunk = 32 << 10
-	n := 1
+	n, cap8 := 1, len(src)/8+64
 	for len(src) > 0 {
 		c := src[:min(len(src), chunk)]
 		n += bytes.Count(c, []byte{','}) + bytes.Count(c, []byte{'{'}) + bytes.Count(c, []byte{'['})
 		src = src[len(c):]
 	}
-	return n
+	return min(n, cap8)
 }
 
 // fail records an error and returns it. Its pointer is that of the
