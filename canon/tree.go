@@ -61,7 +61,7 @@ func (v Value) Raw() []byte {
 func (d *Doc) end(i int32) int32 {
 	n := &d.nodes[i]
 	src := d.src
-	switch c := src[n.start]; c {
+	switch first := src[n.start]; first {
 	case '"':
 		if n.aux == 0 {
 			return n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
@@ -76,7 +76,7 @@ func (d *Doc) end(i int32) int32 {
 				at = d.end(c)
 			}
 		}
-		for src[at] != c+2 { // ']' is '['+2, '}' is '{'+2
+		for src[at] != first+2 { // ']' is '['+2, '}' is '{'+2
 			at++
 		}
 		return at + 1
