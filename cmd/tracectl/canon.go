@@ -71,11 +71,10 @@ func runCanon(s streams, o *canonOptions) (err error) {
 			r := recover()
 			derr := done()
 			switch {
-			case r != nil && errors.Is(derr, errInputChanged):
-				err = usageErr(fmt.Errorf("read %s: %w", name, derr), "")
-			case r != nil:
-				panic(r)
-			case derr != nil && err == nil:
+			case r != nil && !errors.Is(derr, errInputChanged):
+				panic(r) // a bug after all
+			case derr != nil:
+				// A change outranks whatever canon made of the bytes.
 				err = usageErr(fmt.Errorf("read %s: %w", name, derr), "")
 			}
 		}()
