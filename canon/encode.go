@@ -24,7 +24,7 @@ func (d *Doc) check(i int32, p Policy) *Error {
 		}
 		switch d.src[n.start] {
 		case '{':
-			if _, flags, _, _ := d.object(k); flags&permDup != 0 {
+			if flags, _, _ := d.object(k); flags&permDup != 0 {
 				// The repeated name can sit after values that come later
 				// in the scan; keep looking until the scan passes it.
 				first = keepFirst(first, d.duplicate(k))
@@ -163,11 +163,12 @@ func (e *encoder) encode(i int32) {
 		e.buf = append(e.buf, ']')
 	case '{':
 		e.buf = append(e.buf, '{')
-		count, flags, size, at := d.object(i)
+		flags, size, at := d.object(i)
 		base := len(e.kids)
 		for c, end := i+1, i+size; c < end; c += d.size(c) {
 			e.kids = append(e.kids, c)
 		}
+		count := len(e.kids) - base
 		for j := range count {
 			c := e.kids[base+j]
 			if flags&permInOrder == 0 {

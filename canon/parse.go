@@ -175,9 +175,9 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	}
 	p := &parser{src: src, opts: o}
 	p.nodes = make([]node, 0, nodeEstimate(src))
-	// A byte per member and two per object (while objects have fewer than
-	// 128 members and nodes), and every object and every member is a node:
-	// about two bytes a node. Capacity that is never written costs no
+	// A byte per member and per object (while objects have fewer than 128
+	// members and 32 nodes), and every object and every member is a node:
+	// about two bytes a node at most. Capacity that is never written costs no
 	// memory in a fresh process, and counting members first would cost two
 	// passes.
 	p.perm = make([]byte, 0, 2*cap(p.nodes))
@@ -370,7 +370,7 @@ func (p *parser) object() *Error {
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
 		p.nodes[idx].aux = int32(len(p.perm))
-		p.perm = append(p.perm, 1, permInOrder) // size 1, no members
+		p.perm = append(p.perm, 1<<2|permInOrder) // size 1, no members
 		p.leave()
 		return nil
 	}
@@ -437,11 +437,10 @@ func (p *parser) object() *Error {
 // wide object stays cheap, and the encoder reuses the order.
 //
 // The order is a permutation of the members' positions in the document, as
-// uvarints after a header of two uvarints: the object's subtree size in
-// nodes (see node), then count<<2 | permInOrder (already sorted: no
-// positions follow) | permDup (a name repeats; AllowDuplicateKeys only).
-// Real objects have few members, so a member costs one byte, and an object
-// two or three more.
+// uvarints after a uvarint header: the object's subtree size in nodes (see
+// node) <<2 | permInOrder (already sorted: no positions follow) | permDup
+// (a name repeats; AllowDuplicateKeys only). Real objects have few members
+// and nodes, so a member costs one byte, and an object one or two more.
 func (p *parser) sortMembers(obj int32, f int) *Error {
 	base := p.path[f].keyNext
 	keys := p.members[base:]
@@ -480,7 +479,7 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 			dup = true // to be seen below
 		}
 	}
-	hdr := uint64(len(keys)) << 2
+	hdr := uint64(int32(len(p.nodes))-obj) << 2
 	if sorted {
 		hdr |= permInOrder
 	}
@@ -504,7 +503,6 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 		}
 	}
 	p.nodes[obj].aux = int32(len(p.perm))
-	p.perm = binary.AppendUvarint(p.perm, uint64(int32(len(p.nodes))-obj))
 	p.perm = binary.AppendUvarint(p.perm, hdr)
 	if !sorted {
 		for _, k := range keys {

@@ -99,8 +99,8 @@ func (d *Doc) size(i int32) int32 {
 	case '[':
 		return n.aux
 	case '{':
-		size, _ := d.uvarint(int(n.aux))
-		return int32(size)
+		h, _ := d.uvarint(int(n.aux))
+		return int32(h >> 2)
 	}
 	return 1
 }
@@ -153,15 +153,12 @@ func (v Value) Bool() (val, ok bool) {
 // Len returns the number of elements or members.
 func (v Value) Len() int {
 	switch v.Kind() {
-	case KindArray:
+	case KindArray, KindObject:
 		n := 0
-		for c, end := v.i+1, v.i+v.n().aux; c < end; c += v.d.size(c) {
+		for c, end := v.i+1, v.i+v.d.size(v.i); c < end; c += v.d.size(c) {
 			n++
 		}
 		return n
-	case KindObject:
-		count, _, _, _ := v.d.object(v.i)
-		return count
 	}
 	return 0
 }
@@ -202,7 +199,7 @@ func (v Value) HasDuplicates() bool {
 	if v.Kind() != KindObject {
 		return false
 	}
-	_, flags, _, _ := v.d.object(v.i)
+	flags, _, _ := v.d.object(v.i)
 	return flags&permDup != 0
 }
 
@@ -231,12 +228,11 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// object returns the member count, permutation flags and subtree size of
-// object obj, and the offset in d.perm where its permutation starts.
-func (d *Doc) object(obj int32) (count int, flags uint64, size int32, at int) {
-	s, at := d.uvarint(int(d.nodes[obj].aux))
-	h, at := d.uvarint(at)
-	return int(h >> 2), h & 3, int32(s), at
+// object returns the permutation flags and subtree size of object obj, and
+// the offset in d.perm where its permutation starts.
+func (d *Doc) object(obj int32) (flags uint64, size int32, at int) {
+	h, at := d.uvarint(int(d.nodes[obj].aux))
+	return h & 3, int32(h >> 2), at
 }
 
 // nameOf returns the offsets of the opening and closing quotes of the name

@@ -10,8 +10,8 @@ import (
 
 // TestNodeSize keeps the tree compact: the whole-process peak RSS target of
 // `tracectl canon` (at most 2.5 times the input, BenchmarkCLI) rests on
-// 8-byte nodes and about a byte per member for the member order (plus two
-// or three per object for its header).
+// 8-byte nodes and about a byte per member and per object for the member
+// order and its header.
 func TestNodeSize(t *testing.T) {
 	if got := unsafe.Sizeof(node{}); got != 8 {
 		t.Errorf("node is %d bytes, want 8", got)
@@ -22,8 +22,8 @@ func TestNodeSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	members, objects := bytes.Count(doc, []byte{':'}), bytes.Count(doc, []byte{'{'})
-	if len(d.perm) > members+2*objects+8 {
-		t.Errorf("member order takes %d bytes for %d members of %d objects, want a byte a member and two an object at most", len(d.perm), members, objects)
+	if len(d.perm) > members+objects {
+		t.Errorf("member order takes %d bytes for %d members of %d objects, want a byte each at most", len(d.perm), members, objects)
 	}
 }
 
