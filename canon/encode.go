@@ -169,9 +169,17 @@ func (e *encoder) encode(i int32) {
 			e.kids = append(e.kids, c)
 		}
 		count := len(e.kids) - base
+		var ranked [maxRanked]int32
+		if flags&permInOrder == 0 && count <= maxRanked {
+			unrank(int(d.perm[at]), count, &ranked)
+		}
 		for j := range count {
 			c := e.kids[base+j]
-			if flags&permInOrder == 0 {
+			switch {
+			case flags&permInOrder != 0:
+			case count <= maxRanked:
+				c = e.kids[base+int(ranked[j])]
+			default:
 				var o uint64
 				o, at = d.uvarint(at)
 				c = e.kids[base+int(o)]

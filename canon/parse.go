@@ -436,11 +436,13 @@ func (p *parser) object() *Error {
 // the sort makes adjacent. Sorting is O(m log m) per object, so a hostile
 // wide object stays cheap, and the encoder reuses the order.
 //
-// The order is a permutation of the members' positions in the document, as
-// uvarints after a uvarint header: the object's subtree size in nodes (see
-// node) <<2 | permInOrder (already sorted: no positions follow) | permDup
-// (a name repeats; AllowDuplicateKeys only). Real objects have few members
-// and nodes, so a member costs one byte, and an object one or two more.
+// The order follows a uvarint header: the object's subtree size in nodes
+// (see node) <<2 | permInOrder (already sorted: no order follows) | permDup
+// (a name repeats; AllowDuplicateKeys only). It is the rank of the
+// permutation in a byte for objects of up to maxRanked members, else the
+// members' positions in the document as uvarints. Real objects have few
+// members and nodes, so an object costs a byte or two, and a member of a
+// wide one a byte.
 func (p *parser) sortMembers(obj int32, f int) *Error {
 	base := p.path[f].keyNext
 	keys := p.members[base:]
@@ -504,12 +506,48 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 	}
 	p.nodes[obj].aux = int32(len(p.perm))
 	p.perm = binary.AppendUvarint(p.perm, hdr)
-	if !sorted {
+	switch {
+	case sorted:
+	case len(keys) <= maxRanked:
+		// The permutation's rank (its Lehmer code) fits in a byte.
+		rank := 0
+		for k := range keys {
+			less := 0
+			for _, later := range keys[k+1:] {
+				if later.ord < keys[k].ord {
+					less++
+				}
+			}
+			rank += less * factorial[len(keys)-1-k]
+		}
+		p.perm = append(p.perm, byte(rank))
+	default:
 		for _, k := range keys {
 			p.perm = binary.AppendUvarint(p.perm, uint64(k.ord))
 		}
 	}
 	return nil
+}
+
+// maxRanked is the most members an object can have for its order to be
+// kept as the rank of its permutation, one byte (5! = 120), instead of a
+// byte or more per member.
+const maxRanked = 5
+
+var factorial = [maxRanked]int{1, 1, 2, 6, 24}
+
+// unrank writes to ord the document positions of the members of an object
+// of count <= maxRanked members in canonical order, from the rank that
+// sortMembers recorded.
+func unrank(rank, count int, ord *[maxRanked]int32) {
+	avail := [maxRanked]int32{0, 1, 2, 3, 4}
+	for k := range count {
+		f := factorial[count-1-k]
+		d := rank / f
+		rank %= f
+		ord[k] = avail[d]
+		copy(avail[d:count-1-k], avail[d+1:count-k])
+	}
 }
 
 // Flags of an object's permutation header (see sortMembers).

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -90,4 +92,64 @@ func mustGet(t *testing.T, v Value, name string) Value {
 	t.Helper()
 	m, _ := v.Get(name)
 	return m
+}
+
+// Every order of up to maxRanked+1 members comes out sorted: the order of
+// small objects is kept as a permutation rank, of wider ones as positions.
+func TestMemberOrderEveryPermutation(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	var permute func(rest, done []string)
+	permute = func(rest, done []string) {
+		if len(rest) == 0 {
+			var in, want strings.Builder
+			in.WriteString("{")
+			for i, n := range done {
+				if i > 0 {
+					in.WriteString(",")
+				}
+				fmt.Fprintf(&in, `"%s":%d`, n, i)
+			}
+			in.WriteString("}")
+			sorted := slices.Sorted(slices.Values(done))
+			want.WriteString("{")
+			for i, n := range sorted {
+				if i > 0 {
+					want.WriteString(",")
+				}
+				fmt.Fprintf(&want, `"%s":%d`, n, slices.Index(done, n))
+			}
+			want.WriteString("}")
+			for _, out := range [][]byte{mustCanon(t, in.String()), mustWrite(t, in.String())} {
+				if string(out) != want.String() {
+					t.Fatalf("%s: got %s, want %s", in.String(), out, want.String())
+				}
+			}
+			return
+		}
+		for i := range rest {
+			next := append(slices.Clone(rest[:i]), rest[i+1:]...)
+			permute(next, append(slices.Clone(done), rest[i]))
+		}
+	}
+	for n := 1; n <= maxRanked+1; n++ {
+		permute(names[:n], nil)
+	}
+}
+
+func mustCanon(t *testing.T, in string) []byte {
+	t.Helper()
+	out, err := Canonicalize([]byte(in), PolicyV02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustWrite(t *testing.T, in string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := WriteCanonical(&b, []byte(in), PolicyV02, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
