@@ -98,7 +98,7 @@ func (v Value) writeTo(w io.Writer, p Policy) (int64, error) {
 	if err := v.d.check(v.i, p); err != nil {
 		return 0, err
 	}
-	e := encoder{d: v.d, w: w, buf: make([]byte, 0, min(len(v.Raw())+16, 2*flushAt))}
+	e := encoder{d: v.d, w: w, buf: make([]byte, 0, min(len(v.Raw())+16, 2*flushAt)), lastWord: int32(len(v.d.src) - 16)}
 	e.encode(v.i)
 	if e.werr == nil && len(e.buf) > 0 {
 		m, err := w.Write(e.buf)

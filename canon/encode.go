@@ -2,8 +2,8 @@ package canon
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
+	"slices"
 )
 
 // flushAt is the buffer size at which a streaming encoder hands its output
@@ -15,16 +15,16 @@ const flushAt = 64 << 10
 // value (unsupported number, or repeated name in an object marked by
 // AllowDuplicateKeys) that comes first in the input.
 func (d *Doc) check(i int32, p Policy) *Error {
-	end := i + d.nodes[i].size
+	end := i + d.size(i)
 	var first *Error
-	for k := i; k < end; k++ {
+	judge := func(k int32) (stop bool) {
 		n := &d.nodes[k]
 		if first != nil && int64(n.start) > first.Offset {
-			break
+			return true
 		}
 		switch d.src[n.start] {
 		case '{':
-			if _, flags, _ := d.object(k); flags&permDup != 0 {
+			if flags, _, _ := d.object(k); flags&permDup != 0 {
 				// The repeated name can sit after values that come later
 				// in the scan; keep looking until the scan passes it.
 				first = keepFirst(first, d.duplicate(k))
@@ -32,14 +32,28 @@ func (d *Doc) check(i int32, p Policy) *Error {
 		case '"', '[', 't', 'f', 'n':
 		default: // a number
 			if n.aux != 0 {
-				continue
+				return false
 			}
 			lit := d.src[n.start:d.end(k)]
 			dec := readDecimal(lit)
 			if why := dec.judge(p); why != "" {
-				return keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: d.pointer(k),
+				first = keepFirst(first, &Error{Code: CodeUnsupportedNumber, Pointer: d.pointer(k),
 					Offset: int64(n.start), Detail: quoteBounded(lit) + ": " + why + " (policy " + p.ID() + ")"})
+				return true
 			}
+		}
+		return false
+	}
+	if d.judgeAll {
+		for k := i; k < end && !judge(k); k++ {
+		}
+		return first
+	}
+	// Only the nodes the parser listed can be refused.
+	at, _ := slices.BinarySearch(d.judge, i)
+	for _, k := range d.judge[at:] {
+		if k >= end || judge(k) {
+			break
 		}
 	}
 	return first
@@ -76,6 +90,37 @@ type encoder struct {
 	werr   error
 	strBuf []byte
 	kids   []int32 // members of the objects being written, innermost last
+	// lastWord is the last source offset with 16 bytes from it (see
+	// copySrc).
+	lastWord int32
+}
+
+// copySrc appends src[a:b]. A streaming encoder owns its buffer, so a span
+// of at most 16 bytes is copied as one 16-byte block into the spare
+// capacity (the bytes past the new end are overwritten by what follows or
+// never written out), which is cheaper than a copy call for the member
+// names and short values that make up most of a document.
+func (e *encoder) copySrc(a, b int32) {
+	if l := len(e.buf); e.w != nil && b-a <= 16 && cap(e.buf)-l >= 16 && a <= e.lastWord {
+		*(*[16]byte)(e.buf[l : l+16]) = *(*[16]byte)(e.d.src[a : a+16])
+		e.buf = e.buf[:l+int(b-a)]
+		return
+	}
+	e.buf = append(e.buf, e.d.src[a:b]...)
+}
+
+// uvarint reads the uvarint at d.perm[at:] (written by the parser, so
+// well formed) and returns it and the offset after it.
+func (d *Doc) uvarint(at int) (uint64, int) {
+	var v uint64
+	for s := uint(0); ; s += 7 {
+		b := d.perm[at]
+		at++
+		v |= uint64(b&0x7f) << s
+		if b < 0x80 {
+			return v, at
+		}
+	}
 }
 
 func (e *encoder) flush() {
@@ -100,7 +145,7 @@ func (e *encoder) encode(i int32) {
 			// Validated, no escapes, no control characters: the input
 			// bytes are already the canonical form.
 			end := n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
-			e.buf = append(e.buf, src[n.start:end]...)
+			e.copySrc(n.start, end)
 		} else {
 			end, _ := stringEnd(src, n.start)
 			e.strBuf = unescapeInto(e.strBuf[:0], src[n.start+1:end])
@@ -108,7 +153,7 @@ func (e *encoder) encode(i int32) {
 		}
 	case '[':
 		e.buf = append(e.buf, '[')
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+		for c, end := i+1, i+n.aux; c < end; c += d.size(c) {
 			if c != i+1 {
 				e.buf = append(e.buf, ',')
 			}
@@ -118,16 +163,25 @@ func (e *encoder) encode(i int32) {
 		e.buf = append(e.buf, ']')
 	case '{':
 		e.buf = append(e.buf, '{')
-		count, flags, at := d.object(i)
+		flags, size, at := d.object(i)
 		base := len(e.kids)
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+		for c, end := i+1, i+size; c < end; c += d.size(c) {
 			e.kids = append(e.kids, c)
+		}
+		count := len(e.kids) - base
+		var ranked [maxRanked]int32
+		if flags&permInOrder == 0 && count <= maxRanked {
+			unrank(int(d.perm[at]), count, &ranked)
 		}
 		for j := range count {
 			c := e.kids[base+j]
-			if flags&permInOrder == 0 {
-				o, w := binary.Uvarint(d.perm[at:])
-				at += w
+			switch {
+			case flags&permInOrder != 0:
+			case count <= maxRanked:
+				c = e.kids[base+int(ranked[j])]
+			default:
+				var o uint64
+				o, at = d.uvarint(at)
 				c = e.kids[base+int(o)]
 			}
 			if j > 0 {
@@ -136,7 +190,7 @@ func (e *encoder) encode(i int32) {
 			keyOff, end, esc := nameOf(src, d.nodes[c].start)
 			if !esc {
 				// An unescaped name is its own canonical form.
-				e.buf = append(e.buf, src[keyOff:end+1]...)
+				e.copySrc(keyOff, end+1)
 			} else {
 				e.strBuf = unescapeInto(e.strBuf[:0], src[keyOff+1:end])
 				e.buf = appendString(e.buf, e.strBuf)
@@ -148,10 +202,10 @@ func (e *encoder) encode(i int32) {
 		e.kids = e.kids[:base]
 		e.buf = append(e.buf, '}')
 	case 't', 'f', 'n':
-		e.buf = append(e.buf, src[n.start:d.end(i)]...)
+		e.copySrc(n.start, d.end(i))
 	default: // a number
 		if n.aux != 0 {
-			e.buf = append(e.buf, src[n.start:d.end(i)]...)
+			e.copySrc(n.start, d.end(i))
 		} else {
 			e.buf = appendAdmitted(e.buf, src[n.start:d.end(i)])
 		}

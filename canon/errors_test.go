@@ -127,6 +127,11 @@ func TestRejections(t *testing.T) {
 		{name: "same high surrogate", in: `{"😀":1,"😁":2,"😀":3}`, code: CodeDuplicateKey, ptr: "/😀", off: 19},
 		{name: "escaped solidus", in: `{"/":1,"\/":2}`, code: CodeDuplicateKey, ptr: "/~1", off: 7},
 		{name: "empty name", in: `{"":1,"":2}`, code: CodeDuplicateKey, ptr: "/", off: 6},
+		// Two names repeat: the one first in canonical order is reported, at
+		// its second occurrence, in small and in wide (sort) objects alike.
+		{name: "two repeats", in: `{"b":1,"b":2,"a":3,"a":4}`, code: CodeDuplicateKey, ptr: "/a", off: 19},
+		{name: "repeat in order", in: `{"a":1,"a":2,"b":3}`, code: CodeDuplicateKey, ptr: "/a", off: 7},
+		{name: "two repeats, wide", in: `{"k00":0,"k01":0,"k02":0,"k03":0,"k04":0,"k05":0,"k06":0,"k07":0,"k08":0,"k09":0,"k10":0,"k11":0,"k12":0,"k13":0,"z":1,"y":2,"z":3,"y":4}`, code: CodeDuplicateKey, ptr: "/y", off: 131},
 		// unsupported_number
 		{name: "decimal under v02", in: `{"x":[1,0.5]}`, code: CodeUnsupportedNumber, ptr: "/x/1", off: 8, p: PolicyV02},
 		{name: "2^53", in: `9007199254740992`, code: CodeUnsupportedNumber, ptr: "", off: 0},

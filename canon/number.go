@@ -148,7 +148,28 @@ func (d *decimal) judge(p Policy) string {
 		return whyRounded
 	case d.adj() > maxAdjExp || d.adj() < minAdjExp:
 		return whyFloatRange
+	case d.n <= exactSigDigits && d.adj() >= -maxNormalAdjExp && d.adj() <= maxNormalAdjExp:
+		// At most 15 significant digits in the normal range: distinct such
+		// decimals round to distinct binary64s, so none shorter rounds to
+		// the same one and D × 10^q is its shortest decimal (what
+		// roundTrips would find, without the float work).
+		return ""
 	}
+	return d.roundTrips()
+}
+
+// exactSigDigits is how many significant decimal digits every normal
+// binary64 keeps through decimal-binary-decimal conversion (DBL_DIG), and
+// maxNormalAdjExp bounds the adjusted exponents whose 15-digit decimals are
+// all normal binary64s (1e-307 and 9.99999999999999e307 are).
+const (
+	exactSigDigits  = 15
+	maxNormalAdjExp = 307
+)
+
+// roundTrips judges a non-integer of at most maxSigDigits digits within
+// the binary64 exponent range.
+func (d *decimal) roundTrips() string {
 	// Round to the nearest binary64 (strconv is correctly rounded) and ask
 	// for the shortest decimal that rounds back to it: the value survives
 	// iff that decimal is D × 10^q. The literal is rebuilt from D and q so

@@ -304,3 +304,52 @@ func TestFormatES6(t *testing.T) {
 		}
 	}
 }
+
+// The 15-digit shortcut of decimal.judge agrees with the float round trip
+// (roundTrips) it skips: random decimals of 1 to 15 significant digits
+// across the whole normal range, with the range's edges, all round-trip.
+// Just outside (16 digits, or an adjusted exponent of ±308) the shortcut
+// does not apply.
+func TestJudgeShortcut(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var checked int
+	for i := range 20000 {
+		n := 1 + r.IntN(exactSigDigits)
+		var b strings.Builder
+		b.WriteByte(byte('1' + r.IntN(9)))
+		for range n - 1 {
+			b.WriteByte(byte('0' + r.IntN(10)))
+		}
+		digits := strings.TrimRight(b.String(), "0")
+		adj := -maxNormalAdjExp + r.IntN(2*maxNormalAdjExp+1)
+		switch i {
+		case 0:
+			digits, adj = "999999999999999", maxNormalAdjExp
+		case 1:
+			digits, adj = "1", -maxNormalAdjExp
+		case 2:
+			digits, adj = "222507385850720", -maxNormalAdjExp-1 // about DBL_MIN: outside
+		}
+		lit := digits[:1] + "." + digits[1:] + "0e" + strconv.Itoa(adj)
+		d := readDecimal([]byte(lit))
+		if d.q >= 0 {
+			continue // an integer: not judged by the round trip
+		}
+		inside := d.n <= exactSigDigits && d.adj() >= -maxNormalAdjExp && d.adj() <= maxNormalAdjExp
+		if inside != (i != 2) {
+			t.Fatalf("%s: shortcut applies %v", lit, inside)
+		}
+		if inside {
+			if why := d.roundTrips(); why != "" {
+				t.Fatalf("%s: the shortcut admits it, roundTrips says %s", lit, why)
+			}
+			checked++
+		}
+		if got, want := d.judge(PolicyMCPDecl), d.roundTrips(); got != want {
+			t.Fatalf("%s: judge %q, roundTrips %q", lit, got, want)
+		}
+	}
+	if checked < 8000 { // the rest are integers
+		t.Fatalf("only %d decimals went through the shortcut", checked)
+	}
+}

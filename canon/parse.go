@@ -78,19 +78,20 @@ func (k Kind) String() string {
 // node is one value in a flat, document-ordered tree: a subtree occupies a
 // contiguous run of nodes starting at its root, so a container's first child
 // (if it has any) is the node after it, and the next sibling of node i (if it
-// has one) is node i+size. Nodes are 12 bytes and hold no pointers: what the
-// validated source says again cheaply is not stored. The kind is the value's
-// first byte; a scalar's end is found by scanning it (a string without
-// escapes ends at the next quote); a member's name is the string before its
-// value's ':'; parents come from a walk down from the root, which only
-// pointers (error reports) need.
+// has one) is node i+size (see Doc.size). Nodes are 8 bytes and hold no
+// pointers: what the validated source says again cheaply is not stored. The
+// kind is the value's first byte; a scalar's end is found by scanning it (a
+// string without escapes ends at the next quote), a container's after its
+// last child; a member's name is the string before its value's ':'; parents
+// come from a walk down from the root, which only pointers (error reports)
+// need.
 type node struct {
 	start int32 // the value's first byte in the source
-	size  int32 // nodes in this subtree, this one included
 	// aux depends on the kind: strings 1 when the value has a backslash
 	// escape; numbers 1 when the literal is already its canonical integer
-	// text; arrays the offset after the closing bracket; objects the offset
-	// in Doc.perm of their member order (see sortMembers).
+	// text; arrays the nodes in their subtree, this one included; objects
+	// the offset in Doc.perm of their header (subtree size and member
+	// order, see sortMembers); true, false and null 0.
 	aux int32
 }
 
@@ -137,6 +138,23 @@ type parser struct {
 	opts  ParseOptions
 	depth int
 	err   *Error
+	// judge, judgeAll: see Doc; judgeUnsorted when an object was listed.
+	judge         []int32
+	judgeAll      bool
+	judgeUnsorted bool
+}
+
+// listJudge adds node idx to the judge list, which holds at most one node
+// per 64 input bytes (real documents have far fewer decimals; past that,
+// check scans every node).
+func (p *parser) listJudge(idx int32) {
+	switch {
+	case p.judgeAll:
+	case len(p.judge) >= len(p.src)/64+16:
+		p.judge, p.judgeAll = nil, true
+	default:
+		p.judge = append(p.judge, idx)
+	}
 }
 
 // frame is an open container and the child being parsed in it.
@@ -157,10 +175,11 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	}
 	p := &parser{src: src, opts: o}
 	p.nodes = make([]node, 0, nodeEstimate(src))
-	// A byte per object and per member (while objects have fewer than 128
-	// members), and every object and every member is a node: at most two
-	// bytes a node. Capacity that is never written costs no memory in a
-	// fresh process, and counting members first would cost two passes.
+	// A byte per member and per object (while objects have fewer than 128
+	// members and 32 nodes), and every object and every member is a node:
+	// about two bytes a node at most. Capacity that is never written costs no
+	// memory in a fresh process, and counting members first would cost two
+	// passes.
 	p.perm = make([]byte, 0, 2*cap(p.nodes))
 	p.skipWS()
 	if p.pos >= len(src) {
@@ -173,7 +192,10 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 	if p.pos < len(src) {
 		return nil, p.fail(CodeTrailingData, false, p.pos, "data after the top-level value: "+quoteBounded(src[p.pos:]))
 	}
-	return &Doc{src: src, nodes: p.nodes, perm: p.perm}, nil
+	if p.judgeUnsorted {
+		slices.Sort(p.judge) // objects are listed when they close, after their members
+	}
+	return &Doc{src: src, nodes: p.nodes, perm: p.perm, judge: p.judge, judgeAll: p.judgeAll}, nil
 }
 
 // nodeEstimate returns how many nodes to allocate up front so that growth
@@ -184,9 +206,18 @@ func parse(src []byte, o ParseOptions) (*Doc, error) {
 // per eight bytes so hostile input cannot make the parser reserve much more
 // memory than a real document of its size needs; beyond that, append grows.
 // (Reserved pages that are never written cost address space, not memory.)
+//
+// The three counts run over one cache-sized chunk at a time, so the input
+// is read from memory once, not three times.
 func nodeEstimate(src []byte) int {
-	n := 1 + bytes.Count(src, []byte{','}) + bytes.Count(src, []byte{'{'}) + bytes.Count(src, []byte{'['})
-	return min(n, len(src)/8+64)
+	const chunk = 32 << 10
+	n, cap8 := 1, len(src)/8+64
+	for len(src) > 0 {
+		c := src[:min(len(src), chunk)]
+		n += bytes.Count(c, []byte{','}) + bytes.Count(c, []byte{'{'}) + bytes.Count(c, []byte{'['})
+		src = src[len(c):]
+	}
+	return min(n, cap8)
 }
 
 // fail records an error and returns it. Its pointer is that of the
@@ -222,17 +253,17 @@ func (p *parser) pointer(atChild bool, name []byte) string {
 
 func (p *parser) skipWS() {
 	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
+		// Every byte above ' ' ends the run: one comparison for the
+		// common case, compact input.
+		if c := p.src[p.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		p.pos++
 	}
 }
 
 func (p *parser) add(start int) int32 {
-	p.nodes = append(p.nodes, node{start: int32(start), size: 1})
+	p.nodes = append(p.nodes, node{start: int32(start)})
 	return int32(len(p.nodes) - 1)
 }
 
@@ -285,11 +316,10 @@ func (p *parser) enter(obj bool) *Error {
 	return nil
 }
 
-// leave closes the container at idx: its subtree is complete.
-func (p *parser) leave(idx int32) {
+// leave closes the innermost container: its subtree is complete.
+func (p *parser) leave() {
 	p.depth--
 	p.path = p.path[:len(p.path)-1]
-	p.nodes[idx].size = int32(len(p.nodes)) - idx
 }
 
 func (p *parser) array() *Error {
@@ -301,8 +331,8 @@ func (p *parser) array() *Error {
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
 		p.pos++
-		p.nodes[idx].aux = int32(p.pos)
-		p.leave(idx)
+		p.nodes[idx].aux = 1
+		p.leave()
 		return nil
 	}
 	f := len(p.path) - 1
@@ -321,8 +351,8 @@ func (p *parser) array() *Error {
 			p.skipWS()
 		case ']':
 			p.pos++
-			p.nodes[idx].aux = int32(p.pos)
-			p.leave(idx)
+			p.nodes[idx].aux = int32(len(p.nodes)) - idx
+			p.leave()
 			return nil
 		default:
 			return p.fail(CodeSyntax, false, p.pos, "expected ',' or ']' in array, found "+quoteBounded(p.src[p.pos:p.pos+1]))
@@ -340,8 +370,8 @@ func (p *parser) object() *Error {
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
 		p.nodes[idx].aux = int32(len(p.perm))
-		p.perm = append(p.perm, permInOrder)
-		p.leave(idx)
+		p.perm = append(p.perm, 1<<2|permInOrder) // size 1, no members
+		p.leave()
 		return nil
 	}
 	f := len(p.path) - 1
@@ -371,7 +401,11 @@ func (p *parser) object() *Error {
 		p.pos++
 		p.skipWS()
 		p.path[f].keyOff = int32(keyOff)
-		p.members = append(p.members, p.memberKey(p.path[f].count, ks, ke, esc, int32(keyOff)))
+		// Filled in place: a member built whole and then copied in is
+		// written in small stores and read back in wide ones, which the
+		// CPU cannot forward.
+		p.members = append(p.members, memberKey{})
+		p.setMemberKey(&p.members[len(p.members)-1], p.path[f].count, ks, ke, esc, int32(keyOff))
 		if err := p.value(); err != nil {
 			return err
 		}
@@ -389,7 +423,7 @@ func (p *parser) object() *Error {
 			if err := p.sortMembers(idx, f); err != nil {
 				return err
 			}
-			p.leave(idx)
+			p.leave()
 			return nil
 		default:
 			return p.fail(CodeSyntax, false, p.pos, "expected ',' or '}' in object, found "+quoteBounded(p.src[p.pos:p.pos+1]))
@@ -402,38 +436,58 @@ func (p *parser) object() *Error {
 // the sort makes adjacent. Sorting is O(m log m) per object, so a hostile
 // wide object stays cheap, and the encoder reuses the order.
 //
-// The order is a permutation of the members' positions in the document, as
-// uvarints after a uvarint header: count<<2 | permInOrder (already sorted:
-// no positions follow) | permDup (a name repeats; AllowDuplicateKeys only).
-// Real objects have few members, so a member costs one byte.
+// The order follows a uvarint header: the object's subtree size in nodes
+// (see node) <<2 | permInOrder (already sorted: no order follows) | permDup
+// (a name repeats; AllowDuplicateKeys only). It is the rank of the
+// permutation in a byte for objects of up to maxRanked members, else the
+// members' positions in the document as uvarints. Real objects have few
+// members and nodes, so an object costs a byte or two, and a member of a
+// wide one a byte.
 func (p *parser) sortMembers(obj int32, f int) *Error {
 	base := p.path[f].keyNext
 	keys := p.members[base:]
 	defer func() { p.members = p.members[:base] }()
-	sorted := true
-	for i := 1; i < len(keys); i++ {
-		if p.compareKeys(keys[i-1], keys[i]) >= 0 {
-			sorted = false
-			break
+	sorted, dup := true, false
+	if len(keys) <= 12 {
+		// Insertion sort: stable, and for the few members of real objects
+		// cheaper than a generic sort. It stops inserting a name at the
+		// first one not greater, so a repeated name meets its twin.
+		for i := 1; i < len(keys); i++ {
+			x := keys[i]
+			j := i
+			for ; j > 0; j-- {
+				if c := p.compareKeys(&keys[j-1], &x); c <= 0 {
+					dup = dup || c == 0
+					break
+				}
+				keys[j] = keys[j-1]
+			}
+			if j != i {
+				keys[j] = x
+				sorted = false
+			}
+		}
+		// Canonical input is strictly increasing, so has no repeats.
+		sorted = sorted && !dup
+	} else {
+		for i := 1; i < len(keys); i++ {
+			if p.compareKeys(&keys[i-1], &keys[i]) >= 0 {
+				sorted = false
+				break
+			}
+		}
+		if !sorted {
+			slices.SortStableFunc(keys, func(a, b memberKey) int { return p.compareKeys(&a, &b) })
+			dup = true // to be seen below
 		}
 	}
-	hdr := uint64(len(keys)) << 2
+	hdr := uint64(int32(len(p.nodes))-obj) << 2
 	if sorted {
 		hdr |= permInOrder
-	} else { // canonical input is strictly increasing, so has no repeats
-		if len(keys) <= 12 {
-			// Insertion sort: stable, and for the few members of real
-			// objects cheaper than a generic sort.
-			for i := 1; i < len(keys); i++ {
-				for j := i; j > 0 && p.compareKeys(keys[j-1], keys[j]) > 0; j-- {
-					keys[j-1], keys[j] = keys[j], keys[j-1]
-				}
-			}
-		} else {
-			slices.SortStableFunc(keys, p.compareKeys)
-		}
+	}
+	if dup {
 		for i := 1; i < len(keys); i++ {
-			if p.compareKeys(keys[i-1], keys[i]) == 0 {
+			if p.compareKeys(&keys[i-1], &keys[i]) == 0 {
 				if !p.opts.AllowDuplicateKeys {
 					// Report the second occurrence in document order: the
 					// stable sort keeps equal names in document order.
@@ -444,18 +498,56 @@ func (p *parser) sortMembers(obj int32, f int) *Error {
 					return p.err
 				}
 				hdr |= permDup
+				p.listJudge(obj)
+				p.judgeUnsorted = true
 				break
 			}
 		}
 	}
 	p.nodes[obj].aux = int32(len(p.perm))
 	p.perm = binary.AppendUvarint(p.perm, hdr)
-	if !sorted {
+	switch {
+	case sorted:
+	case len(keys) <= maxRanked:
+		// The permutation's rank (its Lehmer code) fits in a byte.
+		rank := 0
+		for k := range keys {
+			less := 0
+			for _, later := range keys[k+1:] {
+				if later.ord < keys[k].ord {
+					less++
+				}
+			}
+			rank += less * factorial[len(keys)-1-k]
+		}
+		p.perm = append(p.perm, byte(rank))
+	default:
 		for _, k := range keys {
 			p.perm = binary.AppendUvarint(p.perm, uint64(k.ord))
 		}
 	}
 	return nil
+}
+
+// maxRanked is the most members an object can have for its order to be
+// kept as the rank of its permutation, one byte (5! = 120), instead of a
+// byte or more per member.
+const maxRanked = 5
+
+var factorial = [maxRanked]int{1, 1, 2, 6, 24}
+
+// unrank writes to ord the document positions of the members of an object
+// of count <= maxRanked members in canonical order, from the rank that
+// sortMembers recorded.
+func unrank(rank, count int, ord *[maxRanked]int32) {
+	avail := [maxRanked]int32{0, 1, 2, 3, 4}
+	for k := range count {
+		f := factorial[count-1-k]
+		d := rank / f
+		rank %= f
+		ord[k] = avail[d]
+		copy(avail[d:count-1-k], avail[d+1:count-k])
+	}
 }
 
 // Flags of an object's permutation header (see sortMembers).
@@ -476,21 +568,24 @@ type memberKey struct {
 	inBuf  bool
 }
 
-func (p *parser) memberKey(ord, ks, ke int32, inBuf bool, keyOff int32) memberKey {
-	m := memberKey{ord: ord, n: ke - ks, ks: ks, ke: ke, keyOff: keyOff, inBuf: inBuf}
-	k := p.key(m)
+func (p *parser) setMemberKey(m *memberKey, ord, ks, ke int32, inBuf bool, keyOff int32) {
+	m.ord, m.n, m.ks, m.ke, m.keyOff, m.inBuf = ord, ke-ks, ks, ke, keyOff, inBuf
+	k := p.src[ks:ke]
+	if inBuf {
+		k = p.keys[ks:ke]
+	}
 	if len(k) >= 8 {
 		m.pre = binary.BigEndian.Uint64(k)
-		return m
+		return
 	}
+	m.pre = 0
 	for i, c := range k {
 		m.pre |= uint64(c) << (56 - 8*i)
 	}
-	return m
 }
 
 // compareKeys is compareUTF16 on the names of a and b.
-func (p *parser) compareKeys(a, b memberKey) int {
+func (p *parser) compareKeys(a, b *memberKey) int {
 	if a.pre != b.pre {
 		// The first differing byte decides, as in compareUTF16. A zero
 		// padding byte stands for the end of the shorter name: every
@@ -501,7 +596,7 @@ func (p *parser) compareKeys(a, b memberKey) int {
 	if a.n <= 8 && b.n <= 8 {
 		return int(a.n - b.n) // equal up to trailing NUL bytes
 	}
-	return compareUTF16(p.key(a), p.key(b))
+	return compareUTF16(p.key(*a), p.key(*b))
 }
 
 // key returns the unescaped member name of m.
@@ -719,6 +814,9 @@ func (p *parser) number(idx int32) *Error {
 		if simple {
 			p.nodes[idx].aux = 1
 		}
+	}
+	if p.nodes[idx].aux == 0 {
+		p.listJudge(idx)
 	}
 	p.pos = i
 	return nil

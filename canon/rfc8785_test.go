@@ -284,10 +284,14 @@ func TestCompareKeys(t *testing.T) {
 		spans = append(spans, span{int32(start), int32(len(src))})
 	}
 	p.src = src
-	key := func(i int32) memberKey { return p.memberKey(i, spans[i].start, spans[i].end, false, 0) }
+	key := func(i int32) (m memberKey) {
+		p.setMemberKey(&m, i, spans[i].start, spans[i].end, false, 0)
+		return m
+	}
 	for range 20000 {
 		i, j := int32(r.IntN(len(names))), int32(r.IntN(len(names)))
-		got := p.compareKeys(key(i), key(j))
+		a, b := key(i), key(j)
+		got := p.compareKeys(&a, &b)
 		want := compareUTF16([]byte(names[i]), []byte(names[j]))
 		if (got < 0) != (want < 0) || (got == 0) != (want == 0) {
 			t.Fatalf("compareKeys(%+q, %+q) = %d, compareUTF16 = %d", names[i], names[j], got, want)

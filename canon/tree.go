@@ -2,7 +2,6 @@ package canon
 
 import (
 	"bytes"
-	"encoding/binary"
 	"strconv"
 )
 
@@ -12,6 +11,12 @@ type Doc struct {
 	src   []byte
 	nodes []node
 	perm  []byte // per object: its members' RFC 8785 order; see sortMembers
+	// judge lists, in order, the only nodes a policy can refuse: numbers
+	// not already in canonical integer text, and objects with a repeated
+	// name; unless judgeAll, when there were too many to list and check
+	// looks at every node.
+	judge    []int32
+	judgeAll bool
 }
 
 // Parse parses data strictly (see the package doc) into a Doc without
@@ -56,24 +61,22 @@ func (v Value) Raw() []byte {
 func (d *Doc) end(i int32) int32 {
 	n := &d.nodes[i]
 	src := d.src
-	switch src[n.start] {
+	switch first := src[n.start]; first {
 	case '"':
 		if n.aux == 0 {
 			return n.start + 2 + int32(bytes.IndexByte(src[n.start+1:], '"'))
 		}
 		e, _ := stringEnd(src, n.start)
 		return e + 1
-	case '[':
-		return n.aux
-	case '{':
-		// After the last member's value (or the brace), only whitespace.
+	case '[', '{':
+		// After the last child's value (or the bracket), only whitespace.
 		at := n.start + 1
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
-			if c+d.nodes[c].size == end {
+		for c, end := i+1, i+d.size(i); c < end; c += d.size(c) {
+			if c+d.size(c) == end {
 				at = d.end(c)
 			}
 		}
-		for src[at] != '}' {
+		for src[at] != first+2 { // ']' is '['+2, '}' is '{'+2
 			at++
 		}
 		return at + 1
@@ -87,6 +90,19 @@ func (d *Doc) end(i int32) int32 {
 		j++
 	}
 	return int32(j)
+}
+
+// size returns the number of nodes in the subtree at i, this one included.
+func (d *Doc) size(i int32) int32 {
+	n := &d.nodes[i]
+	switch d.src[n.start] {
+	case '[':
+		return n.aux
+	case '{':
+		h, _ := d.uvarint(int(n.aux))
+		return int32(h >> 2)
+	}
+	return 1
 }
 
 // numberByte marks the bytes a number literal can hold.
@@ -137,15 +153,12 @@ func (v Value) Bool() (val, ok bool) {
 // Len returns the number of elements or members.
 func (v Value) Len() int {
 	switch v.Kind() {
-	case KindArray:
+	case KindArray, KindObject:
 		n := 0
-		for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
+		for c, end := v.i+1, v.i+v.d.size(v.i); c < end; c += v.d.size(c) {
 			n++
 		}
 		return n
-	case KindObject:
-		count, _, _ := v.d.object(v.i)
-		return count
 	}
 	return 0
 }
@@ -156,7 +169,7 @@ func (v Value) Elems() []Value {
 		return nil
 	}
 	out := make([]Value, 0, v.Len())
-	for c, end := v.i+1, v.i+v.n().size; c < end; c += v.d.nodes[c].size {
+	for c, end := v.i+1, v.i+v.n().aux; c < end; c += v.d.size(c) {
 		out = append(out, Value{d: v.d, i: c})
 	}
 	return out
@@ -186,7 +199,7 @@ func (v Value) HasDuplicates() bool {
 	if v.Kind() != KindObject {
 		return false
 	}
-	_, flags, _ := v.d.object(v.i)
+	flags, _, _ := v.d.object(v.i)
 	return flags&permDup != 0
 }
 
@@ -215,12 +228,11 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{d: v.d, i: found}, true
 }
 
-// object returns the member count and permutation flags of object obj, and
+// object returns the permutation flags and subtree size of object obj, and
 // the offset in d.perm where its permutation starts.
-func (d *Doc) object(obj int32) (count int, flags uint64, at int) {
-	at = int(d.nodes[obj].aux)
-	h, n := binary.Uvarint(d.perm[at:])
-	return int(h >> 2), h & 3, at + n
+func (d *Doc) object(obj int32) (flags uint64, size int32, at int) {
+	h, at := d.uvarint(int(d.nodes[obj].aux))
+	return h & 3, int32(h >> 2), at
 }
 
 // nameOf returns the offsets of the opening and closing quotes of the name
@@ -259,7 +271,7 @@ func (d *Doc) children(i int32) func(yield func(c, keyOff int32) bool) {
 		n := &d.nodes[i]
 		obj := d.src[n.start] == '{'
 		at := n.start + 1
-		for c, end := i+1, i+n.size; c < end; c += d.nodes[c].size {
+		for c, end := i+1, i+d.size(i); c < end; c += d.size(c) {
 			keyOff := int32(-1)
 			if obj {
 				for d.src[at] != '"' { // whitespace and the comma before it
@@ -345,7 +357,7 @@ func (d *Doc) pointer(i int32) string {
 	for at := int32(0); at != i; {
 		idx := 0
 		for c, keyOff := range d.children(at) {
-			if i < c+d.nodes[c].size {
+			if i < c+d.size(c) {
 				if keyOff >= 0 {
 					b = appendPointerToken(append(b, '/'), keyAt(d.src, keyOff))
 				} else {
