@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"regexp"
+	"sync"
 )
 
 // Class names a detector. Classes are part of tracectl's contract: they are
@@ -51,9 +52,18 @@ type detector struct {
 	class Class
 	keys  []string
 	fold  bool
-	re    *regexp.Regexp
+	expr  string         // compiled into re on first use (compileDetectors)
+	re    *regexp.Regexp // nil until then
 	valid func(m []byte) bool
 }
+
+// compileDetectors compiles the detectors' expressions once, on first use,
+// so that commands that never redact do not pay for them at start-up.
+var compileDetectors = sync.OnceFunc(func() {
+	for i := range detectors {
+		detectors[i].re = regexp.MustCompile(detectors[i].expr)
+	}
+})
 
 // minDetect is shorter than any string a built-in detector matches, so
 // shorter strings (most of a JSON-RPC envelope) skip them all.
@@ -61,38 +71,38 @@ const minDetect = 12
 
 var detectors = []detector{
 	{class: ClassPrivateKey, keys: []string{"PRIVATE KEY"},
-		re: regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)},
+		expr: `-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`},
 	{class: ClassJWT, keys: []string{"eyJ"},
-		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
+		expr: `\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`},
 	{class: ClassGitHubToken, keys: []string{"gh", "github_pat_"},
-		re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{50,255}\b`)},
+		expr: `\bgh[pousr]_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{50,255}\b`},
 	{class: ClassGitLabToken, keys: []string{"gl"},
-		re: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent)-[A-Za-z0-9_.-]{20,}`)},
+		expr: `\bgl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent)-[A-Za-z0-9_.-]{20,}`},
 	{class: ClassAnthropicKey, keys: []string{"sk-ant-"},
-		re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{32,}`)},
+		expr: `\bsk-ant-[A-Za-z0-9_-]{32,}`},
 	{class: ClassOpenAIKey, keys: []string{"sk-"},
-		re: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})\b`)},
+		expr: `\bsk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})\b`},
 	{class: ClassAWSAccessKeyID, keys: []string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T"},
-		re: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`)},
+		expr: `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`},
 	{class: ClassAWSSecretKey, keys: []string{"aws", "amazon"}, fold: true,
-		re: regexp.MustCompile(`(?i)(?:aws|amazon)[a-z0-9_ .-]{0,20}secret[a-z0-9_ .-]{0,20}["']?\s*[:=]\s*["']?[A-Za-z0-9/+]{40}(?:[^A-Za-z0-9/+=]|$)`)},
+		expr: `(?i)(?:aws|amazon)[a-z0-9_ .-]{0,20}secret[a-z0-9_ .-]{0,20}["']?\s*[:=]\s*["']?[A-Za-z0-9/+]{40}(?:[^A-Za-z0-9/+=]|$)`},
 	{class: ClassGoogleAPIKey, keys: []string{"AIza"},
-		re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+		expr: `\bAIza[0-9A-Za-z_-]{35}`},
 	{class: ClassSlackWebhook, keys: []string{"hooks.slack.com"},
-		re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{16,}`)},
+		expr: `hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{16,}`},
 	{class: ClassSlackToken, keys: []string{"xox", "xapp-"},
-		re: regexp.MustCompile(`\bxox[abprs]-[0-9A-Za-z-]{10,}|\bxapp-[0-9]-[0-9A-Za-z-]{10,}`)},
+		expr: `\bxox[abprs]-[0-9A-Za-z-]{10,}|\bxapp-[0-9]-[0-9A-Za-z-]{10,}`},
 	{class: ClassStripeKey, keys: []string{"k_live_", "k_test_"},
-		re: regexp.MustCompile(`\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}`)},
+		expr: `\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}`},
 	{class: ClassAuthorization, keys: []string{"bearer", "basic", "authorization"}, fold: true,
-		re:    regexp.MustCompile(`(?i)(?:\bbearer\s+|\bbasic\s+|\bauthorization["']?\s*[:=]\s*["']?(?:[a-z]+\s+)?)([A-Za-z0-9._~+/-]{8,}=*)`),
+		expr: `(?i)(?:\bbearer\s+|\bbasic\s+|\bauthorization["']?\s*[:=]\s*["']?(?:[a-z]+\s+)?)([A-Za-z0-9._~+/-]{8,}=*)`,
 		valid: credentialLike},
 	{class: ClassURLCredentials, keys: []string{"://"},
-		re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"']+:([^\s/?#@"']+)@[A-Za-z0-9.\[-]`)},
+		expr: `\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"']+:([^\s/?#@"']+)@[A-Za-z0-9.\[-]`},
 	// Not "pwd": PWD=/home/user is the working directory in every
 	// environment dump.
 	{class: ClassSecretAssign, keys: []string{"pass", "secret", "key", "token"}, fold: true,
-		re:    regexp.MustCompile(`(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`),
+		expr: `(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`,
 		valid: notPlainWord},
 }
 
@@ -130,6 +140,9 @@ func detect(s []byte, _ *scratch) Class {
 		return ""
 	}
 	hit := prefilter(s)
+	if hit != 0 {
+		compileDetectors()
+	}
 	for i := range detectors {
 		if hit&(1<<i) == 0 {
 			continue
@@ -215,12 +228,14 @@ func hasPrefixFold(s []byte, key string) bool {
 
 // awsSecretShape is a value that is exactly an AWS secret access key's
 // shape: redacted when a sibling member holds an access key id.
-var awsSecretShape = regexp.MustCompile(`^[A-Za-z0-9/+]{40}$`)
+var awsSecretShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9/+]{40}$`) })
 
 // awsKeyIDLen is the length of every string awsKeyIDShape matches.
 const awsKeyIDLen = 20
 
-var awsKeyIDShape = regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}$`)
+var awsKeyIDShape = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}$`)
+})
 
 // secretName reports whether a member, flag or variable name is
 // secret-like: after dropping '-', '_' and '.' and lowering ASCII letters,

@@ -197,7 +197,7 @@ func (w *walker) object(v canon.Value, node *trie) error {
 			if m.Value.Kind() != canon.KindString || len(m.Value.Raw()) > 6*maxNameLen+2 {
 				continue
 			}
-			if t := w.text(m.Value); len(t) == awsKeyIDLen && awsKeyIDShape.Match(t) {
+			if t := w.text(m.Value); len(t) == awsKeyIDLen && awsKeyIDShape().Match(t) {
 				awsPair = true
 			}
 			if (m.Name == "name" || m.Name == "key") && secretName(string(w.text(m.Value))) {
@@ -223,7 +223,7 @@ func (w *walker) object(v canon.Value, node *trie) error {
 		case w.rules.defaults && (secretName(m.Name) && !(schemaMap && m.Value.Kind() == canon.KindObject) ||
 			namedSecret && m.Name == "value") && worthRedacting(m.Value):
 			w.redact(m.Value, ClassSecretName)
-		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape.Match(w.text(m.Value)):
+		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape().Match(w.text(m.Value)):
 			w.redact(m.Value, ClassAWSSecretKey)
 		default:
 			err = w.value(m.Value, child)
