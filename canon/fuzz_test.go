@@ -197,7 +197,26 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("HasDuplicates wrong at %q", ptr)
 				}
 				dups = dups || v.HasDuplicates()
-				for _, m := range v.Members() {
+				// RangeMembers yields what Members lists, and stops when told.
+				i, members := 0, v.Members()
+				v.RangeMembers(func(name []byte, val Value) bool {
+					if i >= len(members) || string(name) != members[i].Name || val != members[i].Value {
+						t.Fatalf("RangeMembers member %d at %q: %q, Members has %d", i, ptr, name, len(members))
+					}
+					i++
+					return true
+				})
+				if i != len(members) {
+					t.Fatalf("RangeMembers yields %d members at %q, Members %d", i, ptr, len(members))
+				}
+				if len(members) > 1 {
+					n := 0
+					v.RangeMembers(func([]byte, Value) bool { n++; return false })
+					if n != 1 {
+						t.Fatalf("RangeMembers went on after false at %q", ptr)
+					}
+				}
+				for _, m := range members {
 					got, ok := v.Get(m.Name)
 					if ok != (counts[m.Name] == 1) || (ok && got != m.Value) {
 						t.Fatalf("Get(%q) at %q = %v", m.Name, ptr, ok)

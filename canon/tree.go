@@ -193,6 +193,22 @@ func (v Value) Members() []Member {
 	return out
 }
 
+// RangeMembers calls f with each member of an object in document order,
+// until f returns false: the member's decoded name and its value. The name
+// is a slice of the input when it has no escapes (read-only, valid as long
+// as the input) and a fresh copy otherwise: unlike Members, nothing is
+// allocated for plain names.
+func (v Value) RangeMembers(f func(name []byte, val Value) bool) {
+	if v.Kind() != KindObject {
+		return
+	}
+	for c, keyOff := range v.d.children(v.i) {
+		if !f(keyAt(v.d.src, keyOff), Value{d: v.d, i: c}) {
+			return
+		}
+	}
+}
+
 // HasDuplicates reports whether this object repeats a member name (possible
 // only with ParseOptions.AllowDuplicateKeys).
 func (v Value) HasDuplicates() bool {

@@ -246,7 +246,7 @@ func secretName(name string) bool { return nameLooksSecret(name, true) }
 // nameLooksSecret is secretName with the notSecretNames exemption applied
 // only when exempt is set (Scan, which cannot tell a whole name from a
 // piece of one, is the conservative side and applies none).
-func nameLooksSecret(name string, exempt bool) bool {
+func nameLooksSecret[S ~string | ~[]byte](name S, exempt bool) bool {
 	if len(name) > maxNameLen {
 		return false
 	}

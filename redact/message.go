@@ -117,7 +117,7 @@ type span struct {
 // visited.
 type walker struct {
 	rules *Rules
-	path  []string // reference tokens from the root to the current value
+	path  [][]byte // reference tokens from the root to the current value (read-only slices)
 	spans []span
 	sc    scratch
 	dups  int // members on the path whose name their object repeats
@@ -159,7 +159,7 @@ func (w *walker) value(v canon.Value, node *trie) error {
 		}
 	case canon.KindArray:
 		for i, e := range v.Elems() {
-			w.path = append(w.path, strconv.Itoa(i))
+			w.path = append(w.path, indexToken(i))
 			err := w.value(e, node.child(w.path[len(w.path)-1]))
 			w.path = w.path[:len(w.path)-1]
 			if err != nil {
@@ -173,70 +173,86 @@ func (w *walker) value(v canon.Value, node *trie) error {
 }
 
 func (w *walker) object(v canon.Value, node *trie) error {
-	members := v.Members()
 	var repeated map[string]int
 	if v.HasDuplicates() {
 		repeated = map[string]int{}
-		for _, m := range members {
-			repeated[m.Name]++
-		}
+		v.RangeMembers(func(name []byte, _ canon.Value) bool {
+			repeated[string(name)]++
+			return true
+		})
 	}
 	// The members of a JSON Schema "properties" map (and its kin) name
 	// parameters, not data: a tool's "password" parameter is declared by a
 	// subschema object, which is evidence to keep.
-	schemaMap := len(w.path) > 0 && schemaMaps[w.path[len(w.path)-1]]
+	schemaMap := len(w.path) > 0 && schemaMaps[string(w.path[len(w.path)-1])]
 	// An AWS secret access key is a bare 40-character string: redact one
 	// only beside a member holding an access key id.
 	// A name/value pair ({"name":"DB_PASSWORD","value":"..."}, as in
 	// environment lists and HTTP header arrays) names its value.
 	awsPair, namedSecret := false, false
 	if w.rules.defaults {
-		for _, m := range members {
+		v.RangeMembers(func(name []byte, val canon.Value) bool {
 			// Both shapes are short (an escape is at most 6 bytes a
 			// character): long strings are left to value.
-			if m.Value.Kind() != canon.KindString || len(m.Value.Raw()) > 6*maxNameLen+2 {
-				continue
+			if val.Kind() != canon.KindString || len(val.Raw()) > 6*maxNameLen+2 {
+				return true
 			}
-			if t := w.text(m.Value); len(t) == awsKeyIDLen && awsKeyIDShape().Match(t) {
+			if t := w.text(val); len(t) == awsKeyIDLen && awsKeyIDShape().Match(t) {
 				awsPair = true
 			}
-			if (m.Name == "name" || m.Name == "key") && secretName(string(w.text(m.Value))) {
+			if (string(name) == "name" || string(name) == "key") && nameLooksSecret(w.text(val), true) {
 				namedSecret = true
 			}
-		}
+			return true
+		})
 	}
-	for _, m := range members {
-		if c := w.rules.classifyName(m.Name, &w.sc); c != "" {
+	var err error
+	v.RangeMembers(func(name []byte, val canon.Value) bool {
+		if c := w.rules.classifyName(name, &w.sc); c != "" {
 			// The pointer is the object's: the name is the secret.
-			return &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
+			err = &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
+			return false
 		}
-		w.path = append(w.path, m.Name)
-		amb := repeated[m.Name] > 1
+		w.path = append(w.path, name)
+		amb := repeated[string(name)] > 1
 		if amb {
 			w.dups++
 		}
-		child := node.child(m.Name)
-		var err error
+		child := node.child(name)
 		switch {
 		case child != nil && child.end:
-			err = w.value(m.Value, child)
-		case w.rules.defaults && (secretName(m.Name) && !(schemaMap && m.Value.Kind() == canon.KindObject) ||
-			namedSecret && m.Name == "value") && worthRedacting(m.Value):
-			w.redact(m.Value, ClassSecretName)
-		case awsPair && m.Value.Kind() == canon.KindString && awsSecretShape().Match(w.text(m.Value)):
-			w.redact(m.Value, ClassAWSSecretKey)
+			err = w.value(val, child)
+		case w.rules.defaults && (nameLooksSecret(name, true) && !(schemaMap && val.Kind() == canon.KindObject) ||
+			namedSecret && string(name) == "value") && worthRedacting(val):
+			w.redact(val, ClassSecretName)
+		case awsPair && val.Kind() == canon.KindString && awsSecretShape().Match(w.text(val)):
+			w.redact(val, ClassAWSSecretKey)
 		default:
-			err = w.value(m.Value, child)
+			err = w.value(val, child)
 		}
 		if amb {
 			w.dups--
 		}
 		w.path = w.path[:len(w.path)-1]
-		if err != nil {
-			return err
-		}
+		return err == nil
+	})
+	return err
+}
+
+// indexTokens are the reference tokens of the first array indices.
+var indexTokens = func() (t [256][]byte) {
+	for i := range t {
+		t[i] = []byte(strconv.Itoa(i))
 	}
-	return nil
+	return t
+}()
+
+// indexToken is the reference token of array index i.
+func indexToken(i int) []byte {
+	if i < len(indexTokens) {
+		return indexTokens[i]
+	}
+	return []byte(strconv.Itoa(i))
 }
 
 // schemaMaps are the JSON Schema keywords whose members are named
@@ -247,7 +263,7 @@ func (w *walker) pointer() string {
 	var b []byte
 	for _, t := range w.path {
 		b = append(b, '/')
-		b = append(b, strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")...)
+		b = append(b, strings.ReplaceAll(strings.ReplaceAll(string(t), "~", "~0"), "/", "~1")...)
 	}
 	return string(b)
 }
@@ -270,11 +286,11 @@ func (r *Rules) classify(s []byte, sc *scratch) Class {
 // classifyName is classify for a member name; names shorter than any
 // built-in detector's match need no conversion when no operator pattern
 // could match them.
-func (r *Rules) classifyName(name string, sc *scratch) Class {
+func (r *Rules) classifyName(name []byte, sc *scratch) Class {
 	if len(name) < minDetect && len(r.patterns) == 0 {
 		return ""
 	}
-	return r.classify([]byte(name), sc)
+	return r.classify(name, sc)
 }
 
 // worthRedacting is false for values under a secret-like name that hold

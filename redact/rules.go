@@ -242,9 +242,9 @@ func (t *trie) insert(path []string) {
 }
 
 // child returns the node for tok, or nil.
-func (t *trie) child(tok string) *trie {
+func (t *trie) child(tok []byte) *trie {
 	if t == nil {
 		return nil
 	}
-	return t.next[tok]
+	return t.next[string(tok)]
 }
