@@ -95,14 +95,14 @@ var detectors = []detector{
 	{class: ClassStripeKey, keys: []string{"k_live_", "k_test_"},
 		expr: `\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}`},
 	{class: ClassAuthorization, keys: []string{"bearer", "basic", "authorization"}, fold: true,
-		expr: `(?i)(?:\bbearer\s+|\bbasic\s+|\bauthorization["']?\s*[:=]\s*["']?(?:[a-z]+\s+)?)([A-Za-z0-9._~+/-]{8,}=*)`,
+		expr:  `(?i)(?:\bbearer\s+|\bbasic\s+|\bauthorization["']?\s*[:=]\s*["']?(?:[a-z]+\s+)?)([A-Za-z0-9._~+/-]{8,}=*)`,
 		valid: credentialLike},
 	{class: ClassURLCredentials, keys: []string{"://"},
 		expr: `\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"']+:([^\s/?#@"']+)@[A-Za-z0-9.\[-]`},
 	// Not "pwd": PWD=/home/user is the working directory in every
 	// environment dump.
 	{class: ClassSecretAssign, keys: []string{"pass", "secret", "key", "token"}, fold: true,
-		expr: `(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`,
+		expr:  `(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`,
 		valid: notPlainWord},
 }
 
