@@ -151,22 +151,21 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		// Read and hashed by the line reader (stream.go): the same entry
 		// packEntry gives, the same bytes the reads below would take.
 		e := pf.e
-		where := entryWhere(e)
 		switch {
 		case e.Length != length:
 			b.payloadBad++
-			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", where, e.Length, length))
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", entryWhere(e), e.Length, length))
 			return nil, false
 		case e.Salt != nil && !b.salted:
 			b.payloadBad++
-			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s is salted, but %s commits to plain SHA-256 digests", where, b.formatName()))
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s is salted, but %s commits to plain SHA-256 digests", entryWhere(e), b.formatName()))
 			return nil, false
 		}
 		var body []byte
 		if keep && length <= transcript.MaxDeriveBytes {
 			body = pf.data
 		}
-		body, ok := b.checked(check, subject, "the "+where, int64(len(pf.data)), length, body, pf.err, pf.sum[:], digest, quarantine, e.Salt)
+		body, ok := b.checked(check, subject, "", &e, int64(len(pf.data)), length, body, pf.err, pf.sum[:], digest, quarantine, e.Salt)
 		if ok {
 			b.cur = pf
 		}
@@ -240,12 +239,16 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		// 32 KiB per payload.
 		n, err = io.CopyBuffer(h, io.LimitReader(f, length+1), b.buf)
 	}
-	return b.checked(check, subject, path, n, length, body, err, h.Sum(b.sum[:0]), digest, quarantine, salt)
+	return b.checked(check, subject, path, nil, n, length, body, err, h.Sum(b.sum[:0]), digest, quarantine, salt)
 }
 
-// checked judges what was read of a blob: n bytes (body, when kept),
-// hashing to sum, against the committed digest and length.
-func (b *bundleCheck) checked(check Check, subject, path string, n, length int64, body []byte, err error, sum []byte, digest string, quarantine bool, salt []byte) ([]byte, bool) {
+// checked judges what was read of a blob at path (or the pack entry e):
+// n bytes (body, when kept), hashing to sum, against the committed digest
+// and length.
+func (b *bundleCheck) checked(check Check, subject, path string, e *transcript.PackEntry, n, length int64, body []byte, err error, sum []byte, digest string, quarantine bool, salt []byte) ([]byte, bool) {
+	if e != nil && (err != nil || n != length || !digestIs(digest, sum)) {
+		path = "the " + entryWhere(*e)
+	}
 	mismatch := CodeEvidenceMismatch
 	if check == CheckSnapshot {
 		mismatch = CodeSnapshotMismatch

@@ -272,7 +272,8 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
 	}
 	bt.pbuf = bt.pbuf[:off+n]
 	bt.bytes += n
-	pf := prefetched{digest: p.Digest, what: what, e: e, data: dst[:n:n], err: rerr}
+	bt.pre = append(bt.pre, prefetched{digest: p.Digest, what: what, e: e, data: dst[:n:n], err: rerr})
+	pf := &bt.pre[len(bt.pre)-1]
 	if lr.hash == nil {
 		lr.hash = sha256.New()
 	}
@@ -284,7 +285,6 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
 	}
 	h.Write(pf.data)
 	h.Sum(pf.sum[:0])
-	bt.pre = append(bt.pre, pf)
 }
 
 // packCache is an io.ReaderAt over the pack that reads it in chunks of
@@ -334,6 +334,7 @@ type packWalk struct {
 	off  int64  // the next entry's header
 	stop bool   // a header the walk cannot read: walk no further
 	seen []byte // bit set of the digest prefixes of the entries walked over (packSeenBits)
+	hdr  [transcript.MaxPackHeader]byte
 }
 
 // packSeenBits: the bits of seen; a prefix collision (one in 2^22 per
@@ -355,12 +356,12 @@ func (w *packWalk) find(r io.ReaderAt, end int64, digest string) (transcript.Pac
 	if w.marked(want) {
 		return e, false // an earlier entry may hold it: the index knows which
 	}
-	var hdr [transcript.MaxPackHeader]byte
+	hdr := w.hdr[:]
 	for range packWalkAhead {
 		if w.off >= end {
 			return e, false
 		}
-		n, _ := r.ReadAt(hdr[:], w.off)
+		n, _ := r.ReadAt(hdr, w.off)
 		nl := bytes.IndexByte(hdr[:n], '\n')
 		var h packHeader
 		if nl < 0 || !h.parse(hdr[:nl]) {
