@@ -165,6 +165,12 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		if keep && length <= transcript.MaxDeriveBytes {
 			body = pf.data
 		}
+		if !pf.hashed {
+			if b.hash == nil {
+				b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
+			}
+			pf.hash(b.hash)
+		}
 		body, ok := b.checked(check, subject, "", &e, int64(len(pf.data)), length, body, pf.err, pf.sum[:], digest, quarantine, e.Salt)
 		if ok {
 			b.cur = pf

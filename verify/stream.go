@@ -74,10 +74,10 @@ const (
 	endReadErr                  // a read error
 )
 
-// prefetched is a pack entry the reader located, read and hashed, as the
-// checker would have (blob): the entry Locate gave for digest, its bytes
-// as read (at most its length), the read error, and the hash of the bytes
-// (salted as the entry says).
+// prefetched is a pack entry the reader located and read as the checker
+// would have (blob): the entry Locate gave for digest, its bytes as read
+// (at most its length), the read error, and (hashed) the hash of the
+// bytes, salted as the entry says.
 type prefetched struct {
 	digest string
 	used   bool
@@ -91,6 +91,7 @@ type prefetched struct {
 	e       transcript.PackEntry
 	data    []byte
 	err     error
+	hashed  bool // sum is set
 	sum     [sha256.Size]byte
 }
 
@@ -198,15 +199,13 @@ func (lr *lineReader) read() {
 		if end != nil {
 			end.idx = idx
 			bt.end = end
+			lr.ahead(bt)
 			lr.send(bt)
 			return
 		}
 		line = line[:len(line)-1]
 		if len(bt.lines) == cap(bt.lines) || len(bt.buf)+len(line) > cap(bt.buf) {
-			if len(lr.out) > 0 {
-				// The checker has lines to check: take some of its work.
-				deriveAhead(bt)
-			}
+			lr.ahead(bt)
 			if !lr.send(bt) {
 				return
 			}
@@ -273,18 +272,37 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
 	bt.pbuf = bt.pbuf[:off+n]
 	bt.bytes += n
 	bt.pre = append(bt.pre, prefetched{digest: p.Digest, what: what, e: e, data: dst[:n:n], err: rerr})
-	pf := &bt.pre[len(bt.pre)-1]
-	if lr.hash == nil {
-		lr.hash = sha256.New()
-	}
-	h := lr.hash
+}
+
+// hash sets pf.sum to the hash of its bytes, salted as its entry says,
+// with h.
+func (pf *prefetched) hash(h hash.Hash) {
 	h.Reset()
-	if e.Salt != nil {
+	if pf.e.Salt != nil {
 		h.Write([]byte(transcript.SaltedPayloadLabel))
-		h.Write(e.Salt)
+		h.Write(pf.e.Salt)
 	}
 	h.Write(pf.data)
 	h.Sum(pf.sum[:0])
+	pf.hashed = true
+}
+
+// ahead does, when the checker has batches waiting, part of its work on
+// bt: hashing the prefetched bytes and deriving their facts. When it has
+// none, the reader is the slower of the two and sends bt as it is: the
+// checker hashes what is not hashed. Who does the work depends on timing;
+// what it computes does not.
+func (lr *lineReader) ahead(bt *lineBatch) {
+	if len(lr.out) == 0 {
+		return
+	}
+	if lr.hash == nil {
+		lr.hash = sha256.New()
+	}
+	for i := range bt.pre {
+		bt.pre[i].hash(lr.hash)
+	}
+	deriveAhead(bt)
 }
 
 // packCache is an io.ReaderAt over the pack that reads it in chunks of
