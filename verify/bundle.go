@@ -213,6 +213,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		}
 	}
 	stop()
+	if streamStatsHook != nil {
+		streamStatsHook(rd.stats)
+	}
 	switch end.kind {
 	case endOverBytes:
 		b.overLimit(fmt.Sprintf("more than %d bytes (Limits.MaxTranscriptBytes)", lim.MaxTranscriptBytes))

@@ -150,6 +150,7 @@ type lineReader struct {
 	cache packCache
 	walk  packWalk
 	hash  hash.Hash
+	stats streamStats
 }
 
 func (lr *lineReader) batch() *lineBatch {
@@ -252,7 +253,9 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
 	lr.cache.ra = sp.ra
 	e, ok := lr.walk.find(&lr.cache, sp.ix.End, p.Digest)
 	var err error
-	if !ok {
+	if ok {
+		lr.stats.walked++
+	} else {
 		e, ok, err = sp.locate(&lr.cache, p.Digest)
 	}
 	if err != nil || !ok || e.Length != p.Length {
@@ -271,6 +274,7 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
 	}
 	bt.pbuf = bt.pbuf[:off+n]
 	bt.bytes += n
+	lr.stats.prefetched++
 	bt.pre = append(bt.pre, prefetched{digest: p.Digest, what: what, e: e, data: dst[:n:n], err: rerr})
 }
 
@@ -302,8 +306,17 @@ func (lr *lineReader) ahead(bt *lineBatch) {
 	for i := range bt.pre {
 		bt.pre[i].hash(lr.hash)
 	}
+	lr.stats.ahead += int64(len(bt.pre))
 	deriveAhead(bt)
 }
+
+// streamStats counts the line reader's work: entries prefetched, found by
+// the walk, and hashed (and derived) ahead of the checker.
+type streamStats struct{ prefetched, walked, ahead int64 }
+
+// streamStatsHook, when set (by tests), is called with the line reader's
+// counts at the end of each transcript it read.
+var streamStatsHook func(streamStats)
 
 // packCache is an io.ReaderAt over the pack that reads it in chunks of
 // packCacheBytes: reads in the order of the file cost one read per chunk.
