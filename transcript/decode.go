@@ -78,11 +78,19 @@ func DecodeLine(line []byte) (any, error) {
 // including every invalid line, goes to decodeStrict, which says why.
 func decodeFast(line []byte) any {
 	const key = `"type":"`
-	i := bytes.Index(line, []byte(key))
-	if i < 0 {
+	// "type" sorts after most members, so a canonical line usually ends
+	// with it: look there before scanning the whole line. Which occurrence
+	// is found only picks the decoder to try; a line is accepted only when
+	// it is exactly what Encode writes for what was decoded.
+	var rest []byte
+	tail := line[max(0, len(line)-64):]
+	if i := bytes.LastIndex(tail, []byte(key)); i >= 0 {
+		rest = tail[i+len(key):]
+	} else if i := bytes.Index(line, []byte(key)); i >= 0 {
+		rest = line[i+len(key):]
+	} else {
 		return nil
 	}
-	rest := line[i+len(key):]
 	j := bytes.IndexByte(rest, '"')
 	if j < 0 {
 		return nil
