@@ -15,16 +15,22 @@ import (
 	"github.com/tracectl/tracectl/transcript"
 )
 
-// The transcript is read by two goroutines (run): a reader splits it into
-// lines, decodes each one (transcript.DecodeLine, a pure function of the
-// line) and reads and hashes the pack entries the line commits to; the
-// checker (the caller's goroutine) takes the lines in order and does
-// everything else, exactly as if it had read and decoded them itself. What
-// the reader computes depends only on the bundle's bytes, and the checker
-// consumes it in transcript order, so the report is the same finding for
-// finding. Between the two is a bounded channel of batches (readAhead of
-// them, each at most batchLineBytes of lines and batchPrefetchBytes of
-// payload bytes): the memory in flight does not grow with the transcript.
+// The transcript is read by two goroutines (run). The line reader splits
+// it into lines, decodes each one (transcript.DecodeLine, a pure function
+// of the line) and locates and reads the pack entries the line commits
+// to; the checker (the caller's goroutine) takes the lines in transcript
+// order and does everything else, exactly as if it had read and decoded
+// them itself. Hashing the entries and deriving the facts their bytes give
+// (also pure functions of the bytes) is done by the reader when the
+// checker has batches waiting, else by the checker (lineReader.ahead), so
+// neither waits long for the other on two cores. What the reader computes
+// depends only on the bundle's bytes and the checker consumes it in order,
+// so the report is the same, finding for finding, whoever computed what.
+// Neither goroutine reads the clock. Between the two is a bounded channel
+// of batches (readAhead of them, each at most batchLines lines,
+// batchLineBytes of lines and batchPrefetchBytes of payload bytes), and
+// used batches are recycled: the memory in flight does not grow with the
+// transcript.
 const (
 	readAhead          = 2
 	batchLines         = 512
@@ -172,9 +178,9 @@ func (lr *lineReader) send(bt *lineBatch) bool {
 	}
 }
 
-// read mirrors the checks of the original single loop, in its order: the
-// byte limit, the line limit, a line longer than the buffer, the end, a
-// read error.
+// read reads the transcript to its end or a limit, stopping at the first
+// of, in this order: the byte limit, the line limit, a line longer than
+// the buffer, the end, a read error (run reports which, at which line).
 func (lr *lineReader) read() {
 	defer close(lr.out)
 	bt := lr.batch()
