@@ -262,7 +262,9 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
 	if ok {
 		lr.stats.walked++
 	} else {
-		e, ok, err = sp.locate(&lr.cache, p.Digest)
+		// The index's header reads are small and anywhere: straight to
+		// the file, not through the cache of the walk's window.
+		e, ok, err = sp.locate(sp.ra, p.Digest)
 	}
 	if err != nil || !ok || e.Length != p.Length {
 		return // the checker finds (and reports) the same itself
@@ -325,7 +327,8 @@ type streamStats struct{ prefetched, walked, ahead int64 }
 var streamStatsHook func(streamStats)
 
 // packCache is an io.ReaderAt over the pack that reads it in chunks of
-// packCacheBytes: reads in the order of the file cost one read per chunk.
+// packCacheBytes: reads in the order of the file cost one read per chunk;
+// others go to the file.
 type packCache struct {
 	ra         io.ReaderAt
 	buf        []byte
@@ -336,7 +339,9 @@ func (c *packCache) ReadAt(p []byte, off int64) (int, error) {
 	if off >= c.start && off+int64(len(p)) <= c.end {
 		return copy(p, c.buf[off-c.start:]), nil
 	}
-	if len(p) >= packCacheBytes {
+	if len(p) >= packCacheBytes || c.buf != nil && (off < c.start || off >= c.end+packCacheBytes) {
+		// Large, or not just ahead of the window: an entry away from the
+		// walk (found by the index) does not move the window.
 		return c.ra.ReadAt(p, off)
 	}
 	if c.buf == nil {
