@@ -135,7 +135,7 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 // envelope and toolCallParams are the members whose case variants a
 // lenient decoder (Go's encoding/json, for one) would read as them.
 var (
-	envelope       = []string{MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError}
+	envelopeNames  = []string{MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError}
 	toolCallParams = []string{"name", "arguments", "_meta"}
 )
 
@@ -165,8 +165,13 @@ func Read(line []byte) (*Message, *Refusal) {
 	if i := bytes.IndexByte(body, '\r'); i >= 0 {
 		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
 	}
-	if n := valuesAtMost(body); n > MaxFrameValues {
-		return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(MaxFrameValues), ID: "null"}
+	// Every value but the first follows a byte of its own, so a frame
+	// shorter than MaxFrameValues cannot hold too many: the scan is only
+	// needed for longer ones.
+	if len(body) >= MaxFrameValues {
+		if n := valuesAtMost(body); n > MaxFrameValues {
+			return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(MaxFrameValues), ID: "null"}
+		}
 	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
 	if err != nil {
@@ -196,17 +201,22 @@ func Read(line []byte) (*Message, *Refusal) {
 	default:
 		return nil, &Refusal{Rule: RuleNotObject, Detail: "a JSON " + root.Kind().String(), ID: "null"}
 	}
-	id := readableIDOf(root)
-	if name, want, ok := caseVariant(root, envelope); ok {
-		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(name) + " is not " + want, ID: id}
+	// One pass over the envelope's members: the members by exact name (a
+	// Doc has no repeated name: Parse refused them) and the first name
+	// that is a case variant of one of them.
+	env := envelopeOf(root)
+	if env.variant != "" {
+		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(env.variant) + " is not " + env.want, ID: env.readableID()}
 	}
 	m := &Message{Body: body, Terminator: term, Root: root}
-	if v, ok := root.Get(MemberJSONRPC); !ok {
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: id}
-	} else if s, _ := v.Str(); s != "2.0" {
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: id}
+	if v := env.jsonrpc; !v.Valid() {
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: env.readableID()}
+	} else if string(v.Raw()) != `"2.0"` {
+		if s, _ := v.Str(); s != "2.0" { // written with escapes
+			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: env.readableID()}
+		}
 	}
-	m.ID, _ = root.Get(MemberID)
+	m.ID = env.id
 	if m.ID.Valid() {
 		switch m.ID.Kind() {
 		case canon.KindString, canon.KindNumber, canon.KindNull:
@@ -214,23 +224,21 @@ func Read(line []byte) (*Message, *Refusal) {
 			return nil, &Refusal{Rule: RuleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
 		}
 	}
-	if _, isReq := root.Get(MemberMethod); isReq && m.ID.Valid() && !canonicalID(m.ID) {
+	if env.method.Valid() && m.ID.Valid() && !canonicalID(m.ID) {
 		// Servers match ids by value (the Go SDK through float64, Python
 		// and JavaScript after unescaping): 7, 7.0 and 7e0, or "a" and
 		// "\u0061", are one id to them and several to a matcher of exact
 		// text, which would then bind one call's response to another.
 		return nil, &Refusal{Rule: RuleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
 	}
-	m.Params, _ = root.Get(MemberParams)
-	m.Result, _ = root.Get(MemberResult)
-	m.Error, _ = root.Get(MemberError)
-	if meth, ok := root.Get(MemberMethod); ok {
-		s, isStr := meth.Str()
+	m.Params, m.Result, m.Error = env.params, env.result, env.error
+	if meth := env.method; meth.Valid() {
+		s, isStr := methodOf(meth)
 		if !isStr {
-			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: id}
+			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: env.readableID()}
 		}
 		if m.Result.Valid() || m.Error.Valid() {
-			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: id}
+			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: env.readableID()}
 		}
 		m.Method = s
 		m.Kind = KindNotification
@@ -239,19 +247,89 @@ func Read(line []byte) (*Message, *Refusal) {
 		}
 		if s == MethodToolsCall && m.Params.Kind() == canon.KindObject {
 			if name, want, ok := caseVariant(m.Params, toolCallParams); ok {
-				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: id}
+				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: env.readableID()}
 			}
 		}
 		return m, nil
 	}
 	switch {
 	case !m.ID.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: id}
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: env.readableID()}
 	case m.Result.Valid() == m.Error.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: id}
+		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: env.readableID()}
 	}
 	m.Kind = KindResponse
 	return m, nil
+}
+
+// envelope is what one pass over a frame's top-level members finds.
+type envelope struct {
+	jsonrpc, id, method, params, result, error canon.Value
+	variant, want                              string // the first member (in document order) that is a case variant of an envelope name, and that name
+	idVariant                                  bool   // some member is a case variant of "id"
+}
+
+// envelopeOf reads the envelope members of obj, a parsed object (so no
+// name occurs twice in it).
+func envelopeOf(obj canon.Value) envelope {
+	var e envelope
+	for _, mem := range obj.Members() {
+		switch mem.Name {
+		case MemberJSONRPC:
+			e.jsonrpc = mem.Value
+		case MemberID:
+			e.id = mem.Value
+		case MemberMethod:
+			e.method = mem.Value
+		case MemberParams:
+			e.params = mem.Value
+		case MemberResult:
+			e.result = mem.Value
+		case MemberError:
+			e.error = mem.Value
+		default:
+			// Envelope names fold apart, so a name is a variant of one of
+			// them at most.
+			for _, n := range envelopeNames {
+				if strings.EqualFold(mem.Name, n) {
+					if e.variant == "" {
+						e.variant, e.want = mem.Name, n
+					}
+					e.idVariant = e.idVariant || n == MemberID
+					break
+				}
+			}
+		}
+	}
+	return e
+}
+
+// readableID is the id a refusal answers under: the id's exact text when
+// it is a string or number and no other member is named like "id" in
+// another letter case; else "null".
+func (e *envelope) readableID() string {
+	if e.idVariant || e.id.Kind() != canon.KindString && e.id.Kind() != canon.KindNumber {
+		return "null"
+	}
+	return string(e.id.Raw())
+}
+
+// methodOf is the method's text: the method constants without a copy.
+func methodOf(v canon.Value) (string, bool) {
+	if v.Kind() != canon.KindString {
+		return "", false
+	}
+	switch string(v.Raw()) {
+	case `"` + MethodToolsCall + `"`:
+		return MethodToolsCall, true
+	case `"` + MethodToolsList + `"`:
+		return MethodToolsList, true
+	case `"` + NotifyProgress + `"`:
+		return NotifyProgress, true
+	case `"` + NotifyCancelled + `"`:
+		return NotifyCancelled, true
+	}
+	return v.Str()
 }
 
 // valuesAtMost bounds the number of JSON values in b from above, without
@@ -281,8 +359,42 @@ func valuesAtMost(b []byte) int {
 // (RFC 8785 under the TRACE v0.2 integer policy): equal ids then have equal
 // text.
 func canonicalID(id canon.Value) bool {
+	raw := id.Raw()
+	switch id.Kind() {
+	case canon.KindString:
+		// Validated and without a backslash: the string is its own
+		// canonical form (no byte in it needs an escape).
+		if bytes.IndexByte(raw, '\\') < 0 {
+			return true
+		}
+	case canon.KindNumber:
+		if plainInt(raw) {
+			return true
+		}
+	}
 	c, err := id.Canonical(canon.PolicyV02)
 	return err == nil && bytes.Equal(c, id.Raw())
+}
+
+// plainInt reports whether b is an integer written plainly with at most 15
+// digits (so within ±(2^53-1)): its own canonical form. Anything else is
+// judged by canon.
+func plainInt(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+		if len(b) == 1 && b[0] == '0' {
+			return false // -0 is written 0
+		}
+	}
+	if len(b) == 0 || len(b) > 15 || len(b) > 1 && b[0] == '0' {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Key is the text an id-like value (a request id, a cancellation's

@@ -46,7 +46,7 @@ func Example() {
 	if err := h.Response([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"3"}]}}` + "\n")); err != nil {
 		panic(err) // do not deliver as a recorded result
 	}
-	sealed, err := r.Seal(ctx, nil) // a sign.RecordSigner in production writes record.json
+	sealed, err := r.Seal(ctx, nil) // with a sign.TranscriptSigner, record.json is written and signed
 	if err != nil {
 		panic(err)
 	}

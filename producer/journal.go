@@ -40,6 +40,7 @@ type journal struct {
 	err     error
 
 	syncs atomic.Int64 // fsyncs of the journal, for Stats
+	wb    *writeback   // none and batch: starts writeback as lines are written
 	// preSync, if set, runs with each fsync of the journal (outside its
 	// lock, concurrently): the payload pack is made durable with it, so a
 	// line acknowledged durable has its payload durable too. Its failure
@@ -111,10 +112,14 @@ func (j *journal) fail(err error) {
 	j.cond.Broadcast()
 }
 
+// lineBuilder appends the line numbered seq (without its LF) to dst, and
+// returns the extended buffer; on error what it appended is dropped.
+type lineBuilder func(dst []byte, seq int64) ([]byte, error)
+
 // append encodes a line with the next seq and returns once the line is in
 // the file, and in strict mode durable. build runs under the journal lock,
 // so seq order is file order.
-func (j *journal) append(build func(seq int64) ([]byte, error)) (int64, error) {
+func (j *journal) append(build lineBuilder) (int64, error) {
 	seq, err := j.appendWritten(build)
 	if err == nil {
 		err = j.settle(seq)
@@ -131,24 +136,26 @@ func (j *journal) append(build func(seq int64) ([]byte, error)) (int64, error) {
 // attempts or their responses take this path (spec/transcript.md,
 // "Durability"); so does a pipelined attempt or response, whose caller then
 // waits with waitDurable before forwarding it.
-func (j *journal) appendWritten(build func(seq int64) ([]byte, error)) (int64, error) {
+func (j *journal) appendWritten(build lineBuilder) (int64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
 		return -1, j.err
 	}
 	seq := j.next
-	line, err := build(seq)
-	if err == nil && len(line) > transcript.MaxLineBytes {
-		err = fmt.Errorf("%d bytes, over transcript.MaxLineBytes", len(line))
+	n0 := len(j.buf)
+	buf, err := build(j.buf, seq)
+	if err == nil && len(buf)-n0 > transcript.MaxLineBytes {
+		err = fmt.Errorf("%d bytes, over transcript.MaxLineBytes", len(buf)-n0)
 	}
 	if err != nil {
 		// A line the recorder cannot encode is a bug, not bad input (inputs
 		// are checked before): fail closed rather than leave a gap.
+		j.buf = buf[:n0]
 		j.fail(fmt.Errorf("encode line %d: %w", seq, err))
 		return -1, j.err
 	}
-	j.buf = append(append(j.buf, line...), '\n')
+	j.buf = append(buf, '\n')
 	j.next++
 	if err := j.waitFor(seq+1, false); err != nil {
 		return -1, err
@@ -228,6 +235,7 @@ func (j *journal) leadWrite() {
 	}
 	j.size += int64(len(buf))
 	j.written = end
+	j.wb.note(len(buf))
 }
 
 // leadSync fsyncs the pack and every line written so far. Called with mu

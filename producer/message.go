@@ -88,6 +88,16 @@ type response struct {
 	errorCode  *int64
 }
 
+// parseLoose parses a frame as the recorder reads one (duplicate names
+// allowed, bounded by transcript.MaxDeriveBytes): nil when it is not JSON.
+func parseLoose(body []byte) *mcpwire.Message {
+	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
+	if err != nil {
+		return nil
+	}
+	return &mcpwire.Message{Body: body, Root: doc.Root()}
+}
+
 func parseResponse(body []byte, m *mcpwire.Message) response {
 	var f transcript.ResponseFacts
 	if m != nil {

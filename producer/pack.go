@@ -38,6 +38,7 @@ type packStore struct {
 	buf    []byte // reused for entries up to maxPackBuf
 
 	syncs atomic.Int64
+	wb    *writeback // none and batch: starts writeback as entries are written
 }
 
 // maxPackBuf bounds the buffer an entry is assembled in; a longer payload
@@ -136,6 +137,7 @@ func (s *packStore) put(b []byte, d string, salt []byte) error {
 		}
 	}
 	s.size += packEntryLen(n, salt != nil)
+	s.wb.note(int(min(n, 1<<30)))
 	return nil
 }
 

@@ -31,8 +31,9 @@ type Recorder struct {
 	rules    *redact.Rules // payloads are redacted with them before they are retained; nil: kept exactly
 	saltMu   sync.Mutex    // the entropy source need not be safe for concurrent use
 	scope    string
-	server   string // sha256 of JCS(header.server)
-	sealOnly bool   // reopened or recovered: Seal and Close only
+	server   string     // sha256 of JCS(header.server)
+	sealOnly bool       // reopened or recovered: Seal and Close only
+	wb       *writeback // none and batch (setPack); nil in strict
 
 	mu          sync.Mutex
 	ops         sync.WaitGroup
@@ -180,6 +181,10 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	r.rules = rules
 	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
 	r.setPack(pack)
+	if opts.Durability != transcript.DurabilityStrict {
+		r.wb = newWriteback(r.j.f, pack.f)
+		r.j.wb, pack.wb = r.wb, r.wb
+	}
 	if opts.Durability == transcript.DurabilityBatch {
 		r.j.startFlusher(opts.BatchInterval)
 	}
@@ -275,8 +280,8 @@ func (r *Recorder) auditFail(err error) error {
 // lineOf encodes v once the journal has given it its seq. The time is read
 // there too, under the journal's lock, so at_ms never goes backwards in file
 // order (given a monotonic clock).
-func (r *Recorder) lineOf(set func(seq, atMs int64), v any) func(int64) ([]byte, error) {
-	return func(s int64) ([]byte, error) { set(s, r.now()); return transcript.Encode(v) }
+func (r *Recorder) lineOf(set func(seq, atMs int64), v transcript.Event) lineBuilder {
+	return func(dst []byte, s int64) ([]byte, error) { set(s, r.now()); return transcript.AppendEncode(dst, v) }
 }
 
 // Call is one tools/call request.
@@ -499,9 +504,14 @@ func (h *Handle) observeWritten(kind string, f Framed, detail string) (int64, er
 	o := &transcript.Observation{Type: transcript.TypeObservation, AttemptID: st.id, Kind: kind, Detail: transcript.Detail(detail), Basis: transcript.BasisProducer}
 	var body []byte
 	var resp response
+	msg := f.Message
 	if line != nil {
 		body, o.Terminator = splitTerminator(line)
-		resp = parseResponse(body, f.Message)
+		if msg == nil {
+			// One parse serves the facts and the redaction.
+			msg = parseLoose(body)
+		}
+		resp = parseResponse(body, msg)
 		o.ResultType, o.IsError, o.ErrorCode = resp.resultType, resp.isError, resp.errorCode
 		o.Frame = f.frame()
 	}
@@ -514,7 +524,7 @@ func (h *Handle) observeWritten(kind string, f Framed, detail string) (int64, er
 	r.mu.Unlock()
 
 	if body != nil {
-		p, err := r.payload(body, f.Message, r.opts.Retention == transcript.RetainFull)
+		p, err := r.payload(body, msg, r.opts.Retention == transcript.RetainFull)
 		if err != nil {
 			return -1, r.auditFail(err)
 		}
@@ -764,6 +774,7 @@ func (r *Recorder) Close() error {
 	r.closed = true
 	r.mu.Unlock()
 	r.ops.Wait()
+	r.wb.stop()
 	sync := r.j.mode != transcript.DurabilityNone
 	err := r.j.close(sync)
 	if perr := r.pack.close(sync); err == nil && perr != nil {

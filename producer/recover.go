@@ -170,7 +170,7 @@ func replay(dir string, opts Options, f File) (*Recorder, error) {
 
 // apply replays one event. It checks what the state makes checkable: ids
 // unique, observations naming recorded attempts.
-func (r *Recorder) apply(ev any) error {
+func (r *Recorder) apply(ev transcript.Event) error {
 	switch e := ev.(type) {
 	case *transcript.Protocol:
 		if e.Era == transcript.EraLegacy {

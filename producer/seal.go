@@ -58,20 +58,41 @@ func (r *Recorder) Seal(ctx context.Context, signer RecordSigner) (*Sealed, erro
 		}
 	}()
 
+	r.wb.stop()
 	seal, err := r.appendSeal(transcript.ReasonSealedInFlight)
 	if err != nil {
 		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
 	}
-	if err := r.j.flush(true); err != nil {
+	// Every line is in the file: the commitment is read back from it while
+	// the journal and the pack are fsynced (reading needs the bytes, not
+	// their durability), and signed only once both are durable.
+	if err := r.j.flush(false); err != nil {
 		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
 	}
-	if err := r.pack.sync(); err != nil {
-		return nil, fmt.Errorf("seal %s: %w: %w", r.dir, ErrAuditUnavailable, err)
+	type commit struct {
+		root  string
+		lines int64
+		err   error
 	}
-	root, lines, err := r.commitment()
+	cc := make(chan commit, 1)
+	go func() {
+		root, lines, err := r.commitment()
+		cc <- commit{root, lines, err}
+	}()
+	err = r.j.flush(true)
+	if err == nil {
+		if perr := r.pack.sync(); perr != nil {
+			err = fmt.Errorf("%w: %w", ErrAuditUnavailable, perr)
+		}
+	}
+	c := <-cc
 	if err != nil {
 		return nil, fmt.Errorf("seal %s: %w", r.dir, err)
 	}
+	if c.err != nil {
+		return nil, fmt.Errorf("seal %s: %w", r.dir, c.err)
+	}
+	root, lines := c.root, c.lines
 	out := &Sealed{Root: root, Lines: lines, Seal: *seal}
 	if signer != nil {
 		if err := ctx.Err(); err != nil {

@@ -217,13 +217,21 @@ func hasPrefixFold(s []byte, key string) bool {
 // shape: redacted when a sibling member holds an access key id.
 var awsSecretShape = regexp.MustCompile(`^[A-Za-z0-9/+]{40}$`)
 
+// awsKeyIDLen is the length of every string awsKeyIDShape matches.
+const awsKeyIDLen = 20
+
 var awsKeyIDShape = regexp.MustCompile(`^(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}$`)
 
 // secretName reports whether a member, flag or variable name is
 // secret-like: after dropping '-', '_' and '.' and lowering ASCII letters,
 // it is "pass" or "pw", or ends with one of secretSuffixes and is not one
 // of notSecretNames.
-func secretName(name string) bool {
+func secretName(name string) bool { return nameLooksSecret(name, true) }
+
+// nameLooksSecret is secretName with the notSecretNames exemption applied
+// only when exempt is set (Scan, which cannot tell a whole name from a
+// piece of one, is the conservative side and applies none).
+func nameLooksSecret(name string, exempt bool) bool {
 	if len(name) > maxNameLen {
 		return false
 	}
@@ -240,16 +248,13 @@ func secretName(name string) bool {
 		buf[n] = c
 		n++
 	}
-	norm := string(buf[:n])
-	if notSecretNames[norm] {
-		return false
-	}
-	if norm == "pass" || norm == "pw" {
+	norm := buf[:n]
+	if string(norm) == "pass" || string(norm) == "pw" {
 		return true
 	}
 	for _, s := range secretSuffixes {
-		if len(norm) >= len(s) && norm[len(norm)-len(s):] == s {
-			return true
+		if n >= len(s) && string(norm[n-len(s):]) == s {
+			return !exempt || !notSecretNames[string(norm)]
 		}
 	}
 	return false

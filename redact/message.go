@@ -197,7 +197,7 @@ func (w *walker) object(v canon.Value, node *trie) error {
 			if m.Value.Kind() != canon.KindString || len(m.Value.Raw()) > 6*maxNameLen+2 {
 				continue
 			}
-			if awsKeyIDShape.Match(w.text(m.Value)) {
+			if t := w.text(m.Value); len(t) == awsKeyIDLen && awsKeyIDShape.Match(t) {
 				awsPair = true
 			}
 			if (m.Name == "name" || m.Name == "key") && secretName(string(w.text(m.Value))) {
@@ -206,7 +206,7 @@ func (w *walker) object(v canon.Value, node *trie) error {
 		}
 	}
 	for _, m := range members {
-		if c := w.rules.classify([]byte(m.Name), &w.sc); c != "" {
+		if c := w.rules.classifyName(m.Name, &w.sc); c != "" {
 			// The pointer is the object's: the name is the secret.
 			return &Error{Code: CodeSecretInName, Rule: -1, Pointer: w.pointer(), Detail: "a member name matches " + string(c)}
 		}
@@ -265,6 +265,16 @@ func (r *Rules) classify(s []byte, sc *scratch) Class {
 		}
 	}
 	return ""
+}
+
+// classifyName is classify for a member name; names shorter than any
+// built-in detector's match need no conversion when no operator pattern
+// could match them.
+func (r *Rules) classifyName(name string, sc *scratch) Class {
+	if len(name) < minDetect && len(r.patterns) == 0 {
+		return ""
+	}
+	return r.classify([]byte(name), sc)
 }
 
 // worthRedacting is false for values under a secret-like name that hold

@@ -178,6 +178,15 @@ func TestMessageAWSPair(t *testing.T) {
 	if string(res.Redacted) != want {
 		t.Fatalf("got  %s\nwant %s", res.Redacted, want)
 	}
+	// Escapes do not hide an access key id from the pairing.
+	escaped := `{"AccessKeyId":"\u0041` + id[1:] + `","Key":"` + sec + `"}`
+	res, err = Message([]byte(escaped), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"AccessKeyId":"[REDACTED:aws_access_key_id]","Key":"[REDACTED:aws_secret_access_key]"}`; string(res.Redacted) != want {
+		t.Fatalf("escaped id: got  %s\nwant %s", res.Redacted, want)
+	}
 	alone := `{"result":{"Key":"` + sec + `"}}`
 	if res, _ := Message([]byte(alone), nil); len(res.Redactions) != 0 {
 		t.Fatalf("a lone 40-character string was redacted: %v", res.Redactions)
@@ -401,5 +410,46 @@ func TestManyNearMisses(t *testing.T) {
 	}
 	if c := detect([]byte(strings.Repeat("Bearer authentication ", 20000)), &scratch{}); c != "" {
 		t.Fatalf("near-misses alone: %q", c)
+	}
+}
+
+// Scan reads bytes that do not parse as any peer might: escapes decoded,
+// quotes paired either way. What Message would hide in the whole message,
+// Scan sees in a cut-off copy of it.
+func TestScanSeesEscapes(t *testing.T) {
+	key := "sk-ant-" + strings.Repeat("a", 40)
+	for _, whole := range []string{
+		`{"pass\u0077ord":"hunter2x"}`,
+		`{"k":"\nsk-ant-\u0061` + key[8:] + `"}`,
+		`{"\"param":[{"x":1,"\\\\password":7}]}`,
+		`{"a:"x","password":"y"}`,
+		`{"` + strings.Repeat("n", 90) + `_password":"y"}`,
+		`{" pagetoken":"hunter2x"}`,          // not the exempt name: Message hides it
+		`{"x\"pagetoken":"hunter2x"}`,        // nor is this
+		"{\"\u00a0pagetoken\":\"hunter2x\"}", // a Unicode space is not trimmed by Message
+	} {
+		if res, err := Message([]byte(whole), nil); err == nil && len(res.Redactions) == 0 {
+			t.Errorf("Message hides nothing in %s", whole)
+		}
+		cut := whole[:len(whole)-2]
+		if !Scan([]byte(cut), nil) {
+			t.Errorf("Scan sees nothing in %s", cut)
+		}
+	}
+	if Scan([]byte(`{"query":"mcp \u0074ranscript","limit":10`), nil) {
+		t.Error("Scan flags a frame with no secret")
+	}
+	// An operator's anchored pattern matches a string value whole: Scan
+	// tries it on every quoted run, not only on the whole text.
+	card, err := NewRules(Config{Patterns: []string{`^[0-9]{16}$`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := `{"card":"4111111111111111","n":1}`
+	if res, err := Message([]byte(whole), card); err != nil || len(res.Redactions) != 1 {
+		t.Fatalf("Message with the pattern: %v %v", res.Redactions, err)
+	}
+	if !Scan([]byte(whole[:len(whole)-1]), card) {
+		t.Error("Scan misses a value the operator's anchored pattern matches")
 	}
 }

@@ -56,7 +56,7 @@ func lineErr(seq int64, code, detail string, err error) *LineError {
 // every required member present, no unknown member, optional members absent
 // rather than empty, and member values the format allows. The decoded value
 // re-encodes to exactly the given bytes. Errors are *LineError.
-func DecodeLine(line []byte) (any, error) {
+func DecodeLine(line []byte) (Event, error) {
 	if len(line) > MaxLineBytes {
 		return nil, lineErr(-1, CodeTooLong, fmt.Sprintf("%d bytes, limit %d", len(line), MaxLineBytes), nil)
 	}
@@ -76,7 +76,7 @@ func DecodeLine(line []byte) (any, error) {
 // canonical, has every required member, no unknown or repeated member and
 // no empty optional one: decodeStrict would accept it too. Anything else,
 // including every invalid line, goes to decodeStrict, which says why.
-func decodeFast(line []byte) any {
+func decodeFast(line []byte) Event {
 	const key = `"type":"`
 	// "type" sorts after most members, so a canonical line usually ends
 	// with it: look there before scanning the whole line. Which occurrence
@@ -156,7 +156,7 @@ func encodesTo(ev any, line []byte) bool {
 
 // decodeStrict is DecodeLine's reference path: canonical check, type,
 // strict decoding, re-encoding with canon.Marshal, validation.
-func decodeStrict(line []byte) (any, error) {
+func decodeStrict(line []byte) (Event, error) {
 	doc, err := canon.Parse(line, canon.ParseOptions{})
 	if err != nil {
 		return nil, lineErr(-1, CodeNotCanonical, err.Error(), err)
@@ -216,7 +216,7 @@ func decodeStrict(line []byte) (any, error) {
 	return ev, nil
 }
 
-func newEvent(typ string) any {
+func newEvent(typ string) Event {
 	switch typ {
 	case TypeHeader:
 		return new(Header)

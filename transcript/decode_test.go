@@ -13,7 +13,7 @@ import (
 func i64(v int64) *int64 { return &v }
 
 // validEvents is one or more valid instance of every event type.
-func validEvents() []any {
+func validEvents() []Event {
 	h := sampleHeader()
 	hb := sampleHeader()
 	hb.Durability, hb.Limits.BatchIntervalMs, hb.Retention = DurabilityBatch, 10, RetainDigest
@@ -41,7 +41,7 @@ func validEvents() []any {
 	a4.Request.OverLimit, a4.Request.Retained = true, false
 	errObs := &Observation{Type: TypeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsResponse, ResultType: ResultTypeError,
 		ErrorCode: i64(0), Response: &Payload{Digest: dig1, Length: 3}, Terminator: TermCRLF, Basis: BasisProducer}
-	return []any{
+	return []Event{
 		h, hb,
 		&Protocol{Type: TypeProtocol, Seq: 1, AtMs: 1, Era: EraLegacy, Version: "2025-11-25", Source: SourceInitialize, ServerName: "srv", Payload: &Payload{Digest: dig1, Length: 10, Retained: true}},
 		&SnapshotEvent{Type: TypeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s1", ManifestDigest: dig1, Complete: true, Tools: 3, Pages: 1},

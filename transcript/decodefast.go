@@ -342,9 +342,9 @@ func (d *lineDec) corrValue() *CorrValue {
 }
 
 // decodeEvent reads a line into a new event of type typ, or returns nil.
-func decodeEvent(typ string, line []byte) any {
+func decodeEvent(typ string, line []byte) Event {
 	d := &lineDec{b: line}
-	var ev any
+	var ev Event
 	switch typ {
 	case TypeHeader:
 		ev = d.header()

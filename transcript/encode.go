@@ -9,45 +9,26 @@ import (
 	"github.com/tracectl/tracectl/canon"
 )
 
-// Encode returns the canonical line of an event (*Header, *Attempt, ...):
+// Encode returns the canonical line of an event:
 // byte for byte what canon.Marshal returns for it (a test holds the two
 // equal), written directly. Going through encoding/json and then
 // canonicalizing costs about ten times more, on the path of every
 // recorded call and every verified line. Strings must be valid UTF-8 and
 // integers within ±canon.MaxSafeInteger; anything else is an error, never
 // coerced.
-func Encode(ev any) ([]byte, error) {
-	e := &encoder{b: make([]byte, 0, 512)}
-	switch v := ev.(type) {
-	case *Header:
-		v.encode(e)
-	case *Protocol:
-		v.encode(e)
-	case *SnapshotEvent:
-		v.encode(e)
-	case *Notification:
-		v.encode(e)
-	case *Attempt:
-		v.encode(e)
-	case *Observation:
-		v.encode(e)
-	case *Resolution:
-		v.encode(e)
-	case *Recovery:
-		v.encode(e)
-	case *Seal:
-		v.encode(e)
-	case *Frame:
-		v.encode(e)
-	case *SessionEvent:
-		v.encode(e)
-	case *HTTPEvent:
-		v.encode(e)
-	default:
-		return nil, fmt.Errorf("encode %T: not a transcript event", ev)
-	}
+func Encode(ev Event) ([]byte, error) {
+	return AppendEncode(make([]byte, 0, 512), ev)
+}
+
+// AppendEncode appends the canonical line of an event to dst (Encode
+// without a buffer of its own: the recorder encodes straight into its
+// journal's). On error dst is returned as it was.
+func AppendEncode(dst []byte, ev Event) ([]byte, error) {
+	e := &encoder{b: dst}
+	e.first, e.last = e.firstA[:0], e.lastA[:0]
+	ev.encode(e)
 	if e.err != nil {
-		return nil, e.err
+		return dst, e.err
 	}
 	return e.b, nil
 }
@@ -67,6 +48,9 @@ type encoder struct {
 	err   error
 	first []bool   // per open object: no member yet
 	last  []string // per open object: the previous member name
+	// The stacks' first levels, so an event nests without allocating.
+	firstA [6]bool
+	lastA  [6]string
 }
 
 func (e *encoder) open() {

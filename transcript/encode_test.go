@@ -50,12 +50,12 @@ func fill(rng *rand.Rand, v reflect.Value) {
 // use it.
 func TestEncodeEqualsCanonMarshal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	types := []any{&Header{}, &Protocol{}, &SnapshotEvent{}, &Notification{}, &Attempt{}, &Observation{}, &Resolution{}, &Recovery{}, &Seal{}}
+	types := []Event{&Header{}, &Protocol{}, &SnapshotEvent{}, &Notification{}, &Attempt{}, &Observation{}, &Resolution{}, &Recovery{}, &Seal{}, &Frame{}, &SessionEvent{}, &HTTPEvent{}}
 	for _, proto := range types {
 		for i := 0; i < 2000; i++ {
 			v := reflect.New(reflect.TypeOf(proto).Elem())
 			fill(rng, v.Elem())
-			ev := v.Interface()
+			ev := v.Interface().(Event)
 			want, werr := canon.Marshal(ev)
 			got, gerr := Encode(ev)
 			if werr != nil || gerr != nil {
@@ -76,7 +76,7 @@ func TestEncodeEqualsCanonMarshal(t *testing.T) {
 
 func TestEncodeRefuses(t *testing.T) {
 	tests := []struct {
-		ev   any
+		ev   Event
 		want error
 	}{
 		{&Seal{Type: TypeSeal, Seq: canon.MaxSafeInteger + 1}, errUnsafeInt},
@@ -86,8 +86,5 @@ func TestEncodeRefuses(t *testing.T) {
 		if _, err := Encode(tt.ev); !errors.Is(err, tt.want) {
 			t.Errorf("Encode(%+v) = %v, want %v", tt.ev, err, tt.want)
 		}
-	}
-	if _, err := Encode(struct{}{}); err == nil {
-		t.Errorf("Encode of a non-event succeeded")
 	}
 }

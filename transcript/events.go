@@ -54,14 +54,17 @@ const (
 	RetainDigest = "digest" // digests and lengths only
 )
 
-// Event is a decoded transcript line: one of *Header, *Protocol,
+// Event is one transcript line: one of *Header, *Protocol,
 // *SnapshotEvent, *Notification, *Attempt, *Observation, *Resolution,
-// *Recovery, *Seal or *Frame. The set is closed (the interface has an
-// unexported method), so a type switch over it can be exhaustive.
+// *Recovery, *Seal, *Frame, *SessionEvent or *HTTPEvent. What Encode takes
+// and DecodeLine returns. The set is closed (the interface has unexported
+// methods), so a type switch over it can be exhaustive.
 type Event interface {
 	// LineSeq is the line's seq member.
 	LineSeq() int64
 	event()
+	encode(e *encoder)
+	validate() *invalid
 }
 
 func (e *Header) LineSeq() int64        { return e.Seq }

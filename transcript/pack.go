@@ -48,9 +48,27 @@ const (
 // "sha256:" + hex(SHA-256("tracectl salted payload v1" 0x00 || salt ||
 // bytes)).
 func SaltedDigest(salt, b []byte) string {
+	// A frame of the usual size is hashed from one buffer on the stack;
+	// the digest is the same either way.
+	var buf [2048]byte
+	if n := len(SaltedPayloadLabel) + len(salt) + len(b); n <= len(buf) {
+		m := copy(buf[:], SaltedPayloadLabel)
+		m += copy(buf[m:], salt)
+		copy(buf[m:], b)
+		sum := sha256.Sum256(buf[:n])
+		return digestString(sum[:])
+	}
 	h := NewSaltedHash(salt)
 	h.Write(b)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return digestString(h.Sum(nil))
+}
+
+// digestString formats a SHA-256 sum as "sha256:<hex>", in one allocation.
+func digestString(sum []byte) string {
+	var buf [len("sha256:") + 2*sha256.Size]byte
+	copy(buf[:], "sha256:")
+	hex.Encode(buf[len("sha256:"):], sum)
+	return string(buf[:])
 }
 
 // NewSaltedHash returns a SHA-256 that has absorbed the payload label and
@@ -72,11 +90,19 @@ func SaltedArgsDigest(salt []byte, plain string) string {
 	if plain == "" || err != nil || len(raw) != sha256.Size {
 		return ""
 	}
-	h := sha256.New()
-	h.Write([]byte(saltedArgumentsLabel))
-	h.Write(salt)
-	h.Write(raw)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	var buf [64 + 2*sha256.Size]byte
+	if len(saltedArgumentsLabel)+len(salt)+len(raw) > len(buf) {
+		h := sha256.New()
+		h.Write([]byte(saltedArgumentsLabel))
+		h.Write(salt)
+		h.Write(raw)
+		return digestString(h.Sum(nil))
+	}
+	m := copy(buf[:], saltedArgumentsLabel)
+	m += copy(buf[m:], salt)
+	m += copy(buf[m:], raw)
+	sum := sha256.Sum256(buf[:m])
+	return digestString(sum[:])
 }
 
 // AppendPackHeader appends the header of an entry holding n bytes whose

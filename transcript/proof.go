@@ -247,7 +247,7 @@ func CheckProof(p *Proof, root string) error {
 			rp[j], _ = parseNode(h) // validated above
 		}
 		if err := tlog.CheckRecord(rp, p.TreeSize, tlog.Hash(want), e.Index, tlog.RecordHash([]byte(e.Line))); err != nil {
-			return fmt.Errorf("check proof: line %d: %w: %v", e.Index, ErrProofInvalid, err)
+			return fmt.Errorf("check proof: line %d: %w: %w", e.Index, ErrProofInvalid, err)
 		}
 	}
 	return nil

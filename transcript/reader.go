@@ -34,7 +34,7 @@ func NewReader(r io.Reader) *Reader {
 // Any other error is a *LineError (or the underlying read error) and is
 // returned again by every later call. On a torn_line error raw holds the
 // torn bytes (at most MaxLineBytes of them).
-func (t *Reader) Next() (raw []byte, ev any, err error) {
+func (t *Reader) Next() (raw []byte, ev Event, err error) {
 	if t.err != nil {
 		return nil, nil, t.err
 	}
@@ -59,7 +59,7 @@ func (t *Reader) fail(code, detail string, cause error) *LineError {
 	return &LineError{Seq: t.seq, Offset: t.off, Code: code, Detail: detail, Err: cause}
 }
 
-func (t *Reader) next() ([]byte, any, error) {
+func (t *Reader) next() ([]byte, Event, error) {
 	line, err := t.r.ReadSlice('\n')
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull):
@@ -112,9 +112,9 @@ func (t *Reader) next() ([]byte, any, error) {
 }
 
 // seqOf returns the seq member of a decoded event.
-func seqOf(ev any) int64 {
-	if e, ok := ev.(Event); ok {
-		return e.LineSeq()
+func seqOf(ev Event) int64 {
+	if ev == nil {
+		return -1
 	}
-	return -1
+	return ev.LineSeq()
 }

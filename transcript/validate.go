@@ -22,34 +22,10 @@ func bad(format string, args ...any) *invalid {
 
 // validate checks what the Go types cannot: enumerations, digests, bounds
 // and the rules that tie members together (spec/transcript.md).
-func validate(ev any) *invalid {
-	switch e := ev.(type) {
-	case *Header:
-		return e.validate()
-	case *Protocol:
-		return e.validate()
-	case *SnapshotEvent:
-		return e.validate()
-	case *Notification:
-		return e.validate()
-	case *Attempt:
-		return e.validate()
-	case *Observation:
-		return e.validate()
-	case *Resolution:
-		return e.validate()
-	case *Recovery:
-		return e.validate()
-	case *Seal:
-		return e.validate()
-	case *Frame:
-		return e.validate()
-	case *SessionEvent:
-		return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, MaxDetailBytes))
-	case *HTTPEvent:
-		return e.validate()
-	}
-	return bad("unknown event %T", ev)
+func validate(ev Event) *invalid { return ev.validate() }
+
+func (e *SessionEvent) validate() *invalid {
+	return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, MaxDetailBytes))
 }
 
 func oneOf(name, v string, allowed ...string) *invalid {

@@ -40,12 +40,12 @@ const maxPasswordFile = 4096
 func readPasswordFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --password-file: %v", sign.ErrPasswordRequired, err)
+		return nil, fmt.Errorf("%w: --password-file: %w", sign.ErrPasswordRequired, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: --password-file: %v", sign.ErrPasswordRequired, err)
+		return nil, fmt.Errorf("%w: --password-file: %w", sign.ErrPasswordRequired, err)
 	}
 	if len(b) > maxPasswordFile {
 		return nil, fmt.Errorf("%w: --password-file %q: longer than %d bytes", sign.ErrPasswordRequired, path, maxPasswordFile)

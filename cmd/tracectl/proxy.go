@@ -33,6 +33,7 @@ type proxyOptions struct {
 	redaction                        redactOptions
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
+	sessionIdle                      time.Duration
 	maxFrame                         int64
 	rotateEvery                      string
 	upstreamCA                       string
@@ -83,6 +84,7 @@ verified (system roots, or --upstream-ca).`,
 	o.redaction.flags(cmd)
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
 	f.DurationVar(&o.streamIdle, "stream-idle-timeout", httpproxy.DefaultStreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
+	f.DurationVar(&o.sessionIdle, "session-idle", httpproxy.DefaultSessionIdle, "seal a 2025-11-25 session's bundle when no request has used it this long (its later requests record into the stateless bundle; 0: never)")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
@@ -143,8 +145,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if o.checkpoint.set() && o.key == "" {
 		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
-	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.maxFrame <= 0 {
-		return usageErr(errors.New("--call-timeout and --grace must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
+	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 {
+		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
 	}
 	every, calls, err := parseRotate(o.rotateEvery)
 	if err != nil {
@@ -228,7 +230,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			return err
 		},
 		CaptureID:   func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
-		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle,
+		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle, SessionIdle: sessionIdle(o.sessionIdle),
 	})
 	if err != nil {
 		return usageErr(err, "")
@@ -269,4 +271,12 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 		return &exitError{code: exitInternal, err: err, hint: "run 'tracectl seal --recover --bundle DIR' on a bundle left unsealed"}
 	}
 	return nil
+}
+
+// sessionIdle maps --session-idle 0 (never) to the library's negative.
+func sessionIdle(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

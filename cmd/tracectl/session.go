@@ -118,20 +118,15 @@ type trustRecordSigner struct {
 	now      func() time.Time
 }
 
-func (t trustRecordSigner) SignTranscript(_ context.Context, root string, calls int64) ([]byte, error) {
+func (t trustRecordSigner) SignTranscript(ctx context.Context, root string, calls int64) ([]byte, error) {
 	digest, err := selfDigest()
 	if err != nil {
 		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
 	}
-	rec, err := sign.Build(sign.RecordOptions{
-		IssuedAt: t.now(), Key: t.signer.Public(), Digest: digest,
-		TranscriptHash: root, CallCount: calls,
+	return sign.TranscriptSigner{Key: t.signer, Now: t.now, Record: sign.RecordOptions{
+		Digest:  digest,
 		Subject: t.identity.subject, ModelProvider: t.identity.modelProvider, ModelID: t.identity.modelID, DataClass: t.identity.dataClass,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sign.Sign(rec, t.signer)
+	}}.SignTranscript(ctx, root, calls)
 }
 
 func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSummary, error) {

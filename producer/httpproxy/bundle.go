@@ -34,6 +34,8 @@ type bundle struct {
 	inflight map[string][]*call
 	session  string // Mcp-Session-Id, for session bundles
 	sealErr  error
+	lastUsed time.Time   // when the last exchange ended
+	expiry   func() bool // the pending expiry check of an unused session bundle
 
 	// Stateless bundles hold many clients' tools/list collections at once:
 	// each is its own sink over the one recorder, found by the cursor its
@@ -81,6 +83,12 @@ func (b *bundle) release() {
 	b.mu.Lock()
 	b.refs--
 	last := b.refs == 0 && b.retiring
+	if b.refs == 0 && !b.retiring && b.session != "" && b.p.cfg.SessionIdle > 0 {
+		b.lastUsed = b.p.cfg.Clock()
+		if b.expiry == nil {
+			b.expiry = b.p.cfg.AfterFunc(b.p.cfg.SessionIdle, func() { b.p.expire(b) })
+		}
+	}
 	b.mu.Unlock()
 	if last {
 		b.seal()
@@ -95,6 +103,10 @@ func (b *bundle) retire() {
 		return
 	}
 	b.retiring = true
+	if b.expiry != nil {
+		b.expiry()
+		b.expiry = nil
+	}
 	close(b.retired)
 	idle := b.refs == 0
 	b.mu.Unlock()

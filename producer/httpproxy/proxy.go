@@ -85,14 +85,26 @@ type Config struct {
 	// calls waiting on it get a timeout (unknown), and the client's
 	// response ends (0: DefaultStreamIdle).
 	StreamIdle time.Duration
+	// SessionIdle retires a session bundle no exchange has used for this
+	// long (an open GET stream is an exchange): it is sealed, and later
+	// requests with its session id record into the stateless bundle, as
+	// for any session this proxy did not see begin (0: DefaultSessionIdle;
+	// negative: never).
+	SessionIdle time.Duration
 	// NewTimer makes timers (nil: time.NewTimer).
 	NewTimer func(time.Duration) Timer
+	// AfterFunc schedules the proxy's own housekeeping: rotation on time
+	// and session expiry (nil: time.AfterFunc).
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// Clock is the time (nil: time.Now).
 	Clock func() time.Time
 }
 
 // DefaultStreamIdle is how long an upstream stream may stay silent.
 const DefaultStreamIdle = 5 * time.Minute
+
+// DefaultSessionIdle is how long a session bundle stays open unused.
+const DefaultSessionIdle = time.Hour
 
 // Proxy is an http.Handler.
 type Proxy struct {
@@ -131,6 +143,12 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.StreamIdle <= 0 {
 		cfg.StreamIdle = DefaultStreamIdle
+	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.AfterFunc == nil {
+		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
 	srv, err := producer.HTTPServer(cfg.Upstream, "")
 	if err != nil {
@@ -236,7 +254,7 @@ func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
 				p.stateless = b
 				if d := p.cfg.RotateEvery; d > 0 {
 					// Rotated on time even when no request comes to do it.
-					time.AfterFunc(d, func() { p.rotate(b) })
+					p.cfg.AfterFunc(d, func() { p.rotate(b) })
 				}
 			}
 		}
@@ -277,6 +295,30 @@ func (p *Proxy) adopt(b *bundle, session string) {
 		b.session = session
 		p.sessions[session] = b
 	}
+}
+
+// expire retires b, a session bundle, if no exchange has used it for
+// SessionIdle; otherwise, while it is unused, it checks again when that
+// much time will have passed since its last use.
+func (p *Proxy) expire(b *bundle) {
+	b.mu.Lock()
+	b.expiry = nil
+	idle := p.cfg.Clock().Sub(b.lastUsed)
+	due := b.refs == 0 && !b.retiring && idle >= p.cfg.SessionIdle
+	if b.refs == 0 && !b.retiring && !due {
+		b.expiry = p.cfg.AfterFunc(p.cfg.SessionIdle-idle, func() { p.expire(b) })
+	}
+	session := b.session
+	b.mu.Unlock()
+	if !due {
+		return
+	}
+	p.mu.Lock()
+	if p.sessions[session] == b {
+		delete(p.sessions, session)
+	}
+	p.mu.Unlock()
+	b.retire()
 }
 
 func (p *Proxy) endSession(session string) {

@@ -34,19 +34,6 @@ var testKey = sync.OnceValues(func() (sign.Signer, error) {
 	return sign.NewSigner(k)
 })
 
-type recordSigner struct{ s sign.Signer }
-
-func (r recordSigner) SignTranscript(_ context.Context, root string, calls int64) ([]byte, error) {
-	rec, err := sign.Build(sign.RecordOptions{
-		IssuedAt: time.Now(), Key: r.s.Public(), Digest: canon.SHA256([]byte("tracectl httpproxy tests")),
-		TranscriptHash: root, CallCount: calls,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sign.Sign(rec, r.s)
-}
-
 // harness runs a proxy in front of upstream, recording into a temporary
 // directory.
 type harness struct {
@@ -84,7 +71,7 @@ func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
 			})
 		},
 		Seal: func(r *producer.Recorder) error {
-			_, err := r.Seal(context.Background(), recordSigner{s})
+			_, err := r.Seal(context.Background(), sign.TranscriptSigner{Key: s, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("tracectl httpproxy tests"))}})
 			return err
 		},
 		Sealed: func(dir string, err error) {

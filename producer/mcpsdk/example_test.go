@@ -11,9 +11,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/mcpsdk"
+	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
 )
 
 // A Go agent runtime records its SDK client's traffic in process. Here the
@@ -49,6 +52,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	if _, err := cs.ListTools(ctx, nil); err != nil { // recorded: the declarations the call is checked against
+		panic(err)
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1, "B": 2}})
 	if err != nil {
 		panic(err)
@@ -58,12 +64,24 @@ func Example() {
 	if _, err := t.Wait(ctx); err != nil {
 		panic(err)
 	}
-	sealed, err := rec.Seal(ctx, nil) // a producer.RecordSigner writes record.json
+	// The runtime's key signs record.json; Digest names the runtime's build.
+	key, _ := sign.Generate(sign.Ed25519, rand.Reader)
+	signer, _ := sign.NewSigner(key)
+	sealed, err := rec.Seal(ctx, sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("my-agent 1.0"))}})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("calls", sealed.Seal.Attempts, "responses", sealed.Seal.Responses)
+	fmt.Println("calls", sealed.Seal.Attempts, "responses", sealed.Seal.Responses, "signed", sealed.Signed)
+
+	// An auditor verifies it offline against the runtime's public key.
+	v, _ := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
+	rep, err := v.Bundle(ctx, os.DirFS(rec.Dir()))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rep.Verdict)
 	// Output:
 	// add: 3
-	// calls 1 responses 1
+	// calls 1 responses 1 signed true
+	// verified
 }

@@ -119,16 +119,6 @@ func newKey(t *testing.T) sign.Signer {
 	return s
 }
 
-type recordSigner struct{ s sign.Signer }
-
-func (r recordSigner) SignTranscript(_ context.Context, root string, calls int64) ([]byte, error) {
-	rec, err := sign.Build(sign.RecordOptions{IssuedAt: time.Now(), Key: r.s.Public(), Digest: canon.SHA256([]byte("mcpsdk tests")), TranscriptHash: root, CallCount: calls})
-	if err != nil {
-		return nil, err
-	}
-	return sign.Sign(rec, r.s)
-}
-
 func verified(t *testing.T, dir string, key sign.Signer) *verify.Report {
 	t.Helper()
 	v, err := verify.New(verify.Options{TrustedKey: key.Public(), At: time.Now()})
@@ -195,7 +185,7 @@ func TestAdapterMatchesWrap(t *testing.T) {
 	if _, err := client.Connect(ctx, tr, nil); err == nil {
 		t.Error("a second Connect of one Transport succeeded")
 	}
-	sealed, err := rec.Seal(ctx, recordSigner{key})
+	sealed, err := rec.Seal(ctx, sign.TranscriptSigner{Key: key, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("mcpsdk tests"))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +298,7 @@ func TestAdapterServerGone(t *testing.T) {
 	if res.Ended != "server_stdout_closed" || !res.EndedOnItsOwn || res.TransportFailures != 1 {
 		t.Errorf("result %+v", res)
 	}
-	if _, err := rec.Seal(ctx, recordSigner{key}); err != nil {
+	if _, err := rec.Seal(ctx, sign.TranscriptSigner{Key: key, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("mcpsdk tests"))}}); err != nil {
 		t.Fatal(err)
 	}
 	rep := verified(t, dir, key)

@@ -28,15 +28,17 @@ func (s *session) clientToServer() (err error) {
 	}()
 	lr := newLineReader(s.cfg.ClientIn, s.cfg.MaxInterpret)
 	var index int64
+	// An oversized client frame is spooled for the record (up to what the
+	// recorder retains), never forwarded. One spool serves every frame in
+	// turn: a frame is done with it when fromClient returns.
+	sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxRetain}
+	over := sp.write
 	for {
-		// An oversized client frame is spooled for the record (up to what
-		// the recorder retains), never forwarded.
-		sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxRetain}
-		f, err := lr.next(sp.write)
+		f, err := lr.next(over)
 		if f.streamed || f.data != nil {
 			f.spool = sp
 			werr := s.fromClient(f, index)
-			sp.remove()
+			sp.reset()
 			if werr != nil {
 				return werr
 			}
@@ -107,6 +109,12 @@ func (sp *spool) remove() {
 	}
 }
 
+// reset removes the spool's file and readies it for the next frame.
+func (sp *spool) reset() {
+	sp.remove()
+	*sp = spool{dir: sp.dir, limit: sp.limit}
+}
+
 func (s *session) fromClient(f frame, index int64) error {
 	s.mu.Lock()
 	stopped := s.stopped
@@ -165,17 +173,10 @@ func (s *session) fromClient(f frame, index int64) error {
 			return unavailable()
 		}
 		wait = w
-		var p *pending // the call's, once tracked
-		fail = func(err error) {
-			// Never forwarded: the client learns why (in its turn, from
-			// cq), and the call holds nothing any more.
-			s.noteSinkErr(err)
-			if m.Kind == mcpwire.KindRequest {
-				s.dropCall(idKey, p)
-				_ = s.writeClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
-			}
-		}
 		if m.Kind == mcpwire.KindNotification {
+			if wait != nil {
+				fail = s.callNotForwarded(m.Kind, idKey, nil)
+			}
 			break // a tools/call without an id: recorded, forwarded, no response to wait for
 		}
 		// A second call in flight under the same id is still its own
@@ -185,7 +186,7 @@ func (s *session) fromClient(f frame, index int64) error {
 		// forwarded, and the transcript shows two overlapping attempts
 		// with one id.
 		s.mu.Lock()
-		p = &pending{what: reqCall, ref: ref, token: progressToken(m.Params)}
+		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params)}
 		if p.token != "" {
 			s.progress[p.token] = ref
 		}
@@ -211,6 +212,9 @@ func (s *session) fromClient(f frame, index int64) error {
 			}
 		}
 		s.mu.Unlock()
+		if wait != nil { // pipelined: made only when a durable wait can fail
+			fail = s.callNotForwarded(m.Kind, idKey, p)
+		}
 	case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
 		handled, err := s.cancel(m, line, index)
 		if err != nil {
@@ -244,6 +248,20 @@ func (s *session) fromClient(f frame, index int64) error {
 		}
 	}
 	return s.cq.toServer(line, wait, fail)
+}
+
+// callNotForwarded is what a call whose durable wait failed gets instead
+// of being forwarded: the client learns why (in its turn, from cq), and the
+// call (p, tracked under key; nil for a call without an id) holds nothing
+// any more.
+func (s *session) callNotForwarded(kind mcpwire.Kind, key string, p *pending) func(error) {
+	return func(err error) {
+		s.noteSinkErr(err)
+		if kind == mcpwire.KindRequest {
+			s.dropCall(key, p)
+			_ = s.writeClient(errorLine(key, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+		}
+	}
 }
 
 // cancel commits a notifications/cancelled that names a call in flight (the
@@ -320,12 +338,13 @@ func (s *session) serverToClient(r io.Reader) error {
 	defer s.sq.close()
 	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
 	var index int64
+	sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxServerFrame} // reused as in clientToServer
+	over := sp.write
 	for {
-		sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxServerFrame}
-		f, err := lr.next(sp.write)
+		f, err := lr.next(over)
 		if f.streamed {
 			s.fromServerStreamed(f, index, sp)
-			sp.remove()
+			sp.reset()
 			index++
 		} else if f.data != nil {
 			if werr := s.fromServer(f.data, index); werr != nil {
@@ -593,7 +612,10 @@ func (s *session) noteEra(m *mcpwire.Message) {
 		s.era = "legacy"
 		return
 	}
-	if state, v := protocolState(m); state == "present" && s.era == "" {
+	if s.era != "" {
+		return // known: a request's revision changes nothing
+	}
+	if state, v := protocolState(m); state == "present" {
 		s.era = "modern"
 		s.modernVer = v
 		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: "modern", Version: v, Source: "request_meta"}))

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package producer
+
+// startWriteback does nothing where there is no way to start writeback
+// without waiting for it.
+func startWriteback(File) {}
