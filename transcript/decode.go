@@ -106,48 +106,18 @@ func decodeFast(line []byte) Event {
 }
 
 // encoders are reused by encodesTo: DecodeLine runs on every verified
-// line, and a fresh buffer and member stacks per line were most of what
-// it allocated.
-var encoders = sync.Pool{New: func() any {
-	return &encoder{b: make([]byte, 0, 1024), first: make([]bool, 0, 8), last: make([]string, 0, 8)}
-}}
+// line, and a fresh buffer per line was most of what it allocated.
+var encoders = sync.Pool{New: func() any { return &encoder{b: make([]byte, 0, 1024)} }}
 
 // encodesTo says whether Encode(ev) is exactly line, encoding into a
-// pooled buffer with the same encode methods Encode calls.
-func encodesTo(ev any, line []byte) bool {
+// pooled encoder with the same encode method Encode calls.
+func encodesTo(ev Event, line []byte) bool {
 	e := encoders.Get().(*encoder)
-	e.b, e.first, e.last, e.err = e.b[:0], e.first[:0], e.last[:0], nil
-	ok := true
-	switch v := ev.(type) {
-	case *Header:
-		v.encode(e)
-	case *Protocol:
-		v.encode(e)
-	case *SnapshotEvent:
-		v.encode(e)
-	case *Notification:
-		v.encode(e)
-	case *Attempt:
-		v.encode(e)
-	case *Observation:
-		v.encode(e)
-	case *Resolution:
-		v.encode(e)
-	case *Recovery:
-		v.encode(e)
-	case *Seal:
-		v.encode(e)
-	case *Frame:
-		v.encode(e)
-	case *SessionEvent:
-		v.encode(e)
-	case *HTTPEvent:
-		v.encode(e)
-	default:
-		ok = false
-	}
-	ok = ok && e.err == nil && bytes.Equal(e.b, line)
-	clear(e.last[:cap(e.last)]) // keep no strings of the line alive
+	e.b, e.first, e.last, e.err = e.b[:0], e.firstA[:0], e.lastA[:0], nil
+	ev.encode(e)
+	ok := e.err == nil && bytes.Equal(e.b, line)
+	clear(e.lastA[:]) // keep no strings of the line alive
+	e.last = nil
 	if cap(e.b) <= 64<<10 {
 		encoders.Put(e)
 	}

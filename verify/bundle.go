@@ -297,7 +297,7 @@ func (b *bundleCheck) line(idx int64, line []byte) {
 }
 
 // lineDecoded is line with DecodeLine's result for it.
-func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev any, err error) {
+func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev transcript.Event, err error) {
 	if err != nil {
 		b.decodeError(idx, line, err)
 		return

@@ -57,7 +57,7 @@ type lineBatch struct {
 
 type readLine struct {
 	line       []byte
-	ev         any
+	ev         transcript.Event
 	err        error
 	pre0, pre1 int // the line's prefetched payloads: pre[pre0:pre1]
 }
@@ -233,7 +233,7 @@ func (lr *lineReader) read() {
 
 // prefetch reads and hashes the pack entries of the payloads ev commits
 // to, when the checker has opened the pack.
-func (lr *lineReader) prefetch(bt *lineBatch, ev any) {
+func (lr *lineReader) prefetch(bt *lineBatch, ev transcript.Event) {
 	sp := lr.pack.Load()
 	if sp == nil {
 		return
