@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/tracectl/tracectl/canon"
 )
@@ -77,11 +78,19 @@ func DecodeLine(line []byte) (Event, error) {
 // including every invalid line, goes to decodeStrict, which says why.
 func decodeFast(line []byte) Event {
 	const key = `"type":"`
-	i := bytes.Index(line, []byte(key))
-	if i < 0 {
+	// "type" sorts after most members, so a canonical line usually ends
+	// with it: look there before scanning the whole line. Which occurrence
+	// is found only picks the decoder to try; a line is accepted only when
+	// it is exactly what Encode writes for what was decoded.
+	var rest []byte
+	tail := line[max(0, len(line)-64):]
+	if i := bytes.LastIndex(tail, []byte(key)); i >= 0 {
+		rest = tail[i+len(key):]
+	} else if i := bytes.Index(line, []byte(key)); i >= 0 {
+		rest = line[i+len(key):]
+	} else {
 		return nil
 	}
-	rest := line[i+len(key):]
 	j := bytes.IndexByte(rest, '"')
 	if j < 0 {
 		return nil
@@ -90,11 +99,29 @@ func decodeFast(line []byte) Event {
 	if ev == nil {
 		return nil
 	}
-	again, err := Encode(ev)
-	if err != nil || !bytes.Equal(again, line) {
+	if !encodesTo(ev, line) {
 		return nil
 	}
 	return ev
+}
+
+// encoders are reused by encodesTo: DecodeLine runs on every verified
+// line, and a fresh buffer per line was most of what it allocated.
+var encoders = sync.Pool{New: func() any { return &encoder{b: make([]byte, 0, 1024)} }}
+
+// encodesTo says whether Encode(ev) is exactly line, encoding into a
+// pooled encoder with the same encode method Encode calls.
+func encodesTo(ev Event, line []byte) bool {
+	e := encoders.Get().(*encoder)
+	e.b, e.first, e.last, e.err = e.b[:0], e.firstA[:0], e.lastA[:0], nil
+	ev.encode(e)
+	ok := e.err == nil && bytes.Equal(e.b, line)
+	clear(e.lastA[:]) // keep no strings of the line alive
+	e.last = nil
+	if cap(e.b) <= 64<<10 {
+		encoders.Put(e)
+	}
+	return ok
 }
 
 // decodeStrict is DecodeLine's reference path: canonical check, type,

@@ -14,6 +14,66 @@ import (
 // (decodeStrict), which says why. FuzzDecodeLine holds the two paths to the
 // same answer.
 
+// interned holds the member names and the values of the format's
+// enumerations: a line's keys and most of its short values are these, and
+// returning the table's copy instead of allocating one per occurrence
+// halves what decoding a line allocates. A slot is found from the length
+// and three bytes; strings whose slot is taken are allocated as any other.
+// The table is never written after init, so concurrent decoders share it.
+var interned = func() (t [internSlots]string) {
+	for _, s := range []string{
+		"absent", "argc", "args_digest", "arguments_digest", "arguments_unsupported", "at_ms", "attempt",
+		"attempt_id", "attempts", "bad_charset", "bad_shape", "basis", "batch", "batch_interval_ms",
+		"blobs/sha256", "call_timeout_ms", "caller_declared", "cancel_sent", "canonicalization", "class",
+		"client_gone", "client_to_server", "complete", "continuation", "correlation", "correlation_id",
+		"crlf", "declarations", "defaults", "detail", "digest", "direction", "disclosure.proof",
+		"discover_response", "disposition", "durability", "era", "error_code", "event", "executable",
+		"executable_sha256", "execution_scope", "format", "forwarded", "frame", "frames_committed",
+		"full", "header", "image", "in-process", "incomplete_reason", "index", "inferred",
+		"initialize_response", "invalidated_by_list_changed", "is_error", "jsonrpc_id", "key_thumbprint",
+		"kind", "late_response", "launch", "launcher", "legacy", "length", "lf", "limits", "lines",
+		"list_changed_since", "malformed", "manifest_digest", "max_frame_bytes", "max_page_bytes",
+		"max_snapshot_bytes", "max_snapshot_pages", "merkle", "method", "modern", "name", "negotiated",
+		"no_tools_list_observed", "none", "none_reason", "not_string", "notification", "null", "number",
+		"observation", "original", "other", "outcome", "over_limit", "package", "pages", "patterns",
+		"payload", "pointer", "pointers", "policy", "present", "producer", "producer_crashed", "profile",
+		"protocol", "quarantine", "reason", "record.json", "recovered", "recovery", "redaction",
+		"redactions", "refused", "request", "request_id", "request_meta", "resolution", "response",
+		"responses", "result_type", "retained", "retention", "retry_basis", "retry_of", "reuse",
+		"rfc6962-sha256", "rule", "script", "script_sha256", "seal", "sealed_in_flight", "seq", "server",
+		"server_exited", "server_name", "server_to_client", "server_version", "session", "snapshot",
+		"snapshot_id", "source", "started_at_ms", "state", "stdio", "streamable_http", "strict", "string",
+		"terminator", "text", "timeout", "too_long", "tool", "tool_invalid", "tools", "torn_digest",
+		"torn_file", "torn_length", "tracectl.transcript/v1", "tracectl.transcript/v2",
+		"tracectl.transcript/v3", "traceparent", "tracestate", "transcript.jsonl", "transport",
+		"transport_failure", "transport_failures", "type", "unknown", "unread", "url", "valid", "value",
+		"version", "withheld",
+	} {
+		if i := internSlot([]byte(s)); t[i] == "" {
+			t[i] = s
+		}
+	}
+	return t
+}()
+
+const internSlots = 1024
+
+func internSlot(b []byte) int {
+	n := len(b)
+	if n == 0 {
+		return 0
+	}
+	h := uint(n)*0x9e37 ^ uint(b[0])*0x3b ^ uint(b[n/2])*0x1f3 ^ uint(b[n-1])*0x7f1
+	return int((h ^ h>>10) % internSlots)
+}
+
+func intern(b []byte) string {
+	if s := interned[internSlot(b)]; s == string(b) {
+		return s
+	}
+	return string(b)
+}
+
 // lineDec scans one line. Any unexpected byte sets bad; every method then
 // returns zero values, so the event decoders need not check after each call.
 type lineDec struct {
@@ -78,9 +138,9 @@ func (d *lineDec) str() string {
 	for d.i < len(d.b) {
 		switch c := d.b[d.i]; {
 		case c == '"':
-			s := string(d.b[start:d.i])
+			s := d.b[start:d.i]
 			d.i++
-			return s
+			return intern(s)
 		case c == '\\':
 			return d.escaped(start)
 		case c < 0x20:

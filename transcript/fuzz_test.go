@@ -11,13 +11,21 @@ import (
 )
 
 // FuzzDecodeLine: DecodeLine never panics, returns either an event or a
-// *LineError, and an accepted line re-encodes to exactly its bytes.
-// Seed corpus: testdata/fuzz/FuzzDecodeLine.
+// *LineError, and an accepted line re-encodes to exactly its bytes. The
+// fast path (decodeFast, with its pooled encoder and interned strings)
+// decides exactly as the reference path (decodeStrict), and what it
+// accepts Encode gives back byte for byte. Seed corpus:
+// testdata/fuzz/FuzzDecodeLine.
 func FuzzDecodeLine(f *testing.F) {
 	for _, ev := range validEvents() {
 		f.Add(mustLine(f, ev))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
+		if fev := decodeFast(line); fev != nil {
+			if again, err := Encode(fev); err != nil || !bytes.Equal(again, line) {
+				t.Fatalf("decodeFast accepted %q, which Encode gives as %q (%v)", line, again, err)
+			}
+		}
 		ev, err := DecodeLine(line)
 		// The fast path never decides differently from the reference path.
 		if len(line) <= MaxLineBytes {

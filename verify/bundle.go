@@ -3,12 +3,15 @@ package verify
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"io/fs"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
@@ -86,6 +89,7 @@ type bundleCheck struct {
 	tree        int64 // the proof's tree size
 
 	hash hash.Hash // reused for every blob
+	sum  [sha256.Size]byte
 	buf  []byte
 	body []byte // reused for the payloads whose claims are re-derived
 
@@ -119,6 +123,12 @@ type bundleCheck struct {
 	unredactable    int64 // withheld: could not be redacted exactly
 
 	ck *checkpointCheck // signed checkpoints (checkpoint.go), nil without
+
+	// The line reader's work for the line being checked (stream.go): the
+	// pack entries it read and hashed, and the pack it reads them from.
+	pre    []prefetched
+	cur    *prefetched // the entry the last blob call returned the bytes of
+	shared atomic.Pointer[sharedPack]
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
@@ -150,52 +160,81 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	c := transcript.NewCommitter()
 	b.commitOK = true
 	lim := b.v.o.Limits
-	lr := &io.LimitedReader{R: f, N: lim.MaxTranscriptBytes + 1}
-	br := bufio.NewReaderSize(lr, transcript.MaxLineBytes+1)
-	var consumed int64
-	for idx := int64(0); ; idx++ {
-		if idx&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		line, err := br.ReadSlice('\n')
-		if consumed += int64(len(line)); consumed > lim.MaxTranscriptBytes {
-			b.overLimit(fmt.Sprintf("more than %d bytes (Limits.MaxTranscriptBytes)", lim.MaxTranscriptBytes))
-			break
-		}
-		if idx == lim.MaxTranscriptLines && len(line) > 0 {
-			b.overLimit(fmt.Sprintf("more than %d lines (Limits.MaxTranscriptLines)", lim.MaxTranscriptLines))
-			break
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			b.malformed(idx, transcript.CodeTooLong, fmt.Sprintf("no LF within %d bytes: the rest of the transcript cannot be read line by line", transcript.MaxLineBytes))
-			b.commitOK = false
-			break
-		}
-		if errors.Is(err, io.EOF) {
-			if len(line) > 0 {
-				c.Add(line)
-				if !b.ck.tornTail(len(line)) {
-					b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(line)))
+	rd := &lineReader{
+		br:   bufio.NewReaderSize(&io.LimitedReader{R: f, N: lim.MaxTranscriptBytes + 1}, transcript.MaxLineBytes+1),
+		lim:  lim,
+		out:  make(chan *lineBatch, readAhead),
+		free: make(chan *lineBatch, readAhead+2),
+		done: make(chan struct{}),
+		pack: &b.shared,
+	}
+	var wg sync.WaitGroup
+	wg.Go(rd.read)
+	var once sync.Once
+	stop := func() {
+		// The reader reads the pack the checker closes: it is stopped
+		// (and waited for) first, however the checker ends.
+		once.Do(func() { close(rd.done); wg.Wait() })
+	}
+	defer stop()
+	idx := int64(0)
+	var end *streamEnd
+	for end == nil {
+		bt := <-rd.out
+		for i := range bt.lines {
+			if idx&1023 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
 			}
-			break
+			l := &bt.lines[i]
+			c.Add(l.line)
+			b.r.Counts.Lines++
+			b.pre = bt.pre[l.pre0:l.pre1]
+			b.lineDecoded(idx, l.line, l.ev, l.err)
+			b.pre, b.cur = nil, nil
+			b.ck.at(b, c)
+			if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
+				b.v.o.Progress(b.r.Counts.Lines)
+			}
+			idx++
 		}
-		if err != nil {
-			b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
-				fmt.Sprintf("read error at line %d: %v", idx, err))
-			b.commitOK = false
-			break
+		if end = bt.end; end == nil {
+			bt.reset()
+			select {
+			case rd.free <- bt:
+			default:
+			}
 		}
-		line = line[:len(line)-1]
-		c.Add(line)
-		b.r.Counts.Lines++
-		b.line(idx, line)
-		b.ck.at(b, c)
-		if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
-			b.v.o.Progress(b.r.Counts.Lines)
+	}
+	if idx&1023 == 0 {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+	}
+	stop()
+	if streamStatsHook != nil {
+		streamStatsHook(rd.stats)
+	}
+	switch end.kind {
+	case endOverBytes:
+		b.overLimit(fmt.Sprintf("more than %d bytes (Limits.MaxTranscriptBytes)", lim.MaxTranscriptBytes))
+	case endOverLines:
+		b.overLimit(fmt.Sprintf("more than %d lines (Limits.MaxTranscriptLines)", lim.MaxTranscriptLines))
+	case endTooLong:
+		b.malformed(idx, transcript.CodeTooLong, fmt.Sprintf("no LF within %d bytes: the rest of the transcript cannot be read line by line", transcript.MaxLineBytes))
+		b.commitOK = false
+	case endEOF:
+		if len(end.tail) > 0 {
+			c.Add(end.tail)
+			if !b.ck.tornTail(len(end.tail)) {
+				b.malformed(idx, transcript.CodeTornLine, fmt.Sprintf("%d bytes after the last LF", len(end.tail)))
+			}
+		}
+	case endReadErr:
+		b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+			fmt.Sprintf("read error at line %d: %v", idx, end.err))
+		b.commitOK = false
 	}
 	if b.v.o.Progress != nil {
 		b.v.o.Progress(b.r.Counts.Lines)
@@ -254,6 +293,11 @@ func lineSubject(idx int64) string { return "line " + strconv.FormatInt(idx, 10)
 // in the sequence, and its meaning in the history so far.
 func (b *bundleCheck) line(idx int64, line []byte) {
 	ev, err := transcript.DecodeLine(line)
+	b.lineDecoded(idx, line, ev, err)
+}
+
+// lineDecoded is line with DecodeLine's result for it.
+func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev transcript.Event, err error) {
 	if err != nil {
 		b.decodeError(idx, line, err)
 		return
@@ -467,8 +511,10 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 	if o.Response != nil {
 		b.undeclaredOutcome(o)
 		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
-			b.responseID(o, body, subject)
-			b.observationClaims(o, body, subject)
+			// One reading of the bytes serves both checks.
+			rd := b.responseDerived(body)
+			b.responseID(o, body, &rd, subject)
+			b.observationClaims(o, body, &rd, subject)
 		}
 	}
 	replaced := func() {

@@ -82,7 +82,9 @@ var errTooLongToDerive = errors.New("longer than the " + strconv.Itoa(transcript
 func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject string) *transcript.RequestFacts {
 	var f *transcript.RequestFacts
 	err := errTooLongToDerive
-	if body != nil {
+	if pf := b.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
+		f, err = pf.req, pf.reqErr // the line reader derived them (stream.go)
+	} else if body != nil {
 		f, err = transcript.DeriveRequest(body)
 	}
 	if err != nil {
@@ -167,10 +169,10 @@ func show(v *transcript.CorrValue) string {
 // observationClaims checks a response observation against its response
 // bytes (body nil: longer than transcript.MaxDeriveBytes, which derive no
 // facts).
-func (b *bundleCheck) observationClaims(o *transcript.Observation, body []byte, subject string) {
+func (b *bundleCheck) observationClaims(o *transcript.Observation, body []byte, rd *respDerived, subject string) {
 	var f transcript.ResponseFacts
 	if body != nil {
-		f = transcript.DeriveResponse(body)
+		f = rd.facts
 	}
 	var d diffs
 	d.str("result_type", o.ResultType, f.ResultType)
@@ -221,26 +223,12 @@ func (b *bundleCheck) notificationClaims(n *transcript.Notification, body []byte
 // response is response_id_mismatch. Bytes that are not JSON are left to
 // the claims check; bytes longer than a producer reads (body nil) are not
 // derived.
-func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, subject string) {
+func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, rd *respDerived, subject string) {
 	kind, want := b.attempts.rpc(o.AttemptID)
-	if body == nil || kind == rpcNone {
+	if body == nil || kind == rpcNone || !rd.parsed {
 		return
 	}
-	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
-	if err != nil {
-		return
-	}
-	root := doc.Root()
-	var got []byte
-	n := 0
-	if root.Kind() == canon.KindObject {
-		for _, m := range root.Members() {
-			if m.Name == "id" {
-				n++
-				got = m.Value.Raw()
-			}
-		}
-	}
+	got, n := rd.id, rd.ids
 	what := ""
 	switch {
 	case n == 0:
@@ -308,4 +296,52 @@ func covers(reds []transcript.Redaction, src string) bool {
 		}
 	}
 	return false
+}
+
+// respDerived is what one parse of a response's bytes gives: the facts an
+// observation line claims (transcript.DeriveResponseFrom) and its
+// top-level id members (the last one's exact text, and how many).
+type respDerived struct {
+	parsed bool // the bytes parse (with duplicate members allowed)
+	facts  transcript.ResponseFacts
+	id     []byte
+	ids    int
+}
+
+// deriveResponse reads body as transcript.DeriveResponse does; nil body
+// derives nothing.
+func deriveResponse(body []byte) (rd respDerived) {
+	if body == nil {
+		return rd
+	}
+	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
+	if err != nil {
+		return rd // DeriveResponse's zero facts
+	}
+	root := doc.Root()
+	rd.parsed = true
+	rd.facts = transcript.DeriveResponseFrom(root)
+	if root.Kind() == canon.KindObject {
+		for _, m := range root.Members() {
+			if m.Name == "id" {
+				rd.ids++
+				rd.id = m.Value.Raw()
+			}
+		}
+	}
+	return rd
+}
+
+// responseDerived is deriveResponse(body), or what the line reader
+// derived from the same bytes.
+func (b *bundleCheck) responseDerived(body []byte) respDerived {
+	if pf := b.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
+		return pf.resp
+	}
+	return deriveResponse(body)
+}
+
+// sameBytes says whether a and b are the same slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -18,6 +19,7 @@ type packState struct {
 	f      fs.File
 	ra     io.ReaderAt
 	ix     *transcript.PackIndex
+	sp     *sharedPack // ra and ix, with the lock Locate takes
 }
 
 // maxPackEntriesPerLine bounds the pack's index relative to the lines the
@@ -56,6 +58,12 @@ func (b *bundleCheck) openPack() *packState {
 		return p
 	}
 	p.f, p.ra, p.ix = f, ra, ix
+	p.sp = &sharedPack{ra: ra, ix: ix}
+	if _, ok := f.(io.ReaderAt); ok {
+		// The file's own ReadAt allows parallel reads: the line reader
+		// may prefetch entries from it (stream.go).
+		b.shared.Store(p.sp)
+	}
 	return p
 }
 
@@ -66,11 +74,27 @@ func (b *bundleCheck) packEntry(digest string) (e transcript.PackEntry, r io.Rea
 	if p.ix == nil {
 		return e, nil, "", nil
 	}
-	e, ok, err := p.ix.Locate(p.ra, digest)
+	e, ok, err := p.sp.locate(p.ra, digest)
 	if err != nil || !ok {
 		return e, nil, "", err
 	}
-	return e, io.NewSectionReader(p.ra, e.Offset+e.Header, e.Length), fmt.Sprintf("%s entry at byte %d", transcript.PackFile, e.Offset), nil
+	return e, io.NewSectionReader(p.ra, e.Offset+e.Header, e.Length), entryWhere(e), nil
+}
+
+func entryWhere(e transcript.PackEntry) string {
+	return transcript.PackFile + " entry at byte " + strconv.FormatInt(e.Offset, 10)
+}
+
+// prefetchedEntry returns the entry the line reader read and hashed for
+// digest while reading the line being checked, or nil (stream.go).
+func (b *bundleCheck) prefetchedEntry(digest string) *prefetched {
+	for i := range b.pre {
+		if p := &b.pre[i]; !p.used && p.digest == digest {
+			p.used = true
+			return p
+		}
+	}
+	return nil
 }
 
 // readPayload returns the bytes a digest names, from the pack or a blob

@@ -142,7 +142,41 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	}
 	var f io.Reader
 	var salt []byte
-	b.salt = nil
+	b.salt, b.cur = nil, nil
+	var pf *prefetched
+	if !quarantine {
+		pf = b.prefetchedEntry(digest)
+	}
+	if pf != nil {
+		// Read and hashed by the line reader (stream.go): the same entry
+		// packEntry gives, the same bytes the reads below would take.
+		e := pf.e
+		switch {
+		case e.Length != length:
+			b.payloadBad++
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", entryWhere(e), e.Length, length))
+			return nil, false
+		case e.Salt != nil && !b.salted:
+			b.payloadBad++
+			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s is salted, but %s commits to plain SHA-256 digests", entryWhere(e), b.formatName()))
+			return nil, false
+		}
+		var body []byte
+		if keep && length <= transcript.MaxDeriveBytes {
+			body = pf.data
+		}
+		if !pf.hashed {
+			if b.hash == nil {
+				b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
+			}
+			pf.hash(b.hash)
+		}
+		body, ok := b.checked(check, subject, "", &e, int64(len(pf.data)), length, body, pf.err, pf.sum[:], digest, quarantine, e.Salt)
+		if ok {
+			b.cur = pf
+		}
+		return body, ok
+	}
 	if !quarantine {
 		e, r, where, err := b.packEntry(digest)
 		if err != nil {
@@ -211,12 +245,25 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		// 32 KiB per payload.
 		n, err = io.CopyBuffer(h, io.LimitReader(f, length+1), b.buf)
 	}
+	return b.checked(check, subject, path, nil, n, length, body, err, h.Sum(b.sum[:0]), digest, quarantine, salt)
+}
+
+// checked judges what was read of a blob at path (or the pack entry e):
+// n bytes (body, when kept), hashing to sum, against the committed digest
+// and length.
+func (b *bundleCheck) checked(check Check, subject, path string, e *transcript.PackEntry, n, length int64, body []byte, err error, sum []byte, digest string, quarantine bool, salt []byte) ([]byte, bool) {
+	if e != nil && (err != nil || n != length || !digestIs(digest, sum)) {
+		path = "the " + entryWhere(*e)
+	}
+	mismatch := CodeEvidenceMismatch
+	if check == CheckSnapshot {
+		mismatch = CodeSnapshotMismatch
+	}
 	if err != nil {
 		b.payloadBad++
 		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read: "+err.Error())
 		return nil, false
 	}
-	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	switch {
 	case n != length:
 		b.payloadBad++
@@ -226,9 +273,9 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		}
 		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s holds %s, the transcript commits to %d", path, what, length))
 		return nil, false
-	case got != digest:
+	case !digestIs(digest, sum):
 		b.payloadBad++
-		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s hashes to %s, the transcript commits to %s", path, got, digest))
+		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s hashes to %s, the transcript commits to %s", path, "sha256:"+hex.EncodeToString(sum), digest))
 		return nil, false
 	}
 	if !quarantine && check == CheckPayload {
@@ -236,6 +283,21 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	}
 	b.salt = salt
 	return body, true
+}
+
+// digestIs says whether digest is "sha256:" and the lowercase hex of sum.
+func digestIs(digest string, sum []byte) bool {
+	const hexits = "0123456789abcdef"
+	if len(digest) != len("sha256:")+2*len(sum) || digest[:len("sha256:")] != "sha256:" {
+		return false
+	}
+	d := digest[len("sha256:"):]
+	for i, c := range sum {
+		if d[2*i] != hexits[c>>4] || d[2*i+1] != hexits[c&15] {
+			return false
+		}
+	}
+	return true
 }
 
 // retention returns the header's declared retention, for findings.

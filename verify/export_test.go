@@ -1,0 +1,9 @@
+package verify
+
+// StreamStats reports, for each transcript read until the returned
+// function is called, how many pack entries the line reader prefetched
+// and how many of them its walk found (without the index).
+func StreamStats(f func(prefetched, walked int64)) (restore func()) {
+	streamStatsHook = func(s streamStats) { f(s.prefetched, s.walked) }
+	return func() { streamStatsHook = nil }
+}
