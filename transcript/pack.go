@@ -168,8 +168,26 @@ func (p *PackProblem) Error() string {
 // last whole entry and, when the pack does not end there, the problem (a
 // *PackProblem); an error from fn or from reading r is returned as is.
 func ScanPack(r io.Reader, fn func(e PackEntry, body io.Reader) error) (end int64, err error) {
+	if fn == nil {
+		return scanPack(r, nil)
+	}
+	return scanPack(r, func(h []byte, e PackEntry, body io.Reader) error {
+		e.Digest = "sha256:" + string(h[:64])
+		if e.Salt != nil {
+			e.Salt, _ = hex.DecodeString(string(h[len(h)-2*SaltBytes:]))
+		}
+		return fn(e, body)
+	})
+}
+
+// scanPack is ScanPack giving fn the header line (without its LF) and the
+// entry without its Digest, and with a non-nil Salt only as a sign that
+// the header has one (its bytes are not decoded): nothing is allocated per
+// entry unless fn does it.
+func scanPack(r io.Reader, fn func(h []byte, e PackEntry, body io.Reader) error) (end int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
+	lr := &io.LimitedReader{R: br}
 	for {
 		hdr, err := br.ReadSlice('\n')
 		switch {
@@ -182,15 +200,20 @@ func ScanPack(r io.Reader, fn func(e PackEntry, body io.Reader) error) (end int6
 		case err != nil:
 			return off, err
 		}
-		e, ok := parsePackHeader(hdr[:len(hdr)-1])
+		h := hdr[:len(hdr)-1]
+		n, salted, ok := lexPackHeader(h)
 		if !ok {
 			return off, &PackProblem{Offset: off, Detail: "not an entry header (<64 hex> <length> [<32 hex salt>])"}
 		}
-		n, hl := e.Length, int64(len(hdr))
-		e.Offset, e.Header = off, hl
-		lr := &io.LimitedReader{R: br, N: n}
+		hl := int64(len(hdr))
+		lr.N = n
 		if fn != nil {
-			if err := fn(e, lr); err != nil {
+			e := PackEntry{Length: n, Offset: off, Header: hl}
+			if salted {
+				e.Salt = saltPresent
+			}
+			// h stays valid: nothing is read between ReadSlice and here.
+			if err := fn(h, e, lr); err != nil {
 				return off, err
 			}
 		}
@@ -214,42 +237,64 @@ func ScanPack(r io.Reader, fn func(e PackEntry, body io.Reader) error) (end int6
 	}
 }
 
+// saltPresent marks, in scanPack's entries, a header with a salt.
+var saltPresent = []byte{}
+
+// lowerHexByte marks the bytes of lowercase hexadecimal.
+var lowerHexByte = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
+
 func isLowerHex(b []byte) bool {
 	for _, c := range b {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if !lowerHexByte[c] {
 			return false
 		}
 	}
 	return true
 }
 
-// parsePackHeader reads "<64 lowercase hex> <decimal length>[ <32
-// lowercase hex>]" (no LF), the length without a sign or leading zeros.
-func parsePackHeader(h []byte) (e PackEntry, ok bool) {
+// lexPackHeader checks "<64 lowercase hex> <decimal length>[ <32
+// lowercase hex>]" (no LF), the length without a sign or leading zeros,
+// and returns the length and whether there is a salt, allocating nothing.
+func lexPackHeader(h []byte) (n int64, salted bool, ok bool) {
 	if len(h) < 64+2 || h[64] != ' ' || !isLowerHex(h[:64]) {
-		return e, false
+		return 0, false, false
 	}
 	num := h[65:]
 	if sp := slices.Index(num, ' '); sp >= 0 {
 		salt := num[sp+1:]
 		if len(salt) != 2*SaltBytes || !isLowerHex(salt) {
-			return e, false
+			return 0, false, false
 		}
-		e.Salt, _ = hex.DecodeString(string(salt))
-		num = num[:sp]
+		num, salted = num[:sp], true
 	}
 	if len(num) == 0 || len(num) > 19 || len(num) > 1 && num[0] == '0' {
-		return e, false
+		return 0, false, false
 	}
-	var n int64
 	for _, c := range num {
 		if c < '0' || c > '9' {
-			return e, false
+			return 0, false, false
 		}
 		n = n*10 + int64(c-'0')
 	}
 	if n < 0 {
+		return 0, false, false
+	}
+	return n, salted, true
+}
+
+// parsePackHeader is lexPackHeader, returning the entry's digest and salt.
+func parsePackHeader(h []byte) (e PackEntry, ok bool) {
+	n, salted, ok := lexPackHeader(h)
+	if !ok {
 		return e, false
+	}
+	if salted {
+		e.Salt, _ = hex.DecodeString(string(h[len(h)-2*SaltBytes:]))
 	}
 	e.Digest, e.Length = "sha256:"+string(h[:64]), n
 	return e, true
@@ -276,12 +321,13 @@ type packKey struct {
 func IndexPack(r io.Reader, maxEntries int64) (*PackIndex, error) {
 	ix := &PackIndex{}
 	errFull := errors.New("full")
-	end, err := ScanPack(r, func(e PackEntry, _ io.Reader) error {
+	end, err := scanPack(r, func(h []byte, e PackEntry, _ io.Reader) error {
 		if maxEntries > 0 && int64(len(ix.keys)) == maxEntries {
 			return errFull
 		}
-		raw, _ := hex.DecodeString(e.Digest[len("sha256:"):])
-		ix.keys = append(ix.keys, packKey{prefix: binary.BigEndian.Uint64(raw), off: e.Offset})
+		var raw [8]byte
+		hex.Decode(raw[:], h[:16])
+		ix.keys = append(ix.keys, packKey{prefix: binary.BigEndian.Uint64(raw[:]), off: e.Offset})
 		return nil
 	})
 	ix.End = end
