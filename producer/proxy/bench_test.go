@@ -123,14 +123,15 @@ func (c *lineConn) call(id int64) (time.Duration, error) {
 		return 0, fmt.Errorf("read: %w", err)
 	case <-time.After(30 * time.Second):
 	}
-	// The response may be here as the timer fires: the clock of this
-	// virtual machine jumps when the host pauses it (one run measured an
+	// The response may come just as the timer fires: the clock of this
+	// virtual machine jumps when the host pauses it (two runs measured an
 	// exact 60 s "stall" on the direct path, with nothing of tracectl in
-	// it). That is one slow sample, not a stall.
+	// it, answered as soon as they were reported). A response within a
+	// second of the timer is one slow sample, not a stall.
 	select {
 	case <-ch:
 		return time.Since(start), nil
-	default:
+	case <-time.After(time.Second):
 	}
 	// A stall or a lost line: keep the goroutine stacks (the proxy runs in
 	// this process) and find out which.
