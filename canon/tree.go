@@ -281,24 +281,21 @@ func nameOf(src []byte, v int32) (open, close int32, esc bool) {
 
 // children yields the children of a complete container in document order,
 // with, for an object's members, the offset of the name's opening quote
-// (found by scanning on from the previous sibling; -1 in arrays).
+// (-1 in arrays). The name is found back from its value's start (nameOf),
+// never by scanning on from the previous sibling's end: an array's end is
+// found by walking its children, so that would make walking an object
+// cost its members' whole subtrees (quadratic in nesting).
 func (d *Doc) children(i int32) func(yield func(c, keyOff int32) bool) {
 	return func(yield func(c, keyOff int32) bool) {
-		n := &d.nodes[i]
-		obj := d.src[n.start] == '{'
-		at := n.start + 1
+		obj := d.src[d.nodes[i].start] == '{'
 		for c, end := i+1, i+d.size(i); c < end; c += d.size(c) {
 			keyOff := int32(-1)
 			if obj {
-				for d.src[at] != '"' { // whitespace and the comma before it
-					at++
-				}
-				keyOff = at
+				keyOff, _, _ = nameOf(d.src, d.nodes[c].start)
 			}
 			if !yield(c, keyOff) {
 				return
 			}
-			at = d.end(c)
 		}
 	}
 }

@@ -46,7 +46,7 @@ refused with unsupported_number: it is never coerced.`,
 // limit, plus one byte so an oversized input is reported as size_limit.
 const maxCanonInput = canon.DefaultMaxBytes + 1
 
-func runCanon(s streams, o *canonOptions) (err error) {
+func runCanon(s streams, o *canonOptions) error {
 	p, err := canon.ParsePolicy(o.policy)
 	if err != nil {
 		return usageErr(err, "use --policy v02 or --policy mcp-decl")
@@ -57,27 +57,9 @@ func runCanon(s streams, o *canonOptions) (err error) {
 	// hostile input ever makes it worth it.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(canonMemoryLimit))
-	data, name, done, err := readCanonInput(s.in, o.input)
+	data, name, err := readCanonInput(s.in, o.input)
 	if err != nil {
 		return usageErr(err, "")
-	}
-	if done != nil {
-		// A mapped file (see mapCanonInput) that changed all the same,
-		// once its lease ran out, can make the parsed tree disagree with
-		// the bytes: a fault or a failed index is then its fault, not a
-		// bug, and reported as such.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			r := recover()
-			derr := done()
-			switch {
-			case r != nil && !errors.Is(derr, errInputChanged):
-				panic(r) // a bug after all
-			case derr != nil:
-				// A change outranks whatever canon made of the bytes.
-				err = usageErr(fmt.Errorf("read %s: %w", name, derr), "")
-			}
-		}()
 	}
 	if o.digest {
 		var d string
@@ -109,48 +91,38 @@ func runCanon(s streams, o *canonOptions) (err error) {
 // more for the growing buffer of a document read from a pipe).
 const canonMemoryLimit = 8 * canon.DefaultMaxBytes
 
-// readCanonInput returns the document: a regular file (standard input too,
-// when it is one) mapped where mapCanonInput can, else in one read of
-// exactly its size (no doubling buffer, no copy); anything else (a pipe)
-// through a bounded ReadAll. A non-nil done releases a mapped file (and
-// closes it) once data is no longer used.
-func readCanonInput(stdin io.Reader, input string) (data []byte, name string, done func() error, err error) {
+// readCanonInput reads the document: a regular file (standard input too,
+// when it is one) in one read of exactly its size (no doubling buffer, no
+// copy), anything else (a pipe) through a bounded ReadAll.
+func readCanonInput(stdin io.Reader, input string) ([]byte, string, error) {
 	if input == "-" {
-		name = "standard input"
 		if f, ok := stdin.(*os.File); ok {
-			data, done, err = readCanonFile(f, name)
-			return data, name, done, err
+			data, err := readCanonFile(f, "standard input")
+			return data, "standard input", err
 		}
 		data, err := io.ReadAll(io.LimitReader(stdin, maxCanonInput))
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("read standard input: %w", err)
+			return nil, "", fmt.Errorf("read standard input: %w", err)
 		}
-		return data, name, nil, nil
+		return data, "standard input", nil
 	}
 	f, err := os.Open(input)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
-	data, unmap, err := readCanonFile(f, input)
-	if unmap == nil {
-		f.Close()
-		return data, input, nil, err
-	}
-	return data, input, func() error {
-		err := unmap()
-		f.Close()
-		return err
-	}, nil
+	defer f.Close()
+	data, err := readCanonFile(f, input)
+	return data, input, err
 }
 
-func readCanonFile(f *os.File, name string) ([]byte, func() error, error) {
+func readCanonFile(f *os.File, name string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() >= maxCanonInput {
 		data, err := io.ReadAll(io.LimitReader(f, maxCanonInput))
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", name, err)
+			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
-		return data, nil, nil
+		return data, nil
 	}
 	// From where the file is read (standard input may not be at its
 	// start), and one byte more, to notice a file that grew meanwhile.
@@ -158,24 +130,19 @@ func readCanonFile(f *os.File, name string) ([]byte, func() error, error) {
 	if err != nil || pos > fi.Size() {
 		pos = 0
 	}
-	if pos == 0 {
-		if data, done, ok := mapCanonInput(f, fi.Size()); ok {
-			return data, done, nil
-		}
-	}
 	data := make([]byte, fi.Size()-pos+1)
 	n, err := io.ReadFull(f, data)
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return data[:n], nil, nil
+		return data[:n], nil
 	case err != nil:
-		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	rest, err := io.ReadAll(io.LimitReader(f, maxCanonInput-int64(n)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	return append(data, rest...), nil, nil
+	return append(data, rest...), nil
 }
 
 func canonHint(c canon.Code) string {
