@@ -57,11 +57,10 @@ func parseRequest(body []byte, m *mcpwire.Message) (*request, *mcpwire.Message, 
 	var f *transcript.RequestFacts
 	var err error
 	if m == nil {
-		doc, perr := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
-		if perr != nil {
+		var perr error
+		if m, perr = parseLoose(body); perr != nil {
 			return nil, nil, &notToolCall{"not JSON the recorder can read: " + perr.Error()}
 		}
-		m = &mcpwire.Message{Body: body, Root: doc.Root()}
 	}
 	f, err = transcript.DeriveRequestFrom(m.Root)
 	if err != nil {
@@ -89,13 +88,13 @@ type response struct {
 }
 
 // parseLoose parses a frame as the recorder reads one (duplicate names
-// allowed, bounded by transcript.MaxDeriveBytes): nil when it is not JSON.
-func parseLoose(body []byte) *mcpwire.Message {
+// allowed, bounded by transcript.MaxDeriveBytes).
+func parseLoose(body []byte) (*mcpwire.Message, error) {
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: transcript.MaxDeriveBytes}, AllowDuplicateKeys: true})
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return &mcpwire.Message{Body: body, Root: doc.Root()}
+	return &mcpwire.Message{Body: body, Root: doc.Root()}, nil
 }
 
 func parseResponse(body []byte, m *mcpwire.Message) response {

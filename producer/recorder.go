@@ -508,10 +508,14 @@ func (h *Handle) observeWritten(kind string, f Framed, detail string) (int64, er
 	if line != nil {
 		body, o.Terminator = splitTerminator(line)
 		if msg == nil {
-			// One parse serves the facts and the redaction.
-			msg = parseLoose(body)
+			// One parse serves the facts and the redaction. Bytes that are
+			// not JSON have no facts (DeriveResponse's parse is this one),
+			// and redaction reads them as bytes.
+			msg, _ = parseLoose(body)
 		}
-		resp = parseResponse(body, msg)
+		if msg != nil {
+			resp = parseResponse(body, msg)
+		}
 		o.ResultType, o.IsError, o.ErrorCode = resp.resultType, resp.isError, resp.errorCode
 		o.Frame = f.frame()
 	}

@@ -113,20 +113,12 @@ func looseRune(b []byte) (r rune, n int) {
 		if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
 			return -1
 		}
-		var r rune
 		for _, c := range b[2:6] {
-			switch {
-			case c >= '0' && c <= '9':
-				r = r<<4 | rune(c-'0')
-			case c >= 'a' && c <= 'f':
-				r = r<<4 | rune(c-'a'+10)
-			case c >= 'A' && c <= 'F':
-				r = r<<4 | rune(c-'A'+10)
-			default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
 				return -1
 			}
 		}
-		return r
+		return hex4(b[2:6])
 	}
 	r = h(b)
 	if r < 0 {

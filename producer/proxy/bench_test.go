@@ -123,11 +123,11 @@ func (c *lineConn) call(id int64) (time.Duration, error) {
 		return 0, fmt.Errorf("read: %w", err)
 	case <-time.After(30 * time.Second):
 	}
-	// The response may come just as the timer fires: the clock of this
-	// virtual machine jumps when the host pauses it (two runs measured an
-	// exact 60 s "stall" on the direct path, with nothing of tracectl in
-	// it, answered as soon as they were reported). A response within a
-	// second of the timer is one slow sample, not a stall.
+	// Two runs measured a response on the direct path (nothing of
+	// tracectl in it) arriving exactly 60 s late, just after a stall was
+	// reported; the cause is not found (the host or the server process). A
+	// response within a second of the timer is counted as one slow sample,
+	// not a stall; a real stall still fails the run.
 	select {
 	case <-ch:
 		return time.Since(start), nil
