@@ -30,7 +30,9 @@ type FrameRecord struct {
 	Index       int64
 	Disposition string // transcript.FrameForwarded, FrameRefused or FrameWithheld
 	// The gate's reading: Message when it understood the frame, Refusal
-	// when not; neither for a frame too long to read.
+	// when not; neither for a frame too long to read. Both for a server
+	// frame the gate read and mediation refused (Refusal.Rule one of
+	// mcpwire.ServerRules: a settled id, an id twin, SSE framing).
 	Message *mcpwire.Message
 	Refusal *mcpwire.Refusal
 	// AttemptID is the in-flight attempt the protocol ties the frame to
@@ -53,8 +55,8 @@ func (r *Recorder) RecordFrame(f FrameRecord) error {
 	if f.Index < 0 {
 		return fmt.Errorf("%w: frame index %d", ErrInvalidInput, f.Index)
 	}
-	if f.Message != nil && f.Refusal != nil {
-		return fmt.Errorf("%w: a frame is either read or refused", ErrInvalidInput)
+	if f.Message != nil && f.Refusal != nil && (f.Direction != transcript.ServerToClient || f.Disposition != transcript.FrameRefused) {
+		return fmt.Errorf("%w: a frame is either read or refused, but for a server frame mediation refused", ErrInvalidInput)
 	}
 	if err := r.begin(true); err != nil {
 		return err
@@ -90,7 +92,13 @@ func (r *Recorder) RecordFrame(f FrameRecord) error {
 		if m == nil && ref == nil {
 			m, ref = mcpwire.Read(f.Line)
 		}
-		facts := transcript.FrameFactsOf(m, ref)
+		var facts transcript.FrameFacts
+		if m != nil && ref != nil {
+			facts = transcript.FrameFactsOf(m, nil)
+			facts.Rule = string(ref.Rule)
+		} else {
+			facts = transcript.FrameFactsOf(m, ref)
+		}
 		ev.Kind, ev.Rule, ev.Method, ev.RPCID = facts.Kind, facts.Rule, facts.Method, facts.RPCID
 		ev.Terminator = term
 		p, err := r.payload(body, m, r.opts.Retention == transcript.RetainFull)

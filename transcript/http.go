@@ -33,7 +33,16 @@ const (
 	// HTTPFailure: the upstream exchange failed (connection refused or
 	// reset, TLS refused, a timeout, a stream cut): detail says how.
 	HTTPFailure = "failure"
+	// HTTPWithheld (v4): an upstream SSE event or response body not
+	// delivered because real clients read its framing differently (rule:
+	// one of the SSE or media-type rules of spec/http.md); frame names the
+	// server frame committed for its data, when it had one.
+	HTTPWithheld = "withheld"
 )
+
+// Framing rules of a withheld line (HTTPEvent.Rule with HTTPWithheld): the
+// server-direction rules of package mcpwire that concern HTTP framing.
+var WithheldRules = []string{"sse_bom", "sse_bare_cr", "sse_event_name", "sse_field", "sse_data_lines", "sse_too_large", "sse_unfinished", "media_type"}
 
 // TLS chain results (HTTPTLS.Chain).
 const (
@@ -121,7 +130,7 @@ func IsCredentialHeader(name string) bool {
 func (v *HTTPEvent) validate() *invalid {
 	e := first(
 		event(v.Type, TypeHTTP, v.Seq, v.AtMs),
-		oneOf("event", v.Event, HTTPUpstream, HTTPRequest, HTTPRefused, HTTPResponse, HTTPFailure),
+		oneOf("event", v.Event, HTTPUpstream, HTTPRequest, HTTPRefused, HTTPResponse, HTTPFailure, HTTPWithheld),
 		nonneg("exchange", v.Exchange),
 		short("method", v.Method, MaxReportedBytes),
 		short("path", v.Path, MaxPathBytes),
@@ -139,10 +148,14 @@ func (v *HTTPEvent) validate() *invalid {
 	if v.Frame != nil && *v.Frame < 0 {
 		return bad("frame is negative")
 	}
-	if (v.Event == HTTPRefused) != (v.Rule != "") {
-		return bad("rule is present iff event is refused")
+	if (v.Event == HTTPRefused || v.Event == HTTPWithheld) != (v.Rule != "") {
+		return bad("rule is present iff event is refused or withheld")
 	}
-	if v.Rule != "" {
+	if v.Event == HTTPWithheld {
+		if e := oneOf("rule", v.Rule, WithheldRules...); e != nil {
+			return e
+		}
+	} else if v.Rule != "" {
 		if e := oneOf("rule", v.Rule, RuleHeaderMissing, RuleHeaderMismatch, RuleHeaderRepeated, RuleHeaderUnverifiable); e != nil {
 			return e
 		}

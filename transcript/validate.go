@@ -174,12 +174,12 @@ func (f *Frame) validate() *invalid {
 		return e
 	}
 	switch {
-	case f.Disposition == FrameRefused && f.Direction != ClientToServer:
-		return bad("only client frames are refused")
 	case f.Disposition == FrameWithheld && f.Direction != ServerToClient:
 		return bad("only server frames are withheld")
-	case (f.Kind == FrameUnread) != (f.Rule != ""):
-		return bad("rule is present iff kind is unread")
+	case f.Kind == FrameUnread && f.Rule == "":
+		return bad("an unread frame names the rule it broke")
+	case f.Kind != FrameUnread && f.Rule != "" && (f.Direction != ServerToClient || f.Disposition != FrameRefused):
+		return bad("a frame the gate read has a rule only when it is a server frame refused by mediation")
 	case f.Method != "" && f.Kind != FrameRequest && f.Kind != FrameNotification:
 		return bad("method belongs to requests and notifications")
 	case f.RPCID != nil && f.Kind != FrameRequest && f.Kind != FrameResponse:

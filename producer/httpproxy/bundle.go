@@ -42,6 +42,12 @@ type bundle struct {
 	// last page offered (demux).
 	demux   bool
 	listMu  sync.Mutex
+
+	// settled holds, by mcpwire.MatchKey, the requests answered in this
+	// bundle (bounded by maxSettled): a later answer on another stream is
+	// refused.
+	settledMu sync.Mutex
+	settled   map[string]bool
 	waiting map[string][]*proxy.RecordingSink
 }
 
@@ -190,6 +196,26 @@ func (b *bundle) onlyInflight(key string) *call {
 		return l[0]
 	}
 	return nil
+}
+
+// maxSettled bounds the settled ids a bundle remembers.
+const maxSettled = 1 << 16
+
+func (b *bundle) settle(key string) {
+	b.settledMu.Lock()
+	defer b.settledMu.Unlock()
+	if b.settled == nil {
+		b.settled = map[string]bool{}
+	}
+	if len(b.settled) < maxSettled {
+		b.settled[key] = true
+	}
+}
+
+func (b *bundle) isSettled(key string) bool {
+	b.settledMu.Lock()
+	defer b.settledMu.Unlock()
+	return b.settled[key]
 }
 
 // http records an HTTP line; a failure is an audit failure.

@@ -1,44 +1,12 @@
 package httpproxy
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"net/http"
 	"testing"
 
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
-
-// FuzzReadEvent: the SSE reader never returns more bytes than it read,
-// never data longer than its event, and never panics.
-func FuzzReadEvent(f *testing.F) {
-	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
-	f.Add([]byte("id: 1\ndata:\n\n: comment\n\ndata: a\ndata: b\r\n\r\n"))
-	f.Add([]byte("data: cut"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		br := bufio.NewReaderSize(bytes.NewReader(in), 16)
-		var got []byte
-		for range 1000 {
-			raw, data, err := readEvent(br)
-			got = append(got, raw...)
-			if len(data) > len(raw) {
-				t.Fatalf("data %q longer than its event %q", data, raw)
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-					t.Fatalf("unexpected error %v", err)
-				}
-				break
-			}
-		}
-		if len(got) > len(in) {
-			t.Fatalf("events hold %d bytes of a %d-byte stream", len(got), len(in))
-		}
-	})
-}
 
 // FuzzCheckHeaders: the header gate never panics, and refuses every
 // request whose Mcp-Method disagrees with a modern body.

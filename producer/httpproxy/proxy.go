@@ -11,7 +11,6 @@
 package httpproxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -345,6 +344,11 @@ type exchange struct {
 	what   string // the request's method, for its response
 	gone   bool   // the client went away: record, do not deliver
 	failed error  // an audit failure: stop delivering
+	// answered: the exchange's request has its answer (delivered, or the
+	// proxy's own); a later frame a client could match to it is refused.
+	answered     bool
+	refusedIndex int64        // the refused server frame that made the proxy answer
+	refusedRule  mcpwire.Rule // and its rule
 }
 
 // Limits.
@@ -820,8 +824,31 @@ func (x *exchange) forward(body []byte) {
 			x.upstreamFailed("the upstream's response body is over the gate's limit; withheld", http.StatusBadGateway)
 			return
 		}
-		if mt == "application/json" && len(bytes.TrimSpace(data)) > 0 && !x.message(data) {
-			x.auditFail(x.failed)
+		ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
+		switch {
+		case ok2xx && mt == "application/json" && len(bytes.TrimSpace(data)) > 0:
+			// A JSON body is the request's whole answer: delivered only as
+			// the gate and mediation read it; otherwise the client gets
+			// the proxy's error in its place.
+			d := x.message(data, nil)
+			if x.failed != nil {
+				x.auditFail(x.failed)
+				return
+			}
+			if d != deliverIt {
+				x.answerRefused(-1, "")
+				return
+			}
+		case ok2xx && sniffed(ct) && len(data) > 0 && resp.StatusCode != http.StatusAccepted:
+			// Not exactly application/json: a client matching the media
+			// type by substring would read it as a message the gate never
+			// read.
+			if err := x.b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Rule: string(mcpwire.RuleMediaType),
+				Detail: "a " + strconv.Itoa(resp.StatusCode) + " body of content type " + strconv.Quote(boundedText(ct)) + ", not exactly application/json or text/event-stream"}); err != nil {
+				x.auditFail(err)
+				return
+			}
+			x.answerRefused(-1, mcpwire.RuleMediaType)
 			return
 		}
 		x.noAnswer(fmt.Sprintf("upstream answered HTTP %d (%s) without a response to the call", resp.StatusCode, boundedText(ct)))
@@ -863,234 +890,6 @@ func (x *exchange) settle(f func() error) {
 	c.settled = true
 	if err := f(); err != nil {
 		x.failed = err
-	}
-}
-
-// message commits one server message of this exchange (a JSON body or an
-// SSE event's data) and reports whether it may be delivered.
-func (x *exchange) message(data []byte) bool {
-	b := x.b
-	line, m, ref := gateLine(data)
-	err := b.serverFrame(func(index int64) error {
-		obs := proxy.FrameObs{Line: line, Msg: m, Refusal: ref, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded}
-		if m == nil {
-			return b.sink.Frame(obs)
-		}
-		switch m.Kind {
-		case mcpwire.KindResponse:
-			if x.call != nil && x.msg != nil && m.IDText() == x.msg.IDText() {
-				c := x.call
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				if !c.settled {
-					c.settled = true
-					return b.sink.Response(c.ref, proxy.ResponseObs{Line: line, Msg: m, Index: index})
-				}
-				return b.sink.Frame(obs)
-			}
-			if err := b.sink.Frame(obs); err != nil {
-				return err
-			}
-			if x.msg == nil || m.IDText() != x.msg.IDText() {
-				return nil
-			}
-			switch x.what {
-			case mcpwire.MethodToolsList:
-				if !m.Error.Valid() {
-					x.p.decls.observe(m.Result)
-				}
-				return b.listPage(x.list, line, m)
-			case mcpwire.MethodInitialize:
-				if !m.Error.Valid() {
-					v, _ := str(m.Result, "protocolVersion")
-					name, ver := serverInfo(m.Result, "serverInfo")
-					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraLegacy, Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
-				}
-			case mcpwire.MethodDiscover:
-				if !m.Error.Valid() {
-					meta, _ := m.Result.Get("_meta")
-					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
-					_, v := protoOf(x.msg)
-					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraModern, Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
-				}
-			}
-			return nil
-		case mcpwire.KindNotification:
-			switch m.Method {
-			case mcpwire.NotifyToolsListChanged:
-				return b.sink.ListChanged(proxy.NotificationObs{Line: line, Msg: m, Index: index})
-			case mcpwire.NotifyProgress:
-				if x.call != nil && x.call.token != "" {
-					if tok, ok := m.Params.Get("progressToken"); ok && mcpwire.Key(tok) == x.call.token {
-						obs.Attempt = x.call.ref
-					}
-				}
-			}
-		}
-		return b.sink.Frame(obs)
-	})
-	if err != nil {
-		x.failed = err
-		return false
-	}
-	return true
-}
-
-// relaySSE commits each event of an upstream stream, then delivers it.
-func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body io.Reader, clientGone <-chan struct{}) {
-	type item struct {
-		raw, data []byte
-		err       error
-	}
-	events := make(chan item)
-	go func() {
-		defer close(events)
-		br := bufio.NewReaderSize(body, 64<<10)
-		for {
-			raw, data, err := readEvent(br)
-			select {
-			case events <- item{raw, data, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	idle := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
-	defer idle.Stop()
-	var closing, retired <-chan struct{}
-	if x.call == nil {
-		closing, retired = x.p.closing, x.b.retired
-	}
-	for {
-		select {
-		case <-closing:
-			return // a stream with no call in it: nothing is left unanswered
-		case <-retired:
-			return // its session was deleted, or its bundle rotated
-		case it, ok := <-events:
-			if !ok {
-				// Closed under the reader: the proxy shut down.
-				x.noAnswer("the proxy shut down with the call in flight; the upstream request was closed")
-				return
-			}
-			if len(it.raw) > 0 && it.err == nil { // a cut event is neither committed nor delivered
-				idle.Reset(x.p.cfg.StreamIdle)
-				deliver := true
-				if len(it.data) > 0 {
-					deliver = x.message(it.data)
-				}
-				if x.failed != nil {
-					cancel()
-					return
-				}
-				if deliver && !x.gone {
-					if _, err := x.w.Write(it.raw); err != nil {
-						x.gone = true
-					} else {
-						flush(x.w)
-					}
-				}
-			}
-			if it.err != nil {
-				detail := "the upstream stream ended before the response"
-				if !errors.Is(it.err, io.EOF) {
-					detail = "the upstream stream was cut: " + it.err.Error()
-				}
-				if len(it.raw) > 0 && errors.Is(it.err, io.ErrUnexpectedEOF) {
-					detail = "the upstream stream was cut mid-event"
-				}
-				if x.call != nil {
-					x.call.mu.Lock()
-					settled := x.call.settled
-					x.call.mu.Unlock()
-					if !settled {
-						_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
-					}
-				}
-				x.noAnswer(detail)
-				return
-			}
-		case <-idle.C():
-			// Abandoned: whatever the upstream does next is not observed,
-			// so a waiting call's outcome is unknown.
-			detail := "the upstream stream was silent for " + x.p.cfg.StreamIdle.String() + "; abandoned"
-			_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
-			if c := x.call; c != nil {
-				c.mu.Lock()
-				if !c.settled && !c.timedOut {
-					c.timedOut = true
-					if err := x.b.sink.Timeout(c.ref); err != nil {
-						x.failed = err
-					}
-				}
-				c.mu.Unlock()
-			}
-			cancel()
-			return
-		case <-clientGone:
-			clientGone = nil
-			x.gone = true
-			// The client closed its request: in 2026-07-28 that is how a
-			// call is cancelled, so the upstream request is closed too.
-			// What the tool did is unknown.
-			_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: "the client closed the request; the upstream request was closed"})
-			x.noAnswer("the client closed the request with the call in flight; the upstream request was closed")
-			cancel()
-			return
-		}
-	}
-}
-
-// readEvent reads one SSE event: its exact bytes (through the blank line)
-// and its data (the data lines joined by LF). Bounded by maxBody.
-func readEvent(br *bufio.Reader) (raw, data []byte, err error) {
-	var hasData bool
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: collect it whole, within the bound.
-			buf := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				buf = append(buf, line...)
-				if int64(len(buf)+len(raw)) > maxBody {
-					return raw, nil, errors.New("an SSE event over the gate's limit")
-				}
-			}
-			line = buf
-		}
-		raw = append(raw, line...)
-		if int64(len(raw)) > maxBody {
-			return raw, nil, errors.New("an SSE event over the gate's limit")
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(raw) > 0 {
-				return raw, nil, io.ErrUnexpectedEOF
-			}
-			return raw, nil, err
-		}
-		l := bytes.TrimRight(line, "\r\n")
-		if len(l) == 0 {
-			if len(raw) == len(line) { // a blank line between events
-				raw = raw[:0]
-				continue
-			}
-			if !hasData {
-				return raw, nil, nil
-			}
-			return raw, data, nil
-		}
-		if v, ok := bytes.CutPrefix(l, []byte("data:")); ok {
-			v = bytes.TrimPrefix(v, []byte(" "))
-			if hasData {
-				data = append(data, '\n')
-			}
-			data = append(data, v...)
-			hasData = true
-		}
 	}
 }
 
@@ -1142,6 +941,7 @@ func progressToken(params canon.Value) string {
 const (
 	codeAuditUnavailable = -32091
 	codeTransportFailure = -32092
+	codeResponseRefused  = -32093
 	codeRefused          = -32600
 )
 
@@ -1156,11 +956,19 @@ func writeRPCError(w http.ResponseWriter, status int, id string, code int, msg s
 	if id == "" {
 		id = "null"
 	}
-	mb, _ := json.Marshal(msg)
 	w.Header().Del("Content-Length") // the upstream's, if it was copied
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":`+strconv.Itoa(code)+`,"message":`+string(mb)+`,"data":{"source":"tracectl"}}}`)
+	_, _ = w.Write(rpcError(id, code, msg))
+}
+
+// rpcError is a JSON-RPC error response naming tracectl as its source.
+func rpcError(id string, code int, msg string) []byte {
+	if id == "" {
+		id = "null"
+	}
+	mb, _ := json.Marshal(msg)
+	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(mb) + `,"data":{"source":"tracectl"}}}`)
 }
 
 // SPKI returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the

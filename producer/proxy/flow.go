@@ -186,7 +186,7 @@ func (s *session) fromClient(f frame, index int64) error {
 		// forwarded, and the transcript shows two overlapping attempts
 		// with one id.
 		s.mu.Lock()
-		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params)}
+		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params), match: mcpwire.MatchKey(m.ID)}
 		if p.token != "" {
 			s.progress[p.token] = ref
 		}
@@ -244,6 +244,7 @@ func (s *session) fromClient(f frame, index int64) error {
 			return nil
 		}
 		if p != nil {
+			p.match = mcpwire.MatchKey(m.ID)
 			s.track(idKey, p)
 		}
 	}
@@ -461,8 +462,8 @@ func leadingID(b []byte) (string, bool) {
 func (s *session) fromServer(line []byte, index int64) error {
 	m, ref := mcpwire.Read(line)
 	forward, synth, wait, key := s.observeServer(m, ref, line, index)
-	if synth != nil {
-		if err := s.sq.toClient(synth); err != nil {
+	for _, b := range synth {
+		if err := s.sq.toClient(b); err != nil {
 			return err
 		}
 	}
@@ -484,12 +485,15 @@ func (s *session) fromServer(line []byte, index int64) error {
 	return s.sq.put(it)
 }
 
-// observeServer commits a server frame and decides whether it is delivered
-// (it is, unless the proxy already answered the client for that id, or the
-// frame could not be committed). A response to an attempt recorded
-// pipelined comes with its durable wait, and the id text its error would
-// answer if that failed.
-func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, line []byte, index int64) (forward bool, synth []byte, wait func() error, key string) {
+// observeServer commits a server frame and decides whether it is delivered:
+// it is, unless the gate refused it, mediation refused it (an id twin, a
+// second answer to a settled request), the proxy already answered that id
+// itself, or the frame could not be committed. A refused frame a client
+// could take as the answer to an open request settles that request, and
+// synth holds the errors the client gets in its place. A response to an
+// attempt recorded pipelined comes with its durable wait, and the id text
+// its error would answer if that failed.
+func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, line []byte, index int64) (forward bool, synth [][]byte, wait func() error, key string) {
 	obs := FrameObs{Line: line, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded, Msg: m, Refusal: refusal}
 	commit := func() bool {
 		if err := s.cfg.Sink.Frame(obs); err != nil {
@@ -499,9 +503,16 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 		return obs.Disposition == transcript.FrameForwarded
 	}
 	if m == nil {
-		// Not understood: committed as read, and delivered, so the
-		// evidence shows what the client received.
-		return commit(), nil, nil, ""
+		// Not understood: committed as refused and never delivered. If a
+		// lenient reader could take it as the answer to an open request,
+		// the proxy answers that request instead.
+		obs.Disposition = transcript.FrameRefused
+		body, _ := mcpwire.SplitTerminator(line)
+		s.mu.Lock()
+		vs := s.takeMatchingLocked(mcpwire.LenientIDs(body))
+		s.mu.Unlock()
+		commit()
+		return false, s.settleVictims(vs, index, refusal.Rule), nil, ""
 	}
 	s.mu.Lock()
 	switch m.Kind {
@@ -509,13 +520,19 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 		key := m.IDText()
 		p, ok := s.inflight[key]
 		if !ok {
-			if s.answered[key] {
-				obs.Disposition = transcript.FrameWithheld
-			}
+			vs := s.mediateResponse(m, &obs)
 			s.mu.Unlock()
-			return commit(), nil, nil, ""
+			fwd := commit()
+			var rule mcpwire.Rule
+			if obs.Refusal != nil {
+				rule = obs.Refusal.Rule
+			}
+			return fwd, s.settleVictims(vs, index, rule), nil, ""
 		}
 		delete(s.inflight, key)
+		if !p.conflicted() {
+			s.settled.add(p.match)
+		}
 		switch p.what {
 		case reqList:
 			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.Error.Valid()))
@@ -561,7 +578,7 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 				// Fail closed: a response is never delivered uncommitted;
 				// the client gets an error naming the reason instead.
 				s.noteSinkErr(err)
-				return false, errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error()), nil, ""
+				return false, [][]byte{errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())}, nil, ""
 			}
 			return !answered, nil, wait, key
 		}

@@ -140,6 +140,7 @@ type pending struct {
 	unattributed int    // responses still expected for a conflicted id
 	ambiguous    bool   // another request (not a call) shares this call's id in flight
 	token        string // the key of the call's _meta.progressToken, or ""
+	match        string // mcpwire.MatchKey of the request's id: what a client matches answers by
 }
 
 // conflicted: responses to this call's id cannot be attributed to it.
@@ -153,6 +154,7 @@ type session struct {
 	outMu      sync.Mutex // serializes whole lines written to the client; never held while taking mu
 	inflight   map[string]*pending
 	answered   map[string]bool       // ids the proxy answered itself (late responses are then not forwarded)
+	settled    settledSet            // requests answered, by match key: a later answer a client could match is refused (mediate.go)
 	progress   map[string]AttemptRef // progress token text -> the in-flight call that carries it
 	clientOut  io.Writer
 	serverIn   io.WriteCloser
@@ -604,6 +606,7 @@ func errorLine(idText string, code int, msg string) []byte {
 const (
 	codeAuditUnavailable = -32091 // not forwarded: evidence could not be made durable
 	codeTransportFailure = -32092 // the server went away with the call in flight
+	codeResponseRefused  = -32093 // the server's answer was refused by the gate or mediation: not delivered, the outcome unknown
 	codeRefused          = -32600 // Invalid Request: a frame the gate refused, not forwarded
 )
 
@@ -613,6 +616,8 @@ func reasonOf(code int) string {
 		return "audit_unavailable"
 	case codeTransportFailure:
 		return "transport_failure"
+	case codeResponseRefused:
+		return "response_refused"
 	case codeRefused:
 		return "refused"
 	}
@@ -673,6 +678,7 @@ func (s *session) failInflight(detail string) int {
 		if !p.canceled {
 			synth = append(synth, errorLine(key, codeTransportFailure, "tracectl: transport failure: "+detail))
 			s.answered[key] = true
+			s.settled.add(p.match)
 		}
 		delete(s.inflight, key)
 	}

@@ -1,0 +1,333 @@
+package httpproxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Mediation of the upstream's answers (spec/http.md, "Server to client"):
+// an upstream message reaches the client only if every real client reads
+// its body or SSE event as the gate did, and only the first answer to the
+// exchange's request, under its exact id. Everything else is committed
+// refused (or withheld, for framing) and not delivered; when a client could
+// have taken it as the answer, the request is settled by the proxy (a
+// transport failure for a call) and the client gets the proxy's error.
+
+// delivery is what becomes of one upstream message.
+type delivery uint8
+
+const (
+	deliverIt delivery = iota // committed forwarded: deliver it
+	dropIt                    // committed refused: not delivered; the exchange goes on
+	answerIt                  // committed refused, and a client could take it as the exchange's answer: the proxy answers instead
+)
+
+// sniffed reports whether a client that matches media types by substring
+// (the TypeScript SDK: contentType.includes(...)) would read a body as JSON
+// or as an event stream.
+func sniffed(ct string) bool {
+	l := strings.ToLower(ct)
+	return strings.Contains(l, "application/json") || strings.Contains(l, "text/event-stream")
+}
+
+// matches reports whether a client could take a frame with one of these
+// ids (mcpwire.MatchKey) as the answer to the exchange's request.
+func (x *exchange) matches(keys []string) bool {
+	if x.msg == nil || x.msg.Kind != mcpwire.KindRequest || x.answered {
+		return false
+	}
+	own := mcpwire.MatchKey(x.msg.ID)
+	for _, k := range keys {
+		if k == own {
+			return true
+		}
+	}
+	return false
+}
+
+// message commits one server message of this exchange (a JSON body or an
+// SSE event's data) and decides whether it is delivered. framing, when
+// set, is why the SSE event that carried it is refused whatever its data.
+func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
+	b := x.b
+	line, m, ref := gateLine(data)
+	d := deliverIt
+	err := b.serverFrame(func(index int64) error {
+		obs := proxy.FrameObs{Line: line, Msg: m, Refusal: ref, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded}
+		refuse := func(r *mcpwire.Refusal, answers bool) error {
+			obs.Disposition = transcript.FrameRefused
+			if m != nil {
+				obs.Refusal = r
+			}
+			d = dropIt
+			if framing != nil {
+				if err := b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Frame: &index, Rule: string(framing.Rule), Detail: framing.Detail}); err != nil {
+					return err
+				}
+			}
+			if err := b.sink.Frame(obs); err != nil {
+				return err
+			}
+			if answers {
+				d = answerIt
+				x.answered = true
+				x.refusedIndex, x.refusedRule = index, r.Rule
+				x.noAnswerLocked("the upstream's frame " + strconv.FormatInt(index, 10) + ", which a client could take as the answer, was refused by the recorder's gate (" + string(r.Rule) + ") and not delivered")
+			}
+			return nil
+		}
+		switch {
+		case m == nil:
+			return refuse(ref, x.matches(mcpwire.LenientIDs(data)))
+		case framing != nil:
+			return refuse(framing, m.Kind == mcpwire.KindResponse && x.matches(mcpwire.ResponseKeys(m.ID)))
+		}
+		switch m.Kind {
+		case mcpwire.KindResponse:
+			mk := mcpwire.MatchKey(m.ID)
+			exact := x.msg != nil && x.msg.Kind == mcpwire.KindRequest && m.IDText() == x.msg.IDText()
+			if !exact || x.answered {
+				r := &mcpwire.Refusal{Rule: mcpwire.RuleForeignResponse, ID: "null", Detail: "id " + boundedText(m.IDText()) + " is not the id of this exchange's request"}
+				answers := false
+				switch {
+				case exact:
+					r.Rule, r.Detail = mcpwire.RuleSettledResponse, "a second answer to this exchange's request"
+				case x.matches(mcpwire.ResponseKeys(m.ID)):
+					r.Rule, r.Detail, answers = mcpwire.RuleIDTwin, "id "+boundedText(m.IDText())+" is not this exchange's request id "+boundedText(x.msg.IDText())+", which a client matches it to", true
+				case b.isSettled(mk):
+					r.Rule, r.Detail = mcpwire.RuleSettledResponse, "id "+boundedText(m.IDText())+" names a request already answered"
+				}
+				return refuse(r, answers)
+			}
+			x.answered = true
+			b.settle(mk)
+			if x.call != nil {
+				c := x.call
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if !c.settled {
+					c.settled = true
+					return b.sink.Response(c.ref, proxy.ResponseObs{Line: line, Msg: m, Index: index})
+				}
+				return b.sink.Frame(obs)
+			}
+			if err := b.sink.Frame(obs); err != nil {
+				return err
+			}
+			switch x.what {
+			case mcpwire.MethodToolsList:
+				if !m.Error.Valid() {
+					x.p.decls.observe(m.Result)
+				}
+				return b.listPage(x.list, line, m)
+			case mcpwire.MethodInitialize:
+				if !m.Error.Valid() {
+					v, _ := str(m.Result, "protocolVersion")
+					name, ver := serverInfo(m.Result, "serverInfo")
+					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraLegacy, Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
+				}
+			case mcpwire.MethodDiscover:
+				if !m.Error.Valid() {
+					meta, _ := m.Result.Get("_meta")
+					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
+					_, v := protoOf(x.msg)
+					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraModern, Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
+				}
+			}
+			return nil
+		case mcpwire.KindNotification:
+			switch m.Method {
+			case mcpwire.NotifyToolsListChanged:
+				return b.sink.ListChanged(proxy.NotificationObs{Line: line, Msg: m, Index: index})
+			case mcpwire.NotifyProgress:
+				if x.call != nil && x.call.token != "" {
+					if tok, ok := m.Params.Get("progressToken"); ok && mcpwire.Key(tok) == x.call.token {
+						obs.Attempt = x.call.ref
+					}
+				}
+			}
+		}
+		return b.sink.Frame(obs)
+	})
+	if err != nil {
+		x.failed = err
+		return dropIt
+	}
+	return d
+}
+
+// noAnswerLocked settles the exchange's call as a transport failure from
+// inside a serverFrame callback.
+func (x *exchange) noAnswerLocked(detail string) {
+	if x.call == nil {
+		return
+	}
+	x.settle(func() error { return x.b.sink.TransportFailure(x.call.ref, detail) })
+}
+
+// answerRefused answers the client in place of a JSON body the proxy did
+// not deliver: a JSON-RPC error under the request's id (HTTP 200, so an
+// SDK client hands its application the error), the call settled as a
+// transport failure.
+func (x *exchange) answerRefused(index int64, rule mcpwire.Rule) {
+	if index < 0 && x.refusedRule != "" {
+		index, rule = x.refusedIndex, x.refusedRule
+	}
+	detail := "the upstream's answer was refused by the recorder's gate"
+	if rule != "" {
+		detail += " (" + string(rule) + ")"
+	}
+	if index >= 0 {
+		detail = "the upstream's frame " + strconv.FormatInt(index, 10) + ", which a client could take as the answer, was refused by the recorder's gate (" + string(rule) + ")"
+	}
+	detail += " and not delivered"
+	x.noAnswer(detail)
+	if x.msg == nil || x.msg.Kind != mcpwire.KindRequest {
+		x.w.Header().Del("Content-Length")
+		http.Error(x.w, "tracectl: "+detail, http.StatusBadGateway)
+		return
+	}
+	writeRPCError(x.w, http.StatusOK, idOf(x.msg), codeResponseRefused, "tracectl: "+detail+"; the outcome is unknown")
+}
+
+// sseError is the proxy's answer as an SSE event on a stream already
+// begun.
+func (x *exchange) sseError() []byte {
+	detail := "the upstream's frame " + strconv.FormatInt(x.refusedIndex, 10) + ", which a client could take as the answer, was refused by the recorder's gate (" + string(x.refusedRule) + ") and not delivered; the outcome is unknown"
+	return append(append([]byte("event: message\ndata: "), rpcError(idOf(x.msg), codeResponseRefused, "tracectl: "+detail)...), "\n\n"...)
+}
+
+// relaySSE commits each event of an upstream stream, then delivers it.
+func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body io.Reader, clientGone <-chan struct{}) {
+	type item struct {
+		ev  mcpwire.Event
+		err error
+	}
+	events := make(chan item)
+	go func() {
+		defer close(events)
+		er := mcpwire.NewEventReader(body)
+		for {
+			ev, err := er.Next()
+			select {
+			case events <- item{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	idle := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+	defer idle.Stop()
+	var closing, retired <-chan struct{}
+	if x.call == nil {
+		closing, retired = x.p.closing, x.b.retired
+	}
+	for {
+		select {
+		case <-closing:
+			return // a stream with no call in it: nothing is left unanswered
+		case <-retired:
+			return // its session was deleted, or its bundle rotated
+		case it, ok := <-events:
+			if !ok {
+				// Closed under the reader: the proxy shut down.
+				x.noAnswer("the proxy shut down with the call in flight; the upstream request was closed")
+				return
+			}
+			if len(it.ev.Raw) > 0 {
+				idle.Reset(x.p.cfg.StreamIdle)
+				d := deliverIt
+				switch ev := it.ev; {
+				case ev.Data != nil:
+					d = x.message(ev.Data, ev.Refusal)
+				case ev.Refusal != nil:
+					d = dropIt
+					if err := x.b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Rule: string(ev.Refusal.Rule), Detail: ev.Refusal.Detail}); err != nil {
+						x.failed = err
+					}
+				}
+				if x.failed != nil {
+					cancel()
+					return
+				}
+				switch {
+				case d == answerIt:
+					// The client's answer is the proxy's: the stream ends
+					// with it, and what the upstream sends after is not
+					// observed.
+					if !x.gone {
+						_, _ = x.w.Write(x.sseError())
+						flush(x.w)
+					}
+					cancel()
+					return
+				case d == deliverIt && !x.gone:
+					if _, err := x.w.Write(it.ev.Raw); err != nil {
+						x.gone = true
+					} else {
+						flush(x.w)
+					}
+				}
+			}
+			if it.err != nil {
+				detail := "the upstream stream ended before the response"
+				switch {
+				case errors.Is(it.err, mcpwire.ErrEventTooLarge):
+					detail = "the upstream stream carried an event over the gate's limit; abandoned"
+				case it.ev.Refusal != nil && it.ev.Refusal.Rule == mcpwire.RuleSSEUnfinished:
+					detail = "the upstream stream was cut mid-event"
+				case !errors.Is(it.err, io.EOF):
+					detail = "the upstream stream was cut: " + it.err.Error()
+				}
+				if x.call != nil {
+					x.call.mu.Lock()
+					settled := x.call.settled
+					x.call.mu.Unlock()
+					if !settled {
+						_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
+					}
+				}
+				x.noAnswer(detail)
+				return
+			}
+		case <-idle.C():
+			// Abandoned: whatever the upstream does next is not observed,
+			// so a waiting call's outcome is unknown.
+			detail := "the upstream stream was silent for " + x.p.cfg.StreamIdle.String() + "; abandoned"
+			_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: detail})
+			if c := x.call; c != nil {
+				c.mu.Lock()
+				if !c.settled && !c.timedOut {
+					c.timedOut = true
+					if err := x.b.sink.Timeout(c.ref); err != nil {
+						x.failed = err
+					}
+				}
+				c.mu.Unlock()
+			}
+			cancel()
+			return
+		case <-clientGone:
+			clientGone = nil
+			x.gone = true
+			// The client closed its request: in 2026-07-28 that is how a
+			// call is cancelled, so the upstream request is closed too.
+			// What the tool did is unknown.
+			_ = x.b.http(transcript.HTTPEvent{Event: transcript.HTTPFailure, Exchange: x.id, Detail: "the client closed the request; the upstream request was closed"})
+			x.noAnswer("the client closed the request with the call in flight; the upstream request was closed")
+			cancel()
+			return
+		}
+	}
+}
