@@ -128,7 +128,7 @@ func TestDecodeLineRejects(t *testing.T) {
 		{"other scope id chars", attempt(func(a *Attempt) { a.AttemptID = "a 1" }), CodeInvalidMember},
 		{"bad digest", mutated(t, obs, dig2, "sha256:ABC"), CodeInvalidMember},
 		{"response kind without payload", mutated(t, obs, `"kind":"response"`, `"kind":"timeout"`), CodeInvalidMember},
-		{"header format", withEdit(h, func() { h.Format = "tracectl.transcript/v4" }), CodeUnsupportedFormat},
+		{"header format", withEdit(h, func() { h.Format = "tracectl.transcript/v5" }), CodeUnsupportedFormat},
 		{"v3 with an argv digest", withEdit(h, func() { h.Format, h.Server.ArgsDigest = Format, dig2 }), CodeInvalidMember},
 		{"v1 with frames", withEdit(h, func() { h.Format, h.FramesCommitted = FormatV1, true }), CodeInvalidMember},
 		{"attempt at seq 0", mustLine(t, sampleAttempt(0, "a1")), CodeInvalidMember},

@@ -45,7 +45,7 @@ var interned = func() (t [internSlots]string) {
 		"snapshot_id", "source", "started_at_ms", "state", "stdio", "streamable_http", "strict", "string",
 		"terminator", "text", "timeout", "too_long", "tool", "tool_invalid", "tools", "torn_digest",
 		"torn_file", "torn_length", "tracectl.transcript/v1", "tracectl.transcript/v2",
-		"tracectl.transcript/v3", "traceparent", "tracestate", "transcript.jsonl", "transport",
+		"tracectl.transcript/v3", "tracectl.transcript/v4", "traceparent", "tracestate", "transcript.jsonl", "transport",
 		"transport_failure", "transport_failures", "type", "unknown", "unread", "url", "valid", "value",
 		"version", "withheld",
 	} {

@@ -4,14 +4,22 @@ package transcript
 // a digest of one kind can never be taken for another (spec/transcript.md).
 const (
 	// Format is the transcript format id this producer writes, recorded in
-	// the header line. v3 salts payload commitments: a payload's digest is
+	// the header line. v4 is v3 with mediation both ways: a server frame
+	// may be refused (by the gate, or by mediation with one of
+	// mcpwire.ServerRules: an id twin, a second answer, SSE framing), and
+	// is then never delivered; HTTP withheld lines name the SSE events and
+	// bodies not delivered for their framing (spec/transcript.md, "Server
+	// to client").
+	Format = "tracectl.transcript/v4"
+	// FormatV3 is the earlier format, still read and verified: server
+	// frames the gate refused were delivered. v3 salts payload commitments: a payload's digest is
 	// SaltedDigest(salt, bytes) with a random salt kept beside the bytes in
 	// the payload pack and withheld with them, and a request's
 	// arguments_digest is salted with its payload's salt (SaltedArgsDigest),
 	// so nobody holding the bundle, or a proof, can test a guess about bytes
 	// it does not hold; the server's argv is not committed by digest
 	// (spec/transcript.md, "Payloads").
-	Format = "tracectl.transcript/v3"
+	FormatV3 = "tracectl.transcript/v3"
 	// FormatV2 is the earlier format, still read and verified: v1 plus the
 	// frame line and frame indexes (every frame a proxy passed in either
 	// direction is committed: spec/transcript.md, "Frames"); its payload

@@ -128,7 +128,7 @@ func (h *Header) validate() *invalid {
 
 func (h *Header) validateFormat() *invalid {
 	switch h.Format {
-	case Format:
+	case Format, FormatV3:
 		if h.Server.ArgsDigest != "" {
 			return bad("server.args_digest is not a %s member: the argv is not committed by an unsalted digest", Format)
 		}
@@ -148,7 +148,7 @@ func (h *Header) validateFormat() *invalid {
 		}
 		return nil
 	}
-	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q, %q and %q", bounded(h.Format), Format, FormatV2, FormatV1)}
+	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q, %q, %q and %q", bounded(h.Format), Format, FormatV3, FormatV2, FormatV1)}
 }
 
 func frameIndex(v *int64) *invalid {

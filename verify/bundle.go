@@ -409,7 +409,7 @@ func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
 		return
 	}
 	b.header = h
-	b.salted = h.Format == transcript.Format
+	b.salted = h.Format == transcript.Format || h.Format == transcript.FormatV3
 	b.interpret = true
 	// The server identity each attempt binds: sha256 of JCS(header.server),
 	// from the received bytes.

@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 
+	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -32,6 +33,15 @@ const (
 	// CodeClientGone is info: the client went away mid-session; what the
 	// server sent after it was committed, not delivered.
 	CodeClientGone Code = "client_gone"
+	// CodeResponseAfterSettlement: a server response delivered (committed
+	// forwarded) whose id a real client matches (mcpwire.ResponseKeys) to
+	// a call that already had its answer. The client may have acted on
+	// either answer, and the evidence binds only one: settlement is final,
+	// and a producer that mediates refuses such a frame.
+	CodeResponseAfterSettlement Code = "response_after_settlement"
+	// CodeServerFramesRefused is info: server frames the producer refused
+	// (spec/transcript.md, "Server to client"): committed, never delivered.
+	CodeServerFramesRefused Code = "server_frames_refused"
 )
 
 // onSession reports a session event.
@@ -58,6 +68,13 @@ type frameState struct {
 	openByID  map[string]int    // id text -> calls waiting under it
 	openOther map[string]int    // id text -> other requests waiting under it
 	shared    map[string]bool   // id texts a call and another request waited under at once: their responses are not judged
+
+	// By mcpwire.MatchKey: the calls waiting (how many) and the calls
+	// answered (by attempt id), so a response delivered under another
+	// spelling of their id is seen (mediation, v4).
+	openByMatch map[string]int
+	settledBy   map[string]string
+	refusedS2C  int64 // server frames refused
 }
 
 // frames checks the frame index a line carries against the sequence of its
@@ -131,14 +148,22 @@ func (b *bundleCheck) trackOpen(ev any) {
 	fr := &b.fr
 	if fr.openCall == nil {
 		fr.openCall, fr.openByID, fr.openOther, fr.shared = map[string]string{}, map[string]int{}, map[string]int{}, map[string]bool{}
+		fr.openByMatch, fr.settledBy = map[string]int{}, map[string]string{}
 	}
 	forget := func(t string) {
 		if fr.openByID[t] == 0 && fr.openOther[t] == 0 {
 			delete(fr.shared, t)
 		}
 	}
-	settle := func(attempt string) {
+	settle := func(attempt string, answered bool) {
 		if t, ok := fr.openCall[attempt]; ok {
+			mk := matchKey(t)
+			if fr.openByMatch[mk]--; fr.openByMatch[mk] <= 0 {
+				delete(fr.openByMatch, mk)
+			}
+			if answered && len(fr.settledBy) < maxSettledTracked {
+				fr.settledBy[mk] = attempt
+			}
 			delete(fr.openCall, attempt)
 			if fr.openByID[t]--; fr.openByID[t] <= 0 {
 				delete(fr.openByID, t)
@@ -152,6 +177,9 @@ func (b *bundleCheck) trackOpen(ev any) {
 			if _, dup := fr.openCall[e.AttemptID]; !dup {
 				fr.openCall[e.AttemptID] = e.RPCID.Text
 				fr.openByID[e.RPCID.Text]++
+				mk := matchKey(e.RPCID.Text)
+				fr.openByMatch[mk]++
+				delete(fr.settledBy, mk) // the id is in use again
 				if fr.openOther[e.RPCID.Text] > 0 {
 					fr.shared[e.RPCID.Text] = true
 				}
@@ -160,10 +188,10 @@ func (b *bundleCheck) trackOpen(ev any) {
 	case *transcript.Observation:
 		switch e.Kind {
 		case transcript.ObsResponse, transcript.ObsLateResponse, transcript.ObsTransportFailure:
-			settle(e.AttemptID)
+			settle(e.AttemptID, true)
 		}
 	case *transcript.Resolution:
-		settle(e.AttemptID)
+		settle(e.AttemptID, false)
 	case *transcript.Frame:
 		if e.RPCID == nil || e.RPCID.Text == "" || e.Disposition == transcript.FrameRefused {
 			return
@@ -183,10 +211,29 @@ func (b *bundleCheck) trackOpen(ev any) {
 				forget(t)
 				return
 			}
+			subject := fmt.Sprintf("frame %s %d (seq %d)", e.Direction, e.Index, e.Seq)
 			if fr.openByID[t] == 1 && !fr.shared[t] && e.Disposition == transcript.FrameForwarded {
 				fr.bad++
-				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, fmt.Sprintf("frame %s %d (seq %d)", e.Direction, e.Index, e.Seq),
+				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
 					"a response to the one call waiting under id "+quote(t)+", committed as a plain frame: a call's response is committed by its observation, so its outcome cannot be hidden as unknown")
+				return
+			}
+			if e.Disposition != transcript.FrameForwarded || fr.openByID[t] > 0 {
+				return
+			}
+			for _, k := range responseKeys(t) {
+				if fr.openByMatch[k] > 0 {
+					fr.bad++
+					b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+						"a response under id "+quote(t)+", which a client matches to a call waiting under another spelling of it, delivered as a plain frame: the client may have taken it as the call's answer, which the evidence does not bind")
+					return
+				}
+				if a, ok := fr.settledBy[k]; ok {
+					fr.bad++
+					b.r.add(CodeResponseAfterSettlement, CheckTranscript, StatusFail, subject,
+						"a response under id "+quote(t)+" delivered after attempt "+a+" had its answer under that id (as a client matches ids): the client may have acted on this one, which the evidence does not bind")
+					return
+				}
 			}
 		}
 	}
@@ -198,7 +245,11 @@ func (b *bundleCheck) trackOpen(ev any) {
 func (b *bundleCheck) onFrame(f *transcript.Frame) {
 	b.fr.lines++
 	if f.Disposition == transcript.FrameRefused {
-		b.fr.refused++
+		if f.Direction == transcript.ServerToClient {
+			b.fr.refusedS2C++
+		} else {
+			b.fr.refused++
+		}
 	}
 	if f.AttemptID != "" && !b.partial {
 		if _, ok := b.attempts.get(f.AttemptID); !ok {
@@ -229,6 +280,9 @@ func (b *bundleCheck) onFrame(f *transcript.Frame) {
 		b.body = line[:len(body)]
 	}
 	d.str("kind", f.Kind, got.Kind)
+	if got.Kind != transcript.FrameUnread && f.Direction == transcript.ServerToClient && f.Disposition == transcript.FrameRefused && isServerRule(f.Rule) {
+		got.Rule = f.Rule // a mediation rule: the bytes are read, and refused for where they came
+	}
 	d.str("rule", f.Rule, got.Rule)
 	d.str("method", f.Method, got.Method)
 	switch {
@@ -258,7 +312,14 @@ func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject stri
 	if b.headerRefused(f) {
 		return // refused for its HTTP headers, which the gate reads besides the bytes (http.go)
 	}
+	mediated := b.header != nil && b.header.Format == transcript.Format // v4: server frames are mediated
 	switch {
+	case !c2s && f.Disposition == transcript.FrameRefused && !mediated:
+		bad("a server frame marked refused in a transcript before " + transcript.Format + ", which never refuses server frames")
+	case !c2s && kind == transcript.FrameUnread && f.Disposition == transcript.FrameForwarded && mediated && f.Rule != string(mcpwire.RuleTooLarge):
+		bad("a server frame the gate cannot read (" + f.Rule + ") marked forwarded: a mediating producer never delivers it")
+	case !c2s && f.Disposition == transcript.FrameRefused && kind != transcript.FrameUnread && !isServerRule(f.Rule):
+		bad("a server frame the gate reads as a " + kind + " marked refused without a mediation rule (" + boundedQuote(f.Rule) + ")")
 	case c2s && method == mcpwire.MethodToolsCall:
 		bad("a client tools/call committed as a plain frame (" + f.Disposition + "): a call is committed by an attempt line, before it is forwarded")
 	case c2s && kind == transcript.FrameUnread && f.Disposition != transcript.FrameRefused:
@@ -292,6 +353,10 @@ func (b *bundleCheck) finishFrames() {
 		b.r.add(CodeFramesRefused, CheckTranscript, StatusInfo, "frames",
 			fmt.Sprintf("%d client frames were refused by the producer's gate: committed, answered with an error, never forwarded to the server", b.fr.refused))
 	}
+	if b.fr.refusedS2C > 0 {
+		b.r.add(CodeServerFramesRefused, CheckTranscript, StatusInfo, "frames",
+			fmt.Sprintf("%d server frames were refused (by the gate, or as answers a client could misattribute): committed, never delivered to the client", b.fr.refusedS2C))
+	}
 	if b.fr.bad == 0 && b.malformedAt < 0 {
 		b.r.add(CodeFramesAccounted, CheckTranscript, StatusPass, "frames",
 			fmt.Sprintf("%d client and %d server frames, each committed once, in order", b.fr.next[transcript.ClientToServer], b.fr.next[transcript.ServerToClient]))
@@ -306,4 +371,36 @@ func (b *bundleCheck) notificationRules(n *transcript.Notification) {
 		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq),
 			"a client tools/call committed as a notification line: a call is committed by an attempt line, before it is forwarded")
 	}
+}
+
+// maxSettledTracked bounds the answered calls remembered by id.
+const maxSettledTracked = 1 << 20
+
+// matchKey is mcpwire.MatchKey of an id's exact JSON text.
+func matchKey(text string) string {
+	doc, err := canon.Parse([]byte(text), canon.ParseOptions{})
+	if err != nil {
+		return "t:" + text
+	}
+	return mcpwire.MatchKey(doc.Root())
+}
+
+// responseKeys is mcpwire.ResponseKeys of an id's exact JSON text.
+func responseKeys(text string) []string {
+	doc, err := canon.Parse([]byte(text), canon.ParseOptions{})
+	if err != nil {
+		return []string{"t:" + text}
+	}
+	return mcpwire.ResponseKeys(doc.Root())
+}
+
+// isServerRule reports whether a rule is one of mediation's
+// (mcpwire.ServerRules).
+func isServerRule(r string) bool {
+	for _, x := range mcpwire.ServerRules {
+		if string(x) == r {
+			return true
+		}
+	}
+	return false
 }

@@ -102,7 +102,7 @@ func AllCodes() []Code {
 		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
-		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone,
+		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
 	}
 }

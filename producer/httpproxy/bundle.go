@@ -40,15 +40,15 @@ type bundle struct {
 	// Stateless bundles hold many clients' tools/list collections at once:
 	// each is its own sink over the one recorder, found by the cursor its
 	// last page offered (demux).
-	demux   bool
-	listMu  sync.Mutex
+	demux  bool
+	listMu sync.Mutex
 
 	// settled holds, by mcpwire.MatchKey, the requests answered in this
 	// bundle (bounded by maxSettled): a later answer on another stream is
 	// refused.
 	settledMu sync.Mutex
 	settled   map[string]bool
-	waiting map[string][]*proxy.RecordingSink
+	waiting   map[string][]*proxy.RecordingSink
 }
 
 // call is a tools/call in flight in an exchange.
