@@ -10,7 +10,7 @@ import (
 
 // BenchmarkRead measures the gate on the frames of a small tools/call round
 // trip (the request and the Go SDK echo server's response that
-// producer/proxy's BenchmarkRoundTrip exchanges) against its anchor in the
+// producer/stdio's BenchmarkRoundTrip exchanges) against its anchor in the
 // same run: canon.Parse of the same bytes, the strict parse no reading of a
 // frame can skip, timed call by call. Reported: ns per frame of each, and the ratio read-x-parse
 // (what the gate's own rules cost on top of the parse).

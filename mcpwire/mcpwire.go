@@ -8,6 +8,13 @@
 // these strings (spec/transcript.md, "The gate").
 package mcpwire
 
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
 // JSON-RPC and MCP methods tracectl interprets.
 const (
 	MethodToolsCall  = "tools/call"
@@ -44,6 +51,49 @@ const (
 	CodeMissingCapability   = -32021 // MCP 2026-07-28
 	CodeUnsupportedProtocol = -32022 // MCP 2026-07-28
 )
+
+// JSON-RPC error codes tracectl's recording session answers with in a
+// peer's place (spec/wrap.md). They sit in JSON-RPC's implementation-defined
+// range, clear of every code the MCP specification and the Go and
+// TypeScript SDKs assign (-32000 connection closed, -32001 request timeout,
+// -32002 resource not found, -32020..-32022, -32042). A frame the gate
+// refuses is answered with CodeInvalidRequest.
+const (
+	CodeAuditUnavailable = -32091 // not forwarded: evidence could not be made durable
+	CodeTransportFailure = -32092 // the server went away with the call in flight
+	CodeResponseRefused  = -32093 // the server's answer was refused by the gate or mediation: not delivered, the outcome unknown
+)
+
+// ErrorResponse is the JSON-RPC error response tracectl sends in a peer's
+// place, under the exact id text idText ("null" when there is none), without
+// a terminator. Its data names tracectl and the reason (spec/wrap.md), so a
+// client, and a person reading its log, can tell it from the server's.
+func ErrorResponse(idText string, code int, msg string) []byte {
+	if idText == "" {
+		idText = "null"
+	}
+	// encoding/json, not strconv.Quote: the message must be a JSON string
+	// whatever it holds (Go's \x escapes are not JSON).
+	m, _ := json.Marshal(msg)
+	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) +
+		`,"data":{"source":"tracectl","reason":"` + ReasonOf(code) + `"}}}`)
+}
+
+// ReasonOf is the reason string of one of tracectl's own error codes
+// ("other" for any other code).
+func ReasonOf(code int) string {
+	switch code {
+	case CodeAuditUnavailable:
+		return "audit_unavailable"
+	case CodeTransportFailure:
+		return "transport_failure"
+	case CodeResponseRefused:
+		return "response_refused"
+	case CodeInvalidRequest:
+		return "refused"
+	}
+	return "other"
+}
 
 // Envelope member names of a JSON-RPC 2.0 message.
 const (
@@ -85,4 +135,49 @@ func IsRevision(s string) bool {
 		}
 	}
 	return true
+}
+
+// Era is the MCP protocol era a session speaks, as observed.
+type Era string
+
+// Eras.
+const (
+	EraLegacy  Era = "legacy"  // initialize, then notifications/initialized (revisions up to 2025-11-25)
+	EraModern  Era = "modern"  // the revision in every request's _meta, server/discover (2026-07-28 on)
+	EraUnknown Era = "unknown" // nothing observed says which
+)
+
+// RevisionState is what a request says of its protocol revision in the
+// modern era's params._meta (MetaProtocolVersion).
+type RevisionState string
+
+// Revision states.
+const (
+	RevisionPresent   RevisionState = "present"   // a YYYY-MM-DD revision string
+	RevisionAbsent    RevisionState = "absent"    // no params, no _meta, or no such member
+	RevisionMalformed RevisionState = "malformed" // _meta is not an object, or the member is not a revision string
+)
+
+// RequestRevision reads a message's per-request protocol revision: the one
+// reading the session core, the HTTP header gate and snapshot collection
+// share.
+func (m *Message) RequestRevision() (RevisionState, string) {
+	if !m.Params.Valid() || m.Params.Kind() != canon.KindObject {
+		return RevisionAbsent, ""
+	}
+	meta, ok := m.Params.Get("_meta")
+	if !ok {
+		return RevisionAbsent, ""
+	}
+	if meta.Kind() != canon.KindObject {
+		return RevisionMalformed, ""
+	}
+	pv, ok := meta.Get(MetaProtocolVersion)
+	if !ok {
+		return RevisionAbsent, ""
+	}
+	if s, isStr := pv.Str(); isStr && IsRevision(s) {
+		return RevisionPresent, s
+	}
+	return RevisionMalformed, ""
 }

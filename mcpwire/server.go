@@ -47,7 +47,6 @@ const (
 	RuleSSETooLarge   Rule = "sse_too_large"   // an event over MaxFrameBytes
 	RuleSSEUnfinished Rule = "sse_unfinished"  // the stream ended inside an event: WHATWG drops it, the Go SDK dispatches it
 	RuleMediaType     Rule = "media_type"      // a 2xx body whose Content-Type is not exactly application/json or text/event-stream: the TypeScript SDK matches by substring
-	RuleNotDelivered  Rule = "not_deliverable" // a body the proxy cannot deliver whole (content coding, over the limit)
 )
 
 // ServerRules lists the rules that refuse server frames beyond the gate's
@@ -55,7 +54,7 @@ const (
 var ServerRules = []Rule{
 	RuleSettledResponse, RuleIDTwin, RuleForeignResponse,
 	RuleSSEBOM, RuleSSEBareCR, RuleSSEEventName, RuleSSEField, RuleSSEDataLines, RuleSSETooLarge, RuleSSEUnfinished,
-	RuleMediaType, RuleNotDelivered,
+	RuleMediaType,
 }
 
 // MatchKey is the key by which some real client matches a response's id to

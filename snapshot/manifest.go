@@ -366,7 +366,7 @@ func (m *Manifest) Digest() (string, error) {
 const MaxReasonTextBytes = 256
 
 // ReasonText is what the proxy writes as a snapshot line's
-// incomplete_reason (producer/proxy RecordingSink): every incomplete reason
+// incomplete_reason (producer/session RecordingSink): every incomplete reason
 // in the manifest's order joined with ",", "incomplete" if there is none,
 // cut to MaxReasonTextBytes bytes; "" when complete. A verifier compares
 // the line with it.

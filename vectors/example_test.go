@@ -26,7 +26,7 @@ func ExampleRun() {
 	r := res[0]
 	fmt.Printf("row %d %s (%s): want %s, got %s\n", r.Row, r.ID, r.Case, r.Expected.Verdict, r.Got.Verdict)
 	// Output:
-	// 63 of 63 vectors pass
+	// 65 of 65 vectors pass
 	// row 1 r1-snapshot-matches (positive): want verified, got verified
 }
 

@@ -21,6 +21,13 @@ const (
 
 // framedBundle records that session through the producer, as the proxy does.
 func (g *generator) framedBundle(id string) (*bundle, error) {
+	return g.framedSession(id, nil)
+}
+
+// framedSession is framedBundle with after, when set, recording more server
+// frames once the call has its response (given the call's request line and
+// the next server frame index).
+func (g *generator) framedSession(id string, after func(rec *producer.Recorder, req []byte, s2c int64) error) (*bundle, error) {
 	s, err := g.open(id, func(o *producer.Options) { o.FramesCommitted = true })
 	if err != nil {
 		return nil, err
@@ -70,11 +77,16 @@ func (g *generator) framedBundle(id string) (*bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := frame(transcript.ServerToClient, &s2c, []byte(unreadServer), transcript.FrameForwarded); err != nil {
+	if err := frame(transcript.ServerToClient, &s2c, []byte(unreadServer), transcript.FrameRefused); err != nil {
 		return nil, err
 	}
 	if err := h.ResponseFrame(producer.Framed{Line: result(req, weatherOK), Index: s2c}); err != nil {
 		return nil, err
+	}
+	if after != nil {
+		if err := after(s.rec, req, s2c+1); err != nil {
+			return nil, err
+		}
 	}
 	return s.seal()
 }
@@ -83,13 +95,17 @@ func (g *generator) framedBundle(id string) (*bundle, error) {
 // ones included, matches its bytes) and row 5 (a frame line taken out of
 // the signed transcript: a gap the verifier reports).
 func (g *generator) frameVectors() ([]*vec, error) {
+	vs, err := g.settlementVectors()
+	if err != nil {
+		return nil, err
+	}
 	b, err := g.framedBundle("r6-frames-committed")
 	if err != nil {
 		return nil, err
 	}
 	out := []*vec{g.bundleVec("r6-frames-committed", 6, CasePositive,
-		"A proxy's session (frames_committed): every frame in both directions is committed once, in order, and matches its retained bytes, including a client tools/call batch the gate refused (never forwarded) and a server line that is not JSON-RPC (delivered as read).",
-		string(verify.Verified), codes(verifiedBase, cs(verify.CodeFramesAccounted, verify.CodeFramesRefused, verify.CodePayloadsVerified)),
+		"A proxy's session (frames_committed): every frame in both directions is committed once, in order, and matches its retained bytes, including a client tools/call batch the gate refused (never forwarded) and a server line that is not JSON-RPC (refused: committed, never delivered to the client).",
+		string(verify.Verified), codes(verifiedBase, cs(verify.CodeFramesAccounted, verify.CodeFramesRefused, verify.CodeServerFramesRefused, verify.CodePayloadsVerified)),
 		codes(cs(verify.CodeFrameSequence, verify.CodeEvidenceMismatch, verify.CodeEvidenceUnavailable)), b)}
 
 	b, err = g.framedBundle("r5-frame-removed")
@@ -125,5 +141,47 @@ func (g *generator) frameVectors() ([]*vec, error) {
 	out = append(out, g.bundleVec("r6-frame-claim-changed", 6, CaseNegative,
 		"The refused frame's line claims rule invalid_json while the gate reads its retained bytes as a batch; the record is re-signed, so only the claim contradicts the bytes.",
 		string(verify.Failed), codes(cs(verify.CodeEvidenceMismatch)), codes(bound, cs(verify.CodeEvidenceUnavailable)), b))
-	return out, nil
+	return append(out, vs...), nil
+}
+
+// secondAnswer is a second answer to the settled call, under the string twin
+// of its id ("3" for 3: the TypeScript SDK matches Number(id)), saying what
+// the evidence does not.
+func secondAnswer(req []byte) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":"3","result":` + weatherError + "}\n")
+}
+
+// settlementVectors: settlement is final. A mediating producer refuses a
+// second answer a client could match to an answered call (committed,
+// never delivered: verified); a transcript that says it delivered one is
+// evidence the client may have acted on an answer the bundle does not bind
+// (failed), whatever the key holder signed.
+func (g *generator) settlementVectors() ([]*vec, error) {
+	refused, err := g.framedSession("r6-second-answer-refused", func(rec *producer.Recorder, req []byte, s2c int64) error {
+		line := secondAnswer(req)
+		m, ref := mcpwire.Read(line)
+		if ref != nil {
+			return ref
+		}
+		return rec.RecordFrame(producer.FrameRecord{Line: line, Direction: transcript.ServerToClient, Index: s2c, Disposition: transcript.FrameRefused,
+			Message: m, Refusal: &mcpwire.Refusal{Rule: mcpwire.RuleSettledResponse, ID: "null"}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	delivered, err := g.framedSession("r6-second-answer-delivered", func(rec *producer.Recorder, req []byte, s2c int64) error {
+		return rec.RecordFrame(producer.FrameRecord{Line: secondAnswer(req), Direction: transcript.ServerToClient, Index: s2c, Disposition: transcript.FrameForwarded})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []*vec{
+		g.bundleVec("r6-second-answer-refused", 6, CasePositive,
+			"After the call has its answer, the server sends a second one under the string twin of its id (\"3\" for 3, which the TypeScript SDK matches by Number(id)). The producer commits it refused (settled_response) and never delivers it: what the client acted on is the answer the attempt binds.",
+			string(verify.Verified), codes(verifiedBase, cs(verify.CodeFramesAccounted, verify.CodeServerFramesRefused, verify.CodePayloadsVerified)),
+			codes(cs(verify.CodeResponseAfterSettlement, verify.CodeFrameMisrecorded)), refused),
+		g.bundleVec("r6-second-answer-delivered", 6, CaseNegative,
+			"The same second answer committed as delivered (forwarded) and signed: a client may have acted on it, and the bundle binds the other answer. Settlement is final: response_after_settlement, whoever holds the key.",
+			string(verify.Failed), codes(cs(verify.CodeResponseAfterSettlement)), codes(cs(verify.CodeFramesAccounted)), delivered),
+	}, nil
 }

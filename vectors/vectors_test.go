@@ -23,7 +23,7 @@ import (
 	"github.com/tracectl/tracectl/verify"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v3 from the generator")
+var update = flag.Bool("update", false, "rewrite testdata/v4 from the generator")
 
 // TestVectors runs every committed vector through tracectl's verifier.
 func TestVectors(t *testing.T) {
@@ -127,7 +127,7 @@ func TestGenerateDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !*update && !maps.EqualFunc(embedded, committed, bytes.Equal) {
-		t.Error("the embedded vectors differ from testdata/v3")
+		t.Error("the embedded vectors differ from testdata/v4")
 	}
 	var size int
 	for _, b := range committed {
@@ -341,7 +341,7 @@ func TestSpecReadme(t *testing.T) {
 			t.Errorf("spec/README.md's identifier table lacks %s", id)
 		}
 	}
-	quoted := regexp.MustCompile("`vectors/testdata/v3/([a-z0-9-]+/[a-z.]+)`")
+	quoted := regexp.MustCompile("`vectors/testdata/v4/([a-z0-9-]+/[a-z.]+)`")
 	var source string
 	var block []string
 	inBlock, checked := false, 0

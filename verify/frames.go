@@ -373,7 +373,8 @@ func (b *bundleCheck) notificationRules(n *transcript.Notification) {
 	}
 }
 
-// maxSettledTracked bounds the answered calls remembered by id.
+// maxSettledTracked bounds the answered calls remembered by id: the
+// producer's bound (session.MaxSettled), which a verifier must not import.
 const maxSettledTracked = 1 << 20
 
 // matchKey is mcpwire.MatchKey of an id's exact JSON text.

@@ -27,6 +27,10 @@ func (b *bundleCheck) onHTTP(idx int64, e *transcript.HTTPEvent) {
 		return
 	}
 	switch e.Event {
+	case transcript.HTTPWithheld:
+		if b.header != nil && b.header.Format != transcript.Format {
+			b.malformed(idx, transcript.CodeInvalidMember, "an http withheld line in a transcript before "+transcript.Format+", which never withholds for framing")
+		}
 	case transcript.HTTPRefused:
 		if h.refused == nil {
 			h.refused = map[int64]string{}

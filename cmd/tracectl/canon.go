@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
 	"github.com/tracectl/tracectl/canon"
 )
 

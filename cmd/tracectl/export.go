@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tracectl/tracectl/inspect"
-	"github.com/tracectl/tracectl/transcript"
-	"github.com/tracectl/tracectl/verify"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -24,6 +21,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
 )
 
 type exportOptions struct {

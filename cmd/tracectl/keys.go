@@ -10,8 +10,9 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
-	"github.com/tracectl/tracectl/sign"
 	"golang.org/x/term"
+
+	"github.com/tracectl/tracectl/sign"
 )
 
 // passwordEnv holds the password of an encrypted private key. Only the

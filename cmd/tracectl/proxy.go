@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/httpproxy"
 	"github.com/tracectl/tracectl/sign"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -72,7 +72,7 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 	if ls.pageLimit {
 		lim.MaxPages = 1
 	}
-	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(entropy) }, lim)
+	sink := session.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(entropy) }, lim)
 	id := 0
 	page := func(cursor, next string, tools ...string) {
 		id++
@@ -100,7 +100,7 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 	page(first, "c1", tool("a"), tool("b"))
 	var serverFrames int64 // the server frames this session commits with an index
 	if ls.listChanged {
-		if err := sink.ListChanged(proxy.NotificationObs{Line: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n"), Index: serverFrames}); err != nil {
+		if err := sink.ListChanged(session.NotificationObs{Line: []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n"), Index: serverFrames}); err != nil {
 			t.Fatal(err)
 		}
 		serverFrames++
@@ -137,12 +137,12 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 		}
 	}
 	call := []byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"a","arguments":{}}}` + "\n")
-	a, err := sink.Attempt(proxy.Call{Line: call, Terminator: transcript.TermLF})
+	a, err := sink.Attempt(session.Call{Line: call, Terminator: transcript.TermLF})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp := []byte(`{"jsonrpc":"2.0","id":"call-1","result":{"content":[]}}` + "\n")
-	if err := sink.Response(a, proxy.ResponseObs{Line: resp, ResultType: "complete", Index: serverFrames}); err != nil {
+	if err := sink.Response(a, session.ResponseObs{Line: resp, ResultType: "complete", Index: serverFrames}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sink.Finish(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 )

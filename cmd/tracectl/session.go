@@ -15,7 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/stdio"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -54,7 +55,7 @@ type sessionSummary struct {
 	unreadable int64
 	status     string
 	signed     bool
-	res        *proxy.Result
+	res        *session.Result
 	dropped    bool // nothing arrived from the client: the bundle was removed
 }
 
@@ -173,7 +174,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(launch)))
 		}
 	}
-	sink := proxy.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
+	sink := session.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
 	serverErr := o.serverErr
 	if serverErr == nil {
 		serverErr = s.err
@@ -182,7 +183,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	if grace == 0 {
 		grace = -1 // --grace 0: none (the library's zero is its default)
 	}
-	res, runErr := proxy.Run(ctx, proxy.Config{
+	res, runErr := stdio.Run(ctx, stdio.Config{
 		Command: o.exe, Args: o.args, Env: o.env,
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
 		Sink: sink, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
 	"github.com/tracectl/tracectl/vectors"
 )
 

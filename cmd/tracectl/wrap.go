@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tracectl/tracectl/producer/proxy"
+
+	"github.com/tracectl/tracectl/producer/stdio"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -131,8 +132,8 @@ environment.`,
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (keep payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
 	o.redaction.flags(cmd)
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
-	f.DurationVar(&o.grace, "grace", proxy.DefaultGrace, "how long calls still running at the server may finish after the client closes its input")
-	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", proxy.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
+	f.DurationVar(&o.grace, "grace", stdio.DefaultGrace, "how long calls still running at the server may finish after the client closes its input")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", stdio.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are forwarded but only their digest and length are kept")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")

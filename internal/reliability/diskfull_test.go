@@ -23,11 +23,11 @@ import (
 func smallFS(t *testing.T, size string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("disk-full test needs root to mount a size-limited tmpfs; injected ENOSPC faults are covered in producer and producer/proxy")
+		t.Skip("disk-full test needs root to mount a size-limited tmpfs; injected ENOSPC faults are covered in producer and producer/stdio")
 	}
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
-		t.Skipf("cannot mount a size-limited tmpfs here (%v); injected ENOSPC faults are covered in producer and producer/proxy", err)
+		t.Skipf("cannot mount a size-limited tmpfs here (%v); injected ENOSPC faults are covered in producer and producer/stdio", err)
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {

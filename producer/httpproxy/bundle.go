@@ -6,7 +6,7 @@ import (
 
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -17,7 +17,7 @@ import (
 type bundle struct {
 	p    *Proxy
 	rec  *producer.Recorder
-	sink *proxy.RecordingSink
+	sink *session.RecordingSink
 
 	cmu, smu   sync.Mutex // client / server frame order
 	cidx, sidx int64
@@ -44,16 +44,16 @@ type bundle struct {
 	listMu sync.Mutex
 
 	// settled holds, by mcpwire.MatchKey, the requests answered in this
-	// bundle (bounded by maxSettled): a later answer on another stream is
+	// bundle (bounded by session.MaxSettled): a later answer on another stream is
 	// refused.
 	settledMu sync.Mutex
 	settled   map[string]bool
-	waiting   map[string][]*proxy.RecordingSink
+	waiting   map[string][]*session.RecordingSink
 }
 
 // call is a tools/call in flight in an exchange.
 type call struct {
-	ref      proxy.AttemptRef
+	ref      session.AttemptRef
 	key      string
 	token    string
 	mu       sync.Mutex
@@ -68,9 +68,9 @@ func (p *Proxy) newBundle(kind string) (*bundle, error) {
 		return nil, err
 	}
 	b := &bundle{p: p, rec: rec, done: make(chan struct{}), retired: make(chan struct{}), opened: p.cfg.Clock(), inflight: map[string][]*call{}}
-	b.sink = proxy.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
+	b.sink = session.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
 	b.demux = kind == KindStateless
-	b.waiting = map[string][]*proxy.RecordingSink{}
+	b.waiting = map[string][]*session.RecordingSink{}
 	return b, nil
 }
 
@@ -198,8 +198,6 @@ func (b *bundle) onlyInflight(key string) *call {
 	return nil
 }
 
-// maxSettled bounds the settled ids a bundle remembers.
-const maxSettled = 1 << 16
 
 func (b *bundle) settle(key string) {
 	b.settledMu.Lock()
@@ -207,7 +205,7 @@ func (b *bundle) settle(key string) {
 	if b.settled == nil {
 		b.settled = map[string]bool{}
 	}
-	if len(b.settled) < maxSettled {
+	if len(b.settled) < session.MaxSettled {
 		b.settled[key] = true
 	}
 }
@@ -249,7 +247,7 @@ func (b *bundle) listPage(req, resp []byte, m *mcpwire.Message) error {
 		cursor, hasCursor = str(rm.Params, "cursor")
 	}
 	b.listMu.Lock()
-	var s *proxy.RecordingSink
+	var s *session.RecordingSink
 	if hasCursor {
 		if l := b.waiting[cursor]; len(l) > 0 {
 			s, b.waiting[cursor] = l[0], l[1:]
@@ -260,7 +258,7 @@ func (b *bundle) listPage(req, resp []byte, m *mcpwire.Message) error {
 	}
 	b.listMu.Unlock()
 	if s == nil {
-		s = proxy.NewRecordingSink(b.rec, b.p.cfg.CaptureID, b.p.cfg.SnapshotLimits)
+		s = session.NewRecordingSink(b.rec, b.p.cfg.CaptureID, b.p.cfg.SnapshotLimits)
 	}
 	if err := s.ListPage(req, resp, isErr); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/httpproxy"
 	"github.com/tracectl/tracectl/snapshot"

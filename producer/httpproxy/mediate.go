@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -61,7 +61,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 	line, m, ref := gateLine(data)
 	d := deliverIt
 	err := b.serverFrame(func(index int64) error {
-		obs := proxy.FrameObs{Line: line, Msg: m, Refusal: ref, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded}
+		obs := session.FrameObs{Line: line, Msg: m, Refusal: ref, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded}
 		refuse := func(r *mcpwire.Refusal, answers bool) error {
 			obs.Disposition = transcript.FrameRefused
 			if m != nil {
@@ -115,7 +115,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				defer c.mu.Unlock()
 				if !c.settled {
 					c.settled = true
-					return b.sink.Response(c.ref, proxy.ResponseObs{Line: line, Msg: m, Index: index})
+					return b.sink.Response(c.ref, session.ResponseObs{Line: line, Msg: m, Index: index})
 				}
 				return b.sink.Frame(obs)
 			}
@@ -132,21 +132,21 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				if !m.Error.Valid() {
 					v, _ := str(m.Result, "protocolVersion")
 					name, ver := serverInfo(m.Result, "serverInfo")
-					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraLegacy, Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
+					return b.sink.Protocol(session.ProtocolObs{Era: string(mcpwire.EraLegacy), Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
 				}
 			case mcpwire.MethodDiscover:
 				if !m.Error.Valid() {
 					meta, _ := m.Result.Get("_meta")
 					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
-					_, v := protoOf(x.msg)
-					return b.sink.Protocol(proxy.ProtocolObs{Era: transcript.EraModern, Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
+					_, v := x.msg.RequestRevision()
+					return b.sink.Protocol(session.ProtocolObs{Era: string(mcpwire.EraModern), Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
 				}
 			}
 			return nil
 		case mcpwire.KindNotification:
 			switch m.Method {
 			case mcpwire.NotifyToolsListChanged:
-				return b.sink.ListChanged(proxy.NotificationObs{Line: line, Msg: m, Index: index})
+				return b.sink.ListChanged(session.NotificationObs{Line: line, Msg: m, Index: index})
 			case mcpwire.NotifyProgress:
 				if x.call != nil && x.call.token != "" {
 					if tok, ok := m.Params.Get("progressToken"); ok && mcpwire.Key(tok) == x.call.token {

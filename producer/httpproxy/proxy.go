@@ -1,7 +1,7 @@
 // Package httpproxy is tracectl's Streamable HTTP recording proxy: a
 // reverse proxy in front of one remote MCP server that commits what passes
 // through it with the same gate (mcpwire.Read) and the same recorder
-// (producer.Recorder, proxy.RecordingSink) as the stdio proxy, plus the
+// (producer.Recorder, session.RecordingSink) as the stdio proxy, plus the
 // HTTP facts (spec/http.md).
 //
 // A tools/call attempt is durable before its POST goes upstream; a
@@ -16,7 +16,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +32,7 @@ import (
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -209,7 +208,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 var errClosed = errors.New("the proxy is shutting down")
 
 // bundleFor picks (and acquires) the bundle an exchange records into.
-func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
+func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -217,8 +216,8 @@ func (p *Proxy) bundleFor(session string, initialize bool) (*bundle, error) {
 			return nil, errClosed
 		}
 		var b *bundle
-		if session != "" {
-			b = p.sessions[session]
+		if sid != "" {
+			b = p.sessions[sid]
 		}
 		switch {
 		case b != nil:
@@ -287,12 +286,12 @@ func (p *Proxy) rotateDue(b *bundle) bool {
 
 // adopt registers an initialize exchange's bundle under the session id the
 // server assigned.
-func (p *Proxy) adopt(b *bundle, session string) {
+func (p *Proxy) adopt(b *bundle, sid string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if b.session == "" && session != "" && p.sessions[session] == nil {
-		b.session = session
-		p.sessions[session] = b
+	if b.session == "" && sid != "" && p.sessions[sid] == nil {
+		b.session = sid
+		p.sessions[sid] = b
 	}
 }
 
@@ -307,23 +306,23 @@ func (p *Proxy) expire(b *bundle) {
 	if b.refs == 0 && !b.retiring && !due {
 		b.expiry = p.cfg.AfterFunc(p.cfg.SessionIdle-idle, func() { p.expire(b) })
 	}
-	session := b.session
+	sid := b.session
 	b.mu.Unlock()
 	if !due {
 		return
 	}
 	p.mu.Lock()
-	if p.sessions[session] == b {
-		delete(p.sessions, session)
+	if p.sessions[sid] == b {
+		delete(p.sessions, sid)
 	}
 	p.mu.Unlock()
 	b.retire()
 }
 
-func (p *Proxy) endSession(session string) {
+func (p *Proxy) endSession(sid string) {
 	p.mu.Lock()
-	b := p.sessions[session]
-	delete(p.sessions, session)
+	b := p.sessions[sid]
+	delete(p.sessions, sid)
 	p.mu.Unlock()
 	if b != nil {
 		b.retire()
@@ -356,7 +355,7 @@ const maxBody = mcpwire.MaxFrameBytes
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body []byte
-	session := r.Header.Get("Mcp-Session-Id")
+	sid := r.Header.Get("Mcp-Session-Id")
 	if r.Method == http.MethodPost {
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if err != nil {
@@ -364,7 +363,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if int64(len(b)) > maxBody {
-			p.tooLarge(w, r, session, b)
+			p.tooLarge(w, r, sid, b)
 			return
 		}
 		body = b
@@ -375,8 +374,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if body != nil {
 		line, m, ref = gateLine(body)
 	}
-	initialize := m != nil && m.Kind == mcpwire.KindRequest && m.Method == mcpwire.MethodInitialize && session == ""
-	b, err := p.bundleFor(session, initialize)
+	initialize := m != nil && m.Kind == mcpwire.KindRequest && m.Method == mcpwire.MethodInitialize && sid == ""
+	b, err := p.bundleFor(sid, initialize)
 	if err != nil {
 		writeRPCError(w, http.StatusServiceUnavailable, idOf(m), codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
 		return
@@ -385,7 +384,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if initialize {
 		defer func() {
 			if b.session == "" {
-				b.retire() // no session came of it: a bundle of one handshake
+				b.retire() // no sid came of it: a bundle of one handshake
 			}
 		}()
 	}
@@ -400,8 +399,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		x.forward(nil)
-		if r.Method == http.MethodDelete && session != "" {
-			p.endSession(session)
+		if r.Method == http.MethodDelete && sid != "" {
+			p.endSession(sid)
 		}
 		return
 	}
@@ -412,7 +411,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		if ref != nil {
-			if err := b.sink.Frame(proxy.FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}); err != nil {
+			if err := b.sink.Frame(session.FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}); err != nil {
 				return err
 			}
 			reply = func() {
@@ -425,7 +424,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if err := b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Frame: &i, Rule: hr.rule, Detail: hr.detail}); err != nil {
 				return err
 			}
-			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}); err != nil {
+			if err := b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}); err != nil {
 				return err
 			}
 			reply = func() {
@@ -435,7 +434,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case m.IsToolCall():
-			a, err := b.sink.Attempt(proxy.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
+			a, err := b.sink.Attempt(session.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
 			if err != nil {
 				return err
 			}
@@ -455,13 +454,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				c.canceled = true
 				c.mu.Unlock()
 				if !dup {
-					if err := b.sink.CancelSent(c.ref, proxy.NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
+					if err := b.sink.CancelSent(c.ref, session.NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
 						return err
 					}
 					break
 				}
 			}
-			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
+			if err := b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
 				return err
 			}
 		default:
@@ -471,7 +470,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					x.list = line
 				}
 			}
-			if err := b.sink.Frame(proxy.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
+			if err := b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
 				return err
 			}
 		}
@@ -495,8 +494,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	x.forward(body)
-	if r.Method == http.MethodDelete && session != "" {
-		p.endSession(session)
+	if r.Method == http.MethodDelete && sid != "" {
+		p.endSession(sid)
 	}
 }
 
@@ -529,7 +528,7 @@ func (x *exchange) watchCall() (stop func()) {
 
 // tooLarge commits a request body over the gate's limit by its digest and
 // length (hashing the rest of it), refused, and answers 413.
-func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, session string, head []byte) {
+func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, sid string, head []byte) {
 	h := sha256.New()
 	h.Write(head)
 	n, err := io.Copy(h, r.Body)
@@ -537,7 +536,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, session string,
 		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	b, err := p.bundleFor(session, false)
+	b, err := p.bundleFor(sid, false)
 	if err != nil {
 		writeRPCError(w, http.StatusServiceUnavailable, "null", codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
 		return
@@ -551,7 +550,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, session string,
 			if err := b.http(x.requestLine(&index)); err != nil {
 				return err
 			}
-			return b.sink.Frame(proxy.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: transcript.TermLF,
+			return b.sink.Frame(session.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: transcript.TermLF,
 				Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused})
 		})
 	}
@@ -566,7 +565,7 @@ func (x *exchange) auditFail(err error) {
 	if x.call != nil {
 		x.settle(func() error { return x.b.sink.TransportFailure(x.call.ref, "the recorder failed: "+err.Error()) })
 	}
-	writeRPCError(x.w, http.StatusServiceUnavailable, idOf(x.msg), codeAuditUnavailable, "tracectl: not forwarded: "+proxy.ErrAuditUnavailable.Error())
+	writeRPCError(x.w, http.StatusServiceUnavailable, idOf(x.msg), codeAuditUnavailable, "tracectl: not forwarded: "+session.ErrAuditUnavailable.Error())
 }
 
 // requestLine is the HTTP facts of the client's request.
@@ -580,7 +579,7 @@ func (x *exchange) requestLine(frame *int64) transcript.HTTPEvent {
 // headerFacts splits a request's headers into what is recorded: the MCP
 // headers by value (or digest), the session id by digest, credential
 // headers by name only. Nothing else is recorded.
-func headerFacts(h http.Header) (vals, digests map[string]string, session string, creds []string) {
+func headerFacts(h http.Header) (vals, digests map[string]string, sid string, creds []string) {
 	for name, vv := range h {
 		n := strings.ToLower(name)
 		switch {
@@ -588,7 +587,7 @@ func headerFacts(h http.Header) (vals, digests map[string]string, session string
 			creds = append(creds, n)
 			continue
 		case n == hSessionID:
-			session = canon.SHA256([]byte(strings.Join(vv, ",")))
+			sid = canon.SHA256([]byte(strings.Join(vv, ",")))
 			continue
 		case n == hProtocolVersion || n == hMethod || n == hName || n == hLastEventID || strings.HasPrefix(n, hParamPrefix):
 		default:
@@ -839,7 +838,7 @@ func (x *exchange) forward(body []byte) {
 				x.answerRefused(-1, "")
 				return
 			}
-		case ok2xx && sniffed(ct) && len(data) > 0 && resp.StatusCode != http.StatusAccepted:
+		case ok2xx && sniffed(ct) && mt != "application/json" && mt != "text/event-stream" && len(data) > 0 && resp.StatusCode != http.StatusAccepted:
 			// Not exactly application/json: a client matching the media
 			// type by substring would read it as a message the gate never
 			// read.
@@ -912,17 +911,6 @@ func serverInfo(v canon.Value, member string) (name, ver string) {
 	return
 }
 
-func protoOf(m *mcpwire.Message) (state, version string) {
-	v, ok := metaVersion(m)
-	switch {
-	case !ok:
-		return transcript.ProtoAbsent, ""
-	case mcpwire.IsRevision(v):
-		return transcript.ProtoPresent, v
-	}
-	return transcript.ProtoMalformed, ""
-}
-
 func progressToken(params canon.Value) string {
 	if !params.Valid() || params.Kind() != canon.KindObject {
 		return ""
@@ -939,10 +927,10 @@ func progressToken(params canon.Value) string {
 
 // JSON-RPC error codes the proxy answers with (spec/wrap.md's, reused).
 const (
-	codeAuditUnavailable = -32091
-	codeTransportFailure = -32092
-	codeResponseRefused  = -32093
-	codeRefused          = -32600
+	codeAuditUnavailable = mcpwire.CodeAuditUnavailable
+	codeTransportFailure = mcpwire.CodeTransportFailure
+	codeResponseRefused  = mcpwire.CodeResponseRefused
+	codeRefused          = mcpwire.CodeInvalidRequest
 )
 
 func idOf(m *mcpwire.Message) string {
@@ -963,13 +951,7 @@ func writeRPCError(w http.ResponseWriter, status int, id string, code int, msg s
 }
 
 // rpcError is a JSON-RPC error response naming tracectl as its source.
-func rpcError(id string, code int, msg string) []byte {
-	if id == "" {
-		id = "null"
-	}
-	mb, _ := json.Marshal(msg)
-	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(mb) + `,"data":{"source":"tracectl"}}}`)
-}
+func rpcError(id string, code int, msg string) []byte { return mcpwire.ErrorResponse(id, code, msg) }
 
 // SPKI returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the
 // form HTTP upstream lines record.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
@@ -420,8 +421,10 @@ func TestRotation(t *testing.T) {
 
 // TestCancellation: a Go SDK client cancels a call in flight (both eras).
 // The call's outcome is unknown (cancel_sent or a transport failure: the
-// client closed its request), never a response; the session goes on, and
-// the bundles verify.
+// client closed its request), or, when the server's answer to the
+// cancellation (the tool returns ctx.Err()) reaches the proxy before the
+// client closes its request, that answer, delivered; the session goes on,
+// and the bundles verify.
 func TestCancellation(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -456,8 +459,8 @@ func TestCancellation(t *testing.T) {
 			reps := h.close()
 			requireVerified(t, reps)
 			a, r, u, tf := total(reps)
-			if a != 2 || r != 1 || u+tf != 1 {
-				t.Fatalf("attempts %d responses %d unknown %d transport failures %d, want 2 1 and one unknown or transport failure", a, r, u, tf)
+			if a != 2 || r < 1 || r+u+tf != 2 {
+				t.Fatalf("attempts %d responses %d unknown %d transport failures %d, want 2, the echo's response, and one response, unknown or transport failure", a, r, u, tf)
 			}
 		})
 	}

@@ -2,7 +2,7 @@
 // an mcp.Transport (github.com/modelcontextprotocol/go-sdk) that puts
 // tracectl's recording proxy between the SDK client and the server's byte
 // stream. Every frame, in either direction, goes through the same gate
-// (mcpwire.Read), the same session (proxy.NewSession, the one tracectl wrap
+// (mcpwire.Read), the same session (session.New, the one tracectl wrap
 // runs) and the same recorder as wrap, with the exact bytes the SDK wrote
 // and the server sent: a tools/call is durable before the server sees it, a
 // response before the client does.
@@ -28,7 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/proxy"
+	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -60,8 +60,8 @@ type Transport struct {
 	once    sync.Once
 	started chan struct{}
 	done    chan struct{}
-	sink    *proxy.RecordingSink
-	res     *proxy.Result
+	sink    *session.RecordingSink
+	res     *session.Result
 	err     error
 }
 
@@ -87,13 +87,13 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if captureID == nil {
 		captureID = func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }
 	}
-	t.sink = proxy.NewRecordingSink(t.Recorder, captureID, snapshot.Limits{})
+	t.sink = session.NewRecordingSink(t.Recorder, captureID, snapshot.Limits{})
 	// The client writes its frames into one pipe and reads the server's
 	// from the other: the session sits between them, byte for byte.
 	fromClient, clientW := io.Pipe()
 	clientR, toClient := io.Pipe()
-	sess := proxy.NewSession(proxy.Config{Sink: t.sink, CallTimeout: t.CallTimeout, SpoolDir: t.SpoolDir},
-		proxy.Streams{ClientIn: fromClient, ClientOut: toClient, ServerIn: t.ServerIn, ServerOut: t.ServerOut})
+	sess := session.New(session.Config{Sink: t.sink, CallTimeout: t.CallTimeout, SpoolDir: t.SpoolDir},
+		session.Streams{ClientIn: fromClient, ClientOut: toClient, ServerIn: t.ServerIn, ServerOut: t.ServerOut})
 	go func() {
 		defer close(t.done)
 		// The session lives as long as the client's connection, not as long
@@ -111,7 +111,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 // server's output ended: the client's connection is then closed, its calls
 // in flight answered with a transport failure) and returns what the
 // session observed. ctx bounds the wait only.
-func (t *Transport) Wait(ctx context.Context) (*proxy.Result, error) {
+func (t *Transport) Wait(ctx context.Context) (*session.Result, error) {
 	t.once.Do(func() { t.started, t.done = make(chan struct{}), make(chan struct{}) })
 	select {
 	case <-t.started:

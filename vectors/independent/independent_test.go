@@ -47,7 +47,7 @@ import (
 )
 
 // dirs: the current vectors and the frozen v1-format ones.
-var dirs = []string{"../testdata/v3", "../testdata/v2", "../testdata/v1"}
+var dirs = []string{"../testdata/v4", "../testdata/v3", "../testdata/v2", "../testdata/v1"}
 
 type manifest struct {
 	ID       string `json:"id"`
@@ -76,7 +76,7 @@ func TestIndependent(t *testing.T) {
 		}
 		independentDir(t, dir, ents, checked)
 	}
-	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted", "frames", "frame gap", "response ids", "declared tools"} {
+	for _, k := range []string{"signature", "root", "root differs", "commitments", "unavailable", "mismatch", "claim contradicted", "frames", "frame gap", "settlement", "response ids", "declared tools"} {
 		if checked[k] == 0 {
 			t.Errorf("no vector had its %s checked", k)
 		}
@@ -195,6 +195,20 @@ func independentDir(t *testing.T, dir string, ents []os.DirEntry, checked map[st
 					checked["frames"]++
 					if gap != "" {
 						t.Errorf("frames: %s", gap)
+					}
+				}
+				// Settlement is final: a delivered server response that a
+				// client matches to a call already answered (spec/transcript.md,
+				// "Server to client") exactly when the vector says so.
+				if second := b.secondAnswer(); m.requires("response_after_settlement") {
+					checked["settlement"]++
+					if second == "" {
+						t.Error("the vector names response_after_settlement, and no delivered response answers an answered call again")
+					}
+				} else if verified || m.forbids("response_after_settlement") {
+					checked["settlement"]++
+					if second != "" {
+						t.Errorf("settlement: %s", second)
 					}
 				}
 			}
@@ -959,4 +973,70 @@ func redactionsHold(data []byte, reds []any) bool {
 		}
 	}
 	return true
+}
+
+// secondAnswer finds a server response committed as delivered (a frame line
+// marked forwarded) whose id a client matches to a call that already had its
+// response: by value, as the TypeScript SDK's Number(id) does ("3" and 3.0
+// are 3). It returns where, or "".
+func (b *bundle) secondAnswer() string {
+	answered := map[string]string{} // match key -> attempt id
+	callID := map[string]string{}   // attempt id -> its id's match key
+	for i, e := range b.events {
+		switch e["type"] {
+		case "attempt":
+			if id, ok := e["jsonrpc_id"].(map[string]any); ok && id["present"] == true {
+				k := jsMatch(id["text"].(string))
+				callID[e["attempt_id"].(string)] = k
+				delete(answered, k)
+			}
+		case "observation":
+			if e["kind"] == "response" || e["kind"] == "late_response" || e["kind"] == "transport_failure" {
+				a, _ := e["attempt_id"].(string)
+				if k, ok := callID[a]; ok {
+					answered[k] = a
+				}
+			}
+		case "frame":
+			if e["direction"] != "server_to_client" || e["kind"] != "response" || e["disposition"] != "forwarded" {
+				continue
+			}
+			id, ok := e["jsonrpc_id"].(map[string]any)
+			if !ok {
+				continue
+			}
+			if a, ok := answered[jsMatch(id["text"].(string))]; ok {
+				return fmt.Sprintf("line %d delivers a response under id %s after attempt %s had its answer", i, id["text"], a)
+			}
+		}
+	}
+	return ""
+}
+
+// jsMatch is the key a client matches a JSON id by: a number's value, or a
+// string's value as JavaScript's Number reads it (decimal forms only here:
+// enough for the vectors), else the string itself.
+func jsMatch(text string) string {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return "?" + text
+	}
+	s := ""
+	switch v := v.(type) {
+	case json.Number:
+		s = string(v)
+	case string:
+		s = strings.TrimSpace(v)
+		if s == "" {
+			s = "0"
+		}
+	case nil:
+		s = "0"
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return "s:" + s
 }

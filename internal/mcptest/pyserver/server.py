@@ -13,7 +13,7 @@ json.loads per line. It is deliberately lenient, as such servers are:
   - a tools/call without an id is still executed (and not answered);
   - a last line without a line break is handled when stdin ends.
 
-tracectl's tests (producer/proxy/gate_peers_test.go) run it behind the
+tracectl's tests (producer/stdio/gate_peers_test.go) run it behind the
 recording proxy, like internal/mcptest/jsonserver.
 
 Tools: echo answers its arguments as text; any other name is answered with a

@@ -7,7 +7,7 @@
 // {"name":<params.name>,"arguments":<params.arguments decoded with UseNumber
 // and re-encoded with json.Marshal, or null>}.
 //
-// tracectl's tests (producer/proxy/gate_peers_test.go) run it behind the
+// tracectl's tests (producer/stdio/gate_peers_test.go) run it behind the
 // recording proxy to compare what the server executed with what the
 // transcript recorded. It logs only to stderr.
 package main

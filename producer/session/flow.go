@@ -1,0 +1,655 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// clientToServer reads client frames through the gate and forwards only
+// what it understood and committed: a tools/call after its attempt is
+// durable, any other frame after its line is written. A frame the gate
+// refuses is committed as refused, answered with an error and never
+// forwarded. Its queue (cq) is the only writer of the server's stdin; what
+// is queued is delivered before it returns.
+func (s *session) clientToServer() (err error) {
+	defer func() {
+		if qerr := s.cq.close(); qerr != nil && (err == nil || errors.Is(err, io.EOF)) {
+			err = qerr
+		}
+	}()
+	lr := newLineReader(s.clientIn, s.cfg.MaxInterpret)
+	var index int64
+	// An oversized client frame is spooled for the record (up to what the
+	// recorder retains), never forwarded. One spool serves every frame in
+	// turn: a frame is done with it when fromClient returns.
+	sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxRetain}
+	over := sp.write
+	for {
+		f, err := lr.next(over)
+		if f.streamed || f.data != nil {
+			f.spool = sp
+			werr := s.fromClient(f, index)
+			sp.reset()
+			if werr != nil {
+				return werr
+			}
+			index++
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// spool holds a frame too long to keep in memory: created on its first
+// byte (exclusively, mode 0600), removed once the frame is committed and
+// delivered.
+type spool struct {
+	dir   string
+	limit int64 // bytes kept at most; past it the frame is only hashed
+	n     int64
+	f     *os.File
+	err   error
+	head  []byte // the frame's first bytes, whatever the limit
+}
+
+// spoolHead is how much of a spooled frame's beginning is kept in memory.
+const spoolHead = 4096
+
+// errSpoolFull: the frame outgrew the spool's limit.
+var errSpoolFull = errors.New("frame longer than the spool limit")
+
+func (sp *spool) write(b []byte) error {
+	if room := spoolHead - len(sp.head); room > 0 {
+		sp.head = append(sp.head, b[:min(room, len(b))]...)
+	}
+	if sp.err != nil {
+		return nil
+	}
+	if sp.n += int64(len(b)); sp.n > sp.limit {
+		sp.err = errSpoolFull
+		if sp.f != nil { // give the disk back at once
+			sp.f.Close()
+			os.Remove(sp.f.Name())
+			sp.f = nil
+		}
+		return nil
+	}
+	if sp.f == nil {
+		sp.f, sp.err = os.CreateTemp(sp.dir, "tracectl-frame-*")
+	}
+	if sp.err == nil {
+		_, sp.err = sp.f.Write(b)
+	}
+	return nil // a spool failure does not stop the reading: the frame is still hashed and committed
+}
+
+// body reads the first n bytes (the frame without its terminator), or is nil
+// when the spool failed or the frame outgrew it.
+func (sp *spool) body(n int64) io.Reader {
+	if sp == nil || sp.f == nil || sp.err != nil {
+		return nil
+	}
+	return io.NewSectionReader(sp.f, 0, n)
+}
+
+func (sp *spool) remove() {
+	if sp != nil && sp.f != nil {
+		sp.f.Close()
+		os.Remove(sp.f.Name())
+	}
+}
+
+// reset removes the spool's file and readies it for the next frame.
+func (sp *spool) reset() {
+	sp.remove()
+	*sp = spool{dir: sp.dir, limit: sp.limit}
+}
+
+func (s *session) fromClient(f frame, index int64) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return io.ErrClosedPipe
+	}
+	if f.streamed {
+		r := &mcpwire.Refusal{Rule: mcpwire.RuleTooLarge, ID: "null", Detail: strconv.FormatInt(f.length, 10) + " bytes, over the gate's limit of " + strconv.Itoa(s.cfg.MaxInterpret)}
+		s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: f.spool.body(f.length), Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}))
+		return s.refuse(r)
+	}
+	line := f.data
+	m, ref := mcpwire.Read(line)
+	if ref != nil {
+		s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}))
+		return s.refuse(ref)
+	}
+	if m.Kind != mcpwire.KindResponse {
+		s.noteEra(m)
+	}
+	idKey := m.IDText()
+	unavailable := func() error {
+		if m.Kind != mcpwire.KindRequest {
+			return nil
+		}
+		return s.cq.toClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+	}
+	forwardFrame := func(attempt AttemptRef) bool {
+		err := s.cfg.Sink.Frame(FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded, Attempt: attempt})
+		if err != nil {
+			s.noteSinkErr(err)
+			_ = unavailable()
+			return false
+		}
+		return true
+	}
+	// wait, when pipelining, is the attempt's durable wait: the request is
+	// forwarded (by cq) only after it returned nil; fail runs instead.
+	var wait func() error
+	var fail func(error)
+	switch {
+	case m.IsToolCall():
+		// The attempt is made durable before anything else: no session
+		// lock is held, so the other direction's recording (a response's
+		// durable wait) can share the same fsync.
+		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
+		if err != nil {
+			// Fail closed: not forwarded; the client learns why. (A call
+			// the gate read but the recorder cannot record would be a
+			// bug: it is an audit failure too, never a plain frame.)
+			if errors.Is(err, ErrUnrecordable) {
+				err = fmt.Errorf("%w: the recorder refused a call the gate read: %v", ErrAuditUnavailable, err)
+			}
+			s.noteSinkErr(err)
+			return unavailable()
+		}
+		wait = w
+		if m.Kind == mcpwire.KindNotification {
+			if wait != nil {
+				fail = s.callNotForwarded(m.Kind, idKey, nil)
+			}
+			break // a tools/call without an id: recorded, forwarded, no response to wait for
+		}
+		// A second call in flight under the same id is still its own
+		// attempt, but a response to that id can then belong to either:
+		// the proxy does not guess. Both attempts stay without a recorded
+		// response (their outcome is unknown at seal), the responses are
+		// forwarded, and the transcript shows two overlapping attempts
+		// with one id.
+		s.mu.Lock()
+		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params), match: mcpwire.MatchKey(m.ID)}
+		if p.token != "" {
+			s.progress[p.token] = ref
+		}
+		if first, dup := s.inflight[idKey]; dup && first.what == reqCall {
+			if first.timer != nil {
+				first.timer.Stop()
+			}
+			if !first.conflicted() {
+				first.unattributed = 1 // the first call's own response
+			}
+			first.conflict = append(first.conflict, ref)
+			first.unattributed++
+		} else if dup {
+			// Another request waits under this id: a response to it can
+			// answer either, so the call's is not guessed either.
+			p.ambiguous, p.unattributed = true, 2
+			s.inflight[idKey] = p
+		} else {
+			s.inflight[idKey] = p
+			delete(s.answered, idKey)
+			if s.cfg.CallTimeout > 0 {
+				p.timer = time.AfterFunc(s.cfg.CallTimeout, func() { s.timeout(idKey, p) })
+			}
+		}
+		s.mu.Unlock()
+		if wait != nil { // pipelined: made only when a durable wait can fail
+			fail = s.callNotForwarded(m.Kind, idKey, p)
+		}
+	case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
+		handled, err := s.cancel(m, line, index)
+		if err != nil {
+			s.noteSinkErr(err)
+			return nil // not committed: not forwarded (a notification gets no reply)
+		}
+		if !handled && !forwardFrame(nil) {
+			return nil
+		}
+	default:
+		var p *pending
+		if m.Kind == mcpwire.KindRequest {
+			// Every request is tracked by its id, so a call's response is
+			// never taken from another request under the same id.
+			switch m.Method {
+			case mcpwire.MethodToolsList:
+				p = &pending{what: reqList, listReq: append([]byte(nil), line...)}
+			case mcpwire.MethodInitialize:
+				p = &pending{what: reqInit}
+			case mcpwire.MethodDiscover:
+				p = &pending{what: reqDiscover}
+			default:
+				p = &pending{what: reqOther}
+			}
+		}
+		if !forwardFrame(nil) {
+			return nil
+		}
+		if p != nil {
+			p.match = mcpwire.MatchKey(m.ID)
+			s.track(idKey, p)
+		}
+	}
+	return s.cq.toServer(line, wait, fail)
+}
+
+// callNotForwarded is what a call whose durable wait failed gets instead
+// of being forwarded: the client learns why (in its turn, from cq), and the
+// call (p, tracked under key; nil for a call without an id) holds nothing
+// any more.
+func (s *session) callNotForwarded(kind mcpwire.Kind, key string, p *pending) func(error) {
+	return func(err error) {
+		s.noteSinkErr(err)
+		if kind == mcpwire.KindRequest {
+			s.dropCall(key, p)
+			_ = s.writeClient(errorLine(key, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+		}
+	}
+}
+
+// cancel commits a notifications/cancelled that names a call in flight (the
+// notification line and the unknown outcome it leaves); handled is false
+// when it names none, so the caller commits it as a plain frame. An error
+// means it could not be committed, so it must not be forwarded.
+func (s *session) cancel(m *mcpwire.Message, line []byte, index int64) (handled bool, err error) {
+	rid, ok := m.Params.Get("requestId")
+	if !ok {
+		return false, nil
+	}
+	// Matched by value, as the server matches it: a requestId of 7.0
+	// cancels call 7. (Call ids themselves are canonical: the gate refuses
+	// others.)
+	key := mcpwire.Key(rid)
+	s.mu.Lock()
+	p, ok := s.inflight[key]
+	if !ok || p.what != reqCall || p.conflicted() || p.canceled {
+		// Not a call in flight, or cancelled already (a repeated
+		// cancellation changes no outcome): a plain frame.
+		s.mu.Unlock()
+		return false, nil
+	}
+	p.canceled = true
+	p.mu.Lock()
+	s.mu.Unlock()
+	err = s.cfg.Sink.CancelSent(p.ref, NotificationObs{Line: line, Msg: m, Index: index})
+	p.mu.Unlock()
+	return true, err
+}
+
+func (s *session) track(key string, p *pending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.inflight[key]; ok && cur.what == reqCall {
+		// A call waits under this id: neither response is attributed.
+		if !cur.conflicted() {
+			cur.unattributed = 1 + len(cur.conflict)
+		}
+		cur.ambiguous = true
+		cur.unattributed++
+		if cur.timer != nil {
+			cur.timer.Stop()
+		}
+		return
+	}
+	s.inflight[key] = p
+}
+
+func (s *session) timeout(key string, p *pending) {
+	s.mu.Lock()
+	if cur, ok := s.inflight[key]; !ok || cur != p || p.conflicted() {
+		s.mu.Unlock()
+		return
+	}
+	p.timedOut = true
+	p.mu.Lock()
+	s.mu.Unlock()
+	defer p.mu.Unlock()
+	s.noteSinkErr(s.cfg.Sink.Timeout(p.ref))
+}
+
+// refuse answers a frame the gate refused, naming the rule it broke.
+func (s *session) refuse(r *mcpwire.Refusal) error {
+	return s.cq.toClient(errorLine(r.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(r.Rule)+"): "+r.Detail))
+}
+
+// serverToClient commits every server frame before it is delivered:
+// responses to attempts durably (strict), the rest written to the journal.
+// A frame over the limit is spooled while it is hashed, committed, then
+// delivered from the spool. What its queue (sq) holds is delivered before
+// it returns.
+func (s *session) serverToClient(r io.Reader) error {
+	defer s.sq.close()
+	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
+	var index int64
+	sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxServerFrame} // reused as in clientToServer
+	over := sp.write
+	for {
+		f, err := lr.next(over)
+		if f.streamed {
+			s.fromServerStreamed(f, index, sp)
+			sp.reset()
+			index++
+		} else if f.data != nil {
+			if werr := s.fromServer(f.data, index); werr != nil {
+				return werr
+			}
+			index++
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// fromServerStreamed commits a frame too long to read, then delivers it
+// from its spool; a frame longer than MaxServerFrame could not be spooled
+// whole, so it is committed withheld: never delivered uncommitted.
+func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
+	// Delivered from the spool by this goroutine: after every frame read
+	// before it.
+	s.sq.drain()
+	// Delivered only from a whole spool: a frame that outgrew it, or whose
+	// spool failed, is committed withheld, never claimed forwarded.
+	disp := transcript.FrameForwarded
+	if sp.f == nil || sp.err != nil {
+		disp = transcript.FrameWithheld
+	}
+	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: disp})
+	if err == nil {
+		s.releaseUnread(sp.head)
+	}
+	if err != nil {
+		s.noteSinkErr(err)
+		return // never delivered uncommitted
+	}
+	if disp == transcript.FrameWithheld {
+		if !errors.Is(sp.err, errSpoolFull) {
+			s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
+		}
+		return
+	}
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if s.clientGone {
+		return
+	}
+	if _, err := io.Copy(s.clientOut, io.NewSectionReader(sp.f, 0, 1<<62)); err != nil {
+		s.clientGone = true
+		s.noteSinkErr(s.cfg.Sink.ClientGone("write to client: " + err.Error()))
+	}
+}
+
+// releaseUnread: a frame too long to read that begins like the response to
+// a call in flight ({"jsonrpc":"2.0","id":<that id>,...) ends the proxy's
+// wait for that call. The call is not given a response (its bytes were
+// never read, so the evidence cannot say what they answered): its outcome
+// stays unknown and it is resolved so at seal. It no longer holds the
+// shutdown grace, and its id no longer collides with a later call.
+func (s *session) releaseUnread(head []byte) {
+	key, ok := leadingID(head)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.inflight[key]
+	if !ok || p.what != reqCall || p.conflicted() {
+		return
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	if p.token != "" && s.progress[p.token] == p.ref {
+		delete(s.progress, p.token)
+	}
+	delete(s.inflight, key)
+}
+
+// leadingID reads the id of a response that begins exactly
+// {"jsonrpc":"2.0","id":<id>, with the id a plain integer or a string
+// without escapes: the canonical ids the gate lets requests carry.
+func leadingID(b []byte) (string, bool) {
+	const prefix = `{"jsonrpc":"2.0","id":`
+	rest, ok := bytes.CutPrefix(b, []byte(prefix))
+	if !ok || len(rest) == 0 {
+		return "", false
+	}
+	end := -1
+	if rest[0] == '"' {
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\\' || rest[i] < 0x20 {
+				return "", false
+			}
+			if rest[i] == '"' {
+				end = i + 1
+				break
+			}
+		}
+	} else {
+		i := 0
+		if i < len(rest) && rest[i] == '-' {
+			i++
+		}
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		end = i
+	}
+	if end <= 0 || end >= len(rest) || rest[end] != ',' {
+		return "", false
+	}
+	return string(rest[:end]), true
+}
+
+func (s *session) fromServer(line []byte, index int64) error {
+	m, ref := mcpwire.Read(line)
+	forward, synth, wait, key := s.observeServer(m, ref, line, index)
+	for _, b := range synth {
+		if err := s.sq.toClient(b); err != nil {
+			return err
+		}
+	}
+	if !forward && wait == nil {
+		return nil
+	}
+	it := outItem{toClient: true, wait: wait}
+	if forward {
+		it.line = line
+	}
+	if wait != nil {
+		it.fail = func(err error) {
+			// Fail closed: a response is never delivered uncommitted; the
+			// client gets an error naming the reason instead.
+			s.noteSinkErr(err)
+			_ = s.writeClient(errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error()))
+		}
+	}
+	return s.sq.put(it)
+}
+
+// observeServer commits a server frame and decides whether it is delivered:
+// it is, unless the gate refused it, mediation refused it (an id twin, a
+// second answer to a settled request), the proxy already answered that id
+// itself, or the frame could not be committed. A refused frame a client
+// could take as the answer to an open request settles that request, and
+// synth holds the errors the client gets in its place. A response to an
+// attempt recorded pipelined comes with its durable wait, and the id text
+// its error would answer if that failed.
+func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, line []byte, index int64) (forward bool, synth [][]byte, wait func() error, key string) {
+	obs := FrameObs{Line: line, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded, Msg: m, Refusal: refusal}
+	commit := func() bool {
+		if err := s.cfg.Sink.Frame(obs); err != nil {
+			s.noteSinkErr(err)
+			return false
+		}
+		return obs.Disposition == transcript.FrameForwarded
+	}
+	if m == nil {
+		// Not understood: committed as refused and never delivered. If a
+		// lenient reader could take it as the answer to an open request,
+		// the proxy answers that request instead.
+		obs.Disposition = transcript.FrameRefused
+		body, _ := mcpwire.SplitTerminator(line)
+		s.mu.Lock()
+		vs := s.takeMatchingLocked(mcpwire.LenientIDs(body))
+		s.mu.Unlock()
+		commit()
+		return false, s.settleVictims(vs, index, refusal.Rule), nil, ""
+	}
+	s.mu.Lock()
+	switch m.Kind {
+	case mcpwire.KindResponse:
+		key := m.IDText()
+		p, ok := s.inflight[key]
+		if !ok {
+			vs := s.mediateResponse(m, &obs)
+			s.mu.Unlock()
+			fwd := commit()
+			var rule mcpwire.Rule
+			if obs.Refusal != nil {
+				rule = obs.Refusal.Rule
+			}
+			return fwd, s.settleVictims(vs, index, rule), nil, ""
+		}
+		delete(s.inflight, key)
+		if !p.conflicted() {
+			s.settled.add(p.match)
+		}
+		switch p.what {
+		case reqList:
+			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.Error.Valid()))
+		case reqInit:
+			if !m.Error.Valid() {
+				v, name, ver := initializeInfo(m.Result)
+				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraLegacy), Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+			}
+		case reqDiscover:
+			if !m.Error.Valid() {
+				name, ver := discoverInfo(m.Result)
+				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraModern), Version: s.modernVer, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+			}
+		case reqCall:
+			if p.conflicted() {
+				// Ambiguous: committed and forwarded, attributed to no
+				// attempt. The entry stays until as many responses as
+				// attempts came; the attempts stay unknown.
+				if p.unattributed--; p.unattributed > 0 {
+					s.inflight[key] = p
+				}
+				break
+			}
+			if p.timer != nil {
+				p.timer.Stop()
+			}
+			if p.token != "" && s.progress[p.token] == p.ref {
+				delete(s.progress, p.token)
+			}
+			ro := responseObs(m, line, index)
+			ro.Late = p.timedOut || p.canceled
+			answered := s.answered[key]
+			delete(s.answered, key)
+			// The response's durable wait runs without the session lock
+			// (the client direction keeps recording attempts meanwhile);
+			// p.mu keeps it after any timeout or cancellation already
+			// decided for this attempt.
+			p.mu.Lock()
+			s.mu.Unlock()
+			wait, err := s.response(p.ref, ro)
+			p.mu.Unlock()
+			if err != nil {
+				// Fail closed: a response is never delivered uncommitted;
+				// the client gets an error naming the reason instead.
+				s.noteSinkErr(err)
+				return false, [][]byte{errorLine(key, codeAuditUnavailable, "tracectl: response withheld: "+ErrAuditUnavailable.Error())}, nil, ""
+			}
+			return !answered, nil, wait, key
+		}
+	case mcpwire.KindNotification:
+		switch m.Method {
+		case mcpwire.NotifyToolsListChanged:
+			s.mu.Unlock()
+			if err := s.cfg.Sink.ListChanged(NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
+				s.noteSinkErr(err)
+				return false, nil, nil, ""
+			}
+			return true, nil, nil, ""
+		case mcpwire.NotifyProgress:
+			obs.Attempt = s.progress[notificationToken(m.Params)]
+		}
+	}
+	s.mu.Unlock()
+	return commit(), nil, nil, ""
+}
+
+func responseObs(m *mcpwire.Message, line []byte, index int64) ResponseObs {
+	obs := ResponseObs{Line: line, Msg: m, Index: index}
+	if m.Error.Valid() {
+		obs.ResultType = "error"
+		if c, ok := m.Error.Get("code"); ok {
+			if v, err := strconv.ParseInt(string(c.Raw()), 10, 64); err == nil {
+				obs.ErrorCode = &v
+			}
+		}
+		return obs
+	}
+	obs.ResultType = "complete" // a legacy result without resultType is complete
+	if rt, ok := str(m.Result, "resultType"); ok {
+		obs.ResultType = rt
+	}
+	if ie, ok := m.Result.Get("isError"); ok {
+		obs.IsError, _ = ie.Bool()
+	}
+	return obs
+}
+
+// noteEra: initialize means legacy; a request carrying the modern _meta
+// protocol version means modern.
+func (s *session) noteEra(m *mcpwire.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.Method == mcpwire.MethodInitialize {
+		s.era = mcpwire.EraLegacy
+		return
+	}
+	if s.era != "" {
+		return // known: a request's revision changes nothing
+	}
+	if state, v := m.RequestRevision(); state == mcpwire.RevisionPresent {
+		s.era = mcpwire.EraModern
+		s.modernVer = v
+		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraModern), Version: v, Source: transcript.SourceRequestMeta}))
+	}
+}
+
+// progressReader notes when bytes last arrived, so draining a server that
+// has exited waits as long as output keeps flowing.
+type progressReader struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}

@@ -1,0 +1,305 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// RecordingSink is the production Sink: it records through a producer
+// Recorder (the durable journal) and assembles declaration snapshots from
+// the tools/list pages the client fetched (passive collection).
+type RecordingSink struct {
+	rec       *producer.Recorder
+	captureID func() (string, error)
+	limits    snapshot.Limits
+
+	mu         sync.Mutex
+	coll       *snapshot.Collector
+	proto      producer.Protocol // latest protocol observation, for snapshot manifests
+	oversized  int64             // frames over the gate's limit
+	refused    int64             // client frames the gate refused
+	unreadable int64             // tools/list requests snapshot collection could not read
+}
+
+// NewRecordingSink returns a Sink over rec, which must have been opened with
+// producer.Options.FramesCommitted (the proxy commits every frame).
+// captureID mints snapshot capture ids from the caller's entropy
+// (snapshot.NewCaptureID).
+func NewRecordingSink(rec *producer.Recorder, captureID func() (string, error), limits snapshot.Limits) *RecordingSink {
+	return &RecordingSink{rec: rec, captureID: captureID, limits: limits}
+}
+
+type handleRef struct{ h *producer.Handle }
+
+func (r handleRef) AttemptID() string { return r.h.ID() }
+
+func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
+
+// Attempt records the attempt; in strict durability it is on disk when this
+// returns.
+func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
+	ref, wait, err := s.attemptWritten(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(); err != nil {
+		return nil, err
+	}
+	return ref, nil
+}
+
+// pipelined: the proxy defers the durable waits of strict durability to
+// its forwarders (pipeline.go); batch and none have none to defer.
+func (s *RecordingSink) pipelined() bool {
+	return s.rec.Durability() == transcript.DurabilityStrict
+}
+
+// attemptWritten records the attempt line and hands back its durable wait
+// (producer.Recorder.AttemptWritten).
+func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error) {
+	// A call after a page that offered nextCursor, with no next page
+	// observed (a client that reads the first page only, the TypeScript
+	// SDK's plain listTools()): the declarations it was dispatched with
+	// are that incomplete collection, which is recorded now so the attempt
+	// binds it rather than no snapshot at all.
+	s.mu.Lock()
+	if s.coll != nil && s.coll.OfferedNextPage() {
+		s.coll.Stop(snapshot.StopNextPageNotObserved, "a tools/call came after a page offering nextCursor; no next page was observed before it")
+		if err := s.recordLocked(); err != nil {
+			s.mu.Unlock()
+			return nil, nil, err
+		}
+	}
+	s.mu.Unlock()
+	i := c.Index
+	h, wait, err := s.rec.AttemptWritten(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
+	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnrecordable, err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return handleRef{h}, wait, nil
+}
+
+// Response records a response (a late one after a timeout or cancellation:
+// the producer keeps the earlier observation).
+func (s *RecordingSink) Response(a AttemptRef, r ResponseObs) error {
+	return handleOf(a).ResponseFrame(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
+}
+
+// responseWritten records the response line and hands back its durable
+// wait.
+func (s *RecordingSink) responseWritten(a AttemptRef, r ResponseObs) (func() error, error) {
+	return handleOf(a).ResponseFrameWritten(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
+}
+
+func (s *RecordingSink) Timeout(a AttemptRef) error { return handleOf(a).Timeout() }
+
+// CancelSent records the client's notifications/cancelled line and the
+// unknown outcome it leaves.
+func (s *RecordingSink) CancelSent(a AttemptRef, n NotificationObs) error {
+	i := n.Index
+	if err := s.rec.RecordNotification(producer.Notification{Line: n.Line, Message: n.Msg, Frame: &i, Direction: transcript.ClientToServer}); err != nil {
+		return err
+	}
+	return handleOf(a).CancelSent()
+}
+
+func (s *RecordingSink) TransportFailure(a AttemptRef, detail string) error {
+	return handleOf(a).TransportFailure(detail)
+}
+
+func (s *RecordingSink) Protocol(p ProtocolObs) error {
+	pp := producer.Protocol{Era: p.Era, Version: p.Version, Source: p.Source, ServerName: p.ServerName, ServerVersion: p.ServerVersion, Line: p.Line}
+	s.mu.Lock()
+	if p.Source != transcript.SourceRequestMeta || s.proto.Era == "" {
+		s.proto = pp
+	}
+	s.mu.Unlock()
+	return s.rec.RecordProtocol(pp)
+}
+
+// ListPage feeds one tools/list exchange to snapshot collection. A request
+// without a cursor starts a new collection; a finished collection is
+// recorded at once, so attempts that follow bind it.
+func (s *RecordingSink) ListPage(req, resp []byte, isErr bool) error {
+	req, _ = mcpwire.SplitTerminator(req)
+	resp, _ = mcpwire.SplitTerminator(resp)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coll == nil {
+		if err := s.newCollector(); err != nil {
+			return err
+		}
+	}
+	err := s.coll.Add(req, resp)
+	if errors.Is(err, snapshot.ErrFinished) {
+		// The client started over: record what the earlier collection
+		// got (incomplete, restarted) and collect anew.
+		if err := s.recordLocked(); err != nil {
+			return err
+		}
+		if err := s.newCollector(); err != nil {
+			return err
+		}
+		err = s.coll.Add(req, resp)
+	}
+	if err != nil {
+		// Not a readable tools/list request: forwarded, not collected,
+		// and counted so the session summary says so.
+		s.unreadable++
+		return nil
+	}
+	if s.coll.Finished() {
+		return s.recordLocked()
+	}
+	return nil
+}
+
+func (s *RecordingSink) newCollector() error {
+	id, err := s.captureID()
+	if err != nil {
+		return err
+	}
+	o := snapshot.Options{CaptureID: id, Mode: snapshot.ModePassive, Limits: s.limits, Era: snapshot.EraUnknown}
+	if s.proto.Era != "" {
+		o.Era = s.proto.Era
+		if s.proto.Version != "" {
+			v := s.proto.Version
+			o.Version = &v
+		}
+		switch s.proto.Source {
+		case transcript.SourceInitialize, transcript.SourceDiscover:
+			o.ServerSource = s.proto.Source
+			name, ver := s.proto.ServerName, s.proto.ServerVersion
+			o.ServerName, o.ServerVersion = &name, &ver
+		}
+		if s.proto.Era == transcript.EraLegacy {
+			o.ListChangedWatch = snapshot.WatchSession
+		}
+	}
+	c, err := snapshot.NewCollector(o)
+	if err != nil {
+		return err
+	}
+	s.coll = c
+	return nil
+}
+
+// recordLocked records the current collection's snapshot and forgets it.
+func (s *RecordingSink) recordLocked() error {
+	c := s.coll
+	s.coll = nil
+	snap, err := c.Snapshot()
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	m := snap.Manifest
+	blobs := make([][]byte, 0, 2*len(snap.Pages))
+	for _, p := range snap.Pages {
+		blobs = append(blobs, p.Request, p.Response)
+	}
+	ps := producer.Snapshot{
+		Manifest: snap.Bytes, Digest: snap.Digest, Complete: m.Complete,
+		Tools: int64(len(m.Tools)), Pages: int64(len(m.Pages)), Blobs: blobs,
+	}
+	if !m.Complete {
+		ps.IncompleteReason = strings.Join(m.IncompleteReasons, ",")
+		if ps.IncompleteReason == "" {
+			ps.IncompleteReason = "incomplete"
+		}
+		if len(ps.IncompleteReason) > transcript.MaxReportedBytes {
+			ps.IncompleteReason = ps.IncompleteReason[:transcript.MaxReportedBytes]
+		}
+	}
+	_, err = s.rec.RecordSnapshot(ps)
+	return err
+}
+
+// ListChanged records the notification; during a collection it makes that
+// collection incomplete.
+func (s *RecordingSink) ListChanged(n NotificationObs) error {
+	s.mu.Lock()
+	if s.coll != nil {
+		s.coll.NotifyListChanged()
+	}
+	s.mu.Unlock()
+	i := n.Index
+	return s.rec.RecordNotification(producer.Notification{Line: n.Line, Message: n.Msg, Frame: &i, Direction: transcript.ServerToClient})
+}
+
+// Frame commits any other frame (spec/transcript.md, "frame").
+func (s *RecordingSink) Frame(f FrameObs) error {
+	s.mu.Lock()
+	if f.Line == nil {
+		s.oversized++
+	}
+	if f.Disposition == transcript.FrameRefused {
+		s.refused++
+	}
+	s.mu.Unlock()
+	fr := producer.FrameRecord{
+		Line: f.Line, Digest: f.Digest, Length: f.Length, Terminator: f.Terminator, Body: f.Body,
+		Direction: f.Direction, Index: f.Index, Disposition: f.Disposition,
+		Message: f.Msg, Refusal: f.Refusal,
+	}
+	if f.Attempt != nil {
+		fr.AttemptID = f.Attempt.AttemptID()
+	}
+	return s.rec.RecordFrame(fr)
+}
+
+var _ pipelineSink = (*RecordingSink)(nil)
+
+// Finish records a collection the session left unfinished (incomplete: the
+// transport closed with pages outstanding).
+func (s *RecordingSink) Finish() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coll == nil {
+		return nil
+	}
+	if s.coll.OfferedNextPage() {
+		// The last page offered a nextCursor and no next page came: most
+		// often a client that reads the first page only. Saying
+		// transport_closed would claim a page request was outstanding,
+		// which the sink cannot know.
+		s.coll.Stop(snapshot.StopNextPageNotObserved, "the session ended after a page offering nextCursor; no next page was observed")
+	} else {
+		s.coll.Stop(snapshot.StopTransportClosed, "the session ended before the last page")
+	}
+	return s.recordLocked()
+}
+
+// RefusedFrames returns how many client frames the gate refused.
+func (s *RecordingSink) RefusedFrames() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// OversizedFrames returns how many frames were too long to interpret.
+func (s *RecordingSink) OversizedFrames() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.oversized
+}
+
+// UnreadableListRequests returns how many tools/list requests snapshot
+// collection could not read (forwarded; not part of any snapshot).
+func (s *RecordingSink) UnreadableListRequests() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unreadable
+}
+
+func (s *RecordingSink) ClientGone(detail string) error { return s.rec.RecordClientGone(detail) }
