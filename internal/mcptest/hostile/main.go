@@ -15,6 +15,10 @@
 // Mcp-Session-Id; GET is 405, DELETE ends nothing) and prints
 // "listening http://ADDR/mcp" as its first stdout line.
 //
+// On stdio the answer is followed by a notifications/message whose data is
+// "hostile: answer sent": a client that has not settled its call when that
+// arrives has dropped every frame of the answer.
+//
 // Every byte sequence it writes (a stdio line, an HTTP response body) is
 // appended to --log as one JSON object per line: {"dir":"sent","class":...,
 // "content_type":...,"b64":...} (and "recv" for what it read), so a test can
@@ -145,7 +149,7 @@ func honest(req *request) []byte {
 		default:
 			v = "2025-11-25"
 		}
-		result = `{"protocolVersion":"` + v + `","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1.0.0"}}`
+		result = `{"protocolVersion":"` + v + `","capabilities":{"tools":{},"logging":{}},"serverInfo":{"name":"hostile","version":"1.0.0"}}`
 	case "tools/list":
 		result = `{"tools":[{"name":"transfer","description":"Transfers an amount.","inputSchema":{"type":"object","properties":{"amount":{"type":"number"}}}}]}`
 	case "ping":
@@ -206,6 +210,11 @@ func stdioFrames(class, id string) []string {
 	panic("unknown class " + class)
 }
 
+// answered follows the answer on stdio: a log message that tells a client
+// the whole answer is behind it, so a client that accepted none of it can
+// give up at once instead of waiting for its timeout.
+const answered = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"hostile","data":"hostile: answer sent"}}`
+
 func serveStdio(in io.Reader, out io.Writer, class string, l *logger) error {
 	br := bufio.NewReaderSize(in, 1<<16)
 	send := func(b []byte) error {
@@ -220,7 +229,7 @@ func serveStdio(in io.Reader, out io.Writer, class string, l *logger) error {
 			var req request
 			if json.Unmarshal(line, &req) == nil {
 				if req.Method == "tools/call" && len(req.ID) > 0 {
-					for _, f := range stdioFrames(class, string(req.ID)) {
+					for _, f := range append(stdioFrames(class, string(req.ID)), answered+"\n") {
 						if err := send([]byte(f)); err != nil {
 							return err
 						}
