@@ -274,7 +274,7 @@ func runMatrix(t *testing.T, transport string, classes []string) {
 				r.got, r.rec = got, rec
 				r.status, r.why = judge(got, rec)
 				if !strings.HasPrefix(r.status, "ok") {
-					t.Errorf("%s: %s\nhostile server sent:\n%s\nrecorded response bytes: %s\nclient notes: %q", r.status, r.why, log, rec.Response, got.Notes)
+					t.Errorf("%s: %s\nhostile server sent:\n%s\nrecorded response bytes: %s\nrecorded detail: %q\nclient notes: %q", r.status, r.why, log, rec.Response, rec.Detail, got.Notes)
 				}
 			})
 		}
