@@ -5,4 +5,13 @@
 // verifies records what the client acted on: either the client received
 // result R and the verified bundle records R as the call's response, or the
 // client received an error and the bundle records no response for the call.
+//
+// Each cell (client x transport x class) runs real processes: tracectl
+// (built once per test binary), the hostile server, and for the TypeScript
+// clients testdata/client.cjs under node, found as package
+// internal/mcptest/tsclient finds them ($TRACECTL_TS_SDK_V1,
+// $TRACECTL_TS_SDK_V2, $TRACECTL_NODE22_BIN, as .ci/run sets them, else
+// .ci/npm/node_modules); a cell whose client is absent skips and says why.
+// Each test logs a matrix of what each client received beside what the
+// bundle records; judge in mediation_test.go lists the statuses.
 package mediation
