@@ -241,6 +241,9 @@ func GoStdio(stream []byte) ([][]byte, error) {
 				err = readErr
 			}
 		}
+		if err == io.EOF {
+			return frames, nil // the stream ended between values: a clean close
+		}
 		if err != nil {
 			return frames, err
 		}
