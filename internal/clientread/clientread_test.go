@@ -16,7 +16,7 @@
 //	| final CR ("final cr")                | dispatched     | dispatched               | not dispatched |
 //	| "event:  message" / "event: message "| not a message  | message (TrimSpace)      | not a message |
 //	| "data:  x", "data: x ", NBSP, \v, \t | kept           | trimmed (unicode.IsSpace)| kept          |
-//	|   -> JSON level: NBSP, \v, U+0085 around a JSON text: Go decodes it, W/TS JSON.parse refuses |
+//	|   -> JSON level: NBSP or \v around a JSON text: Go decodes it, W/TS JSON.parse refuses |
 //	| field without colon ("data", "foo")  | data "" / ignored | connection fails      | as W          |
 //	| final event without blank line / EOF | not dispatched | dispatched               | not dispatched |
 //	| invalid UTF-8 in data                | U+FFFD         | raw bytes to the decoder | U+FFFD        |
