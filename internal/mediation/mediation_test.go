@@ -145,10 +145,11 @@ func (r recorded) known() bool {
 //	ok          the client acted on result R; the verified bundle records R
 //	            (and its response bytes read no other way)
 //	ok-refused  the client got tracectl's own error (data.source
-//	            "tracectl"); the verified bundle records no response
-//	ok-dropped  the client got an error of its own SDK (it rejected or
-//	            never matched the answer); the verified bundle records no
-//	            response
+//	            "tracectl"); the verified bundle records a transport
+//	            failure (or tracectl's error as the response)
+//	SILENT      the client got an error of its own SDK, or the bundle
+//	            records no transport failure: the monitor let the client
+//	            find out alone (the issue asks for the injected error)
 //	VIOLATION   the client acted on a result the verified bundle does not
 //	            record as the call's response
 //	MISMATCH    the client got an error; the verified bundle records a
@@ -172,10 +173,10 @@ func judge(got received, rec recorded) (status, why string) {
 		return "FAIL", fmt.Sprintf("the client got %s; the bundle's verdict is %s", got, rec.Verdict)
 	}
 	if !rec.known() || rec.Kind == "jsonrpc_error" && rec.Code != nil && got.Code == fmt.Sprint(*rec.Code) {
-		if got.Source == "tracectl" {
+		if got.Source == "tracectl" && (rec.Kind == "transport_failure" || rec.Kind == "jsonrpc_error") {
 			return "ok-refused", ""
 		}
-		return "ok-dropped", ""
+		return "SILENT", fmt.Sprintf("the client got %s; the bundle records %s: not the proxy's error and a transport failure", got, rec)
 	}
 	return "MISMATCH", fmt.Sprintf("the client got %s; the verified bundle records a response: %s", got, rec)
 }
