@@ -39,14 +39,14 @@ const (
 // and the Go SDK's reader). The event is committed, refused, and not
 // delivered.
 const (
-	RuleSSEBOM        Rule = "sse_bom"         // a UTF-8 byte order mark before the first event: WHATWG readers strip it, others do not
-	RuleSSEBareCR     Rule = "sse_bare_cr"     // a CR not followed by LF: WHATWG ends the line there, the Go SDK does not
-	RuleSSEEventName  Rule = "sse_event_name"  // an event: field other than exactly "message": readers skip it, or read it differently after whitespace
-	RuleSSEField      Rule = "sse_field"       // a line that is not a data, event, id or retry field or a comment: readers disagree on it
-	RuleSSEDataLines  Rule = "sse_data_lines"  // more than one data line: readers join and trim them differently
-	RuleSSETooLarge   Rule = "sse_too_large"   // an event over MaxFrameBytes
-	RuleSSEUnfinished Rule = "sse_unfinished"  // the stream ended inside an event: WHATWG drops it, the Go SDK dispatches it
-	RuleMediaType     Rule = "media_type"      // a 2xx body whose Content-Type is not exactly application/json or text/event-stream: the TypeScript SDK matches by substring
+	RuleSSEBOM        Rule = "sse_bom"        // a UTF-8 byte order mark before the first event: WHATWG readers strip it, others do not
+	RuleSSEBareCR     Rule = "sse_bare_cr"    // a CR not followed by LF: WHATWG ends the line there, the Go SDK does not
+	RuleSSEEventName  Rule = "sse_event_name" // an event: field other than exactly "message": readers skip it, or read it differently after whitespace
+	RuleSSEField      Rule = "sse_field"      // a line that is not a data, event, id or retry field or a comment: readers disagree on it
+	RuleSSEDataLines  Rule = "sse_data_lines" // more than one data line: readers join and trim them differently
+	RuleSSETooLarge   Rule = "sse_too_large"  // an event over MaxFrameBytes
+	RuleSSEUnfinished Rule = "sse_unfinished" // the stream ended inside an event: WHATWG drops it, the Go SDK dispatches it
+	RuleMediaType     Rule = "media_type"     // a 2xx body whose Content-Type is not exactly application/json or text/event-stream: the TypeScript SDK matches by substring
 )
 
 // ServerRules lists the rules that refuse server frames beyond the gate's

@@ -198,7 +198,6 @@ func (b *bundle) onlyInflight(key string) *call {
 	return nil
 }
 
-
 func (b *bundle) settle(key string) {
 	b.settledMu.Lock()
 	defer b.settledMu.Unlock()
