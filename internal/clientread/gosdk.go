@@ -91,8 +91,8 @@ func (e goSDKEvent) Empty() bool {
 }
 
 var (
-	goSDKErrMalformedEvent = errors.New("malformed event")
-	goSDKErrEventTooLarge  = errors.New("SSE event exceeded maximum size")
+	errGoSDKMalformedEvent = errors.New("malformed event")
+	errGoSDKEventTooLarge  = errors.New("SSE event exceeded maximum size")
 )
 
 // goSDKScanEvents is scanEventsLimited from
@@ -135,8 +135,8 @@ func goSDKScanEvents(r io.Reader, maxEventSize int) iter.Seq2[goSDKEvent, error]
 				budget = maxEventSize - eventBytes
 			}
 			line, err := goSDKReadEventLine(reader, budget)
-			if errors.Is(err, goSDKErrEventTooLarge) {
-				yield(goSDKEvent{}, fmt.Errorf("%w: SSE event exceeded %d bytes without terminating", goSDKErrMalformedEvent, maxEventSize))
+			if errors.Is(err, errGoSDKEventTooLarge) {
+				yield(goSDKEvent{}, fmt.Errorf("%w: SSE event exceeded %d bytes without terminating", errGoSDKMalformedEvent, maxEventSize))
 				return
 			}
 			if err != nil && !errors.Is(err, io.EOF) {
@@ -159,7 +159,7 @@ func goSDKScanEvents(r io.Reader, maxEventSize int) iter.Seq2[goSDKEvent, error]
 			}
 			before, after, found := bytes.Cut(line, []byte{':'})
 			if !found {
-				yield(goSDKEvent{}, fmt.Errorf("%w: malformed line in SSE stream: %q", goSDKErrMalformedEvent, string(line)))
+				yield(goSDKEvent{}, fmt.Errorf("%w: malformed line in SSE stream: %q", errGoSDKMalformedEvent, string(line)))
 				return
 			}
 			switch {
@@ -196,7 +196,7 @@ func goSDKReadEventLine(r *bufio.Reader, budget int) ([]byte, error) {
 	for {
 		frag, err := r.ReadSlice('\n')
 		if len(line)+len(frag) > budget {
-			return nil, goSDKErrEventTooLarge
+			return nil, errGoSDKEventTooLarge
 		}
 		line = append(line, frag...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -260,11 +260,11 @@ type goSDKFrameLimitReader struct {
 	count int
 }
 
-var goSDKErrFrameTooLarge = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
+var errGoSDKFrameTooLarge = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
 
 func (r *goSDKFrameLimitReader) Read(p []byte) (int, error) {
 	if r.count >= r.limit {
-		return 0, goSDKErrFrameTooLarge
+		return 0, errGoSDKFrameTooLarge
 	}
 	if len(p) > r.limit-r.count {
 		p = p[:r.limit-r.count]

@@ -123,17 +123,6 @@ type benchMode struct {
 	durability string
 	retention  string // default full
 	forward    bool   // diagnostic: a Sink that records nothing (the cost of the hop alone)
-	inflight   []int
-}
-
-var benchModes = []benchMode{
-	{name: "none", durability: transcript.DurabilityNone, inflight: []int{1, 32}},
-	{name: "batch", durability: transcript.DurabilityBatch, inflight: []int{1, 32}},
-	{name: "strict", durability: transcript.DurabilityStrict, inflight: []int{1, 32}},
-	// Diagnostics, to say where the time of "none" goes: without payload
-	// files, and without any recording.
-	{name: "none-retain-digest", durability: transcript.DurabilityNone, retention: transcript.RetainDigest, inflight: []int{1}},
-	{name: "forward-only", forward: true, inflight: []int{1}},
 }
 
 // nopSink records nothing: only for the forward-only diagnostic.
