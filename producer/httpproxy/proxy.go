@@ -354,139 +354,47 @@ type exchange struct {
 const maxBody = mcpwire.MaxFrameBytes
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body []byte
+	// read
 	sid := r.Header.Get("Mcp-Session-Id")
-	if r.Method == http.MethodPost {
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-		if err != nil {
-			http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if int64(len(b)) > maxBody {
-			p.tooLarge(w, r, sid, b)
-			return
-		}
-		body = b
+	body, ok := p.readBody(w, r, sid)
+	if !ok {
+		return
 	}
-	var m *mcpwire.Message
-	var line []byte
-	var ref *mcpwire.Refusal
+	// gate
+	var g gated
 	if body != nil {
-		line, m, ref = gateLine(body)
+		g.line, g.msg, g.refusal = gateLine(body)
 	}
-	initialize := m != nil && m.Kind == mcpwire.KindRequest && m.Method == mcpwire.MethodInitialize && sid == ""
+	initialize := g.msg != nil && g.msg.Kind == mcpwire.KindRequest && g.msg.Method == mcpwire.MethodInitialize && sid == ""
 	b, err := p.bundleFor(sid, initialize)
 	if err != nil {
-		writeRPCError(w, http.StatusServiceUnavailable, idOf(m), codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		writeRPCError(w, http.StatusServiceUnavailable, idOf(g.msg), codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
 		return
 	}
 	defer b.release()
 	if initialize {
 		defer func() {
 			if b.session == "" {
-				b.retire() // no sid came of it: a bundle of one handshake
+				b.retire() // no session came of it: a bundle of one handshake
 			}
 		}()
 	}
-	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: m}
+	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: g.msg}
+	// commit
 	if err := x.upstreamLine(nil); err != nil {
 		x.auditFail(err)
 		return
 	}
-	if body == nil {
-		if err := b.http(x.requestLine(nil)); err != nil {
-			x.auditFail(err)
-			return
-		}
-		x.forward(nil)
-		if r.Method == http.MethodDelete && sid != "" {
-			p.endSession(sid)
-		}
-		return
-	}
-	forwardOK := false
-	var reply func() // the proxy's own answer, written once the frame order is released
-	err = b.clientFrame(func(index int64) error {
-		if err := b.http(x.requestLine(&index)); err != nil {
-			return err
-		}
-		if ref != nil {
-			if err := b.sink.Frame(session.FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}); err != nil {
-				return err
-			}
-			reply = func() {
-				writeRPCError(w, http.StatusBadRequest, ref.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(ref.Rule)+"): "+ref.Detail)
-			}
-			return nil
-		}
-		if hr := checkHeaders(r.Header, m, &p.decls); hr != nil {
-			i := index
-			if err := b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Frame: &i, Rule: hr.rule, Detail: hr.detail}); err != nil {
-				return err
-			}
-			if err := b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}); err != nil {
-				return err
-			}
-			reply = func() {
-				writeRPCError(w, http.StatusBadRequest, idOf(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
-			}
-			return nil
-		}
-		switch {
-		case m.IsToolCall():
-			a, err := b.sink.Attempt(session.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
-			if err != nil {
-				return err
-			}
-			if m.Kind == mcpwire.KindRequest {
-				x.call = &call{ref: a, key: mcpwire.Key(m.ID), token: progressToken(m.Params)}
-				b.track(x.call)
-			}
-		case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
-			rid, ok := m.Params.Get("requestId")
-			var c *call
-			if ok {
-				c = b.onlyInflight(mcpwire.Key(rid))
-			}
-			if c != nil {
-				c.mu.Lock()
-				dup := c.canceled || c.settled
-				c.canceled = true
-				c.mu.Unlock()
-				if !dup {
-					if err := b.sink.CancelSent(c.ref, session.NotificationObs{Line: line, Msg: m, Index: index}); err != nil {
-						return err
-					}
-					break
-				}
-			}
-			if err := b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
-				return err
-			}
-		default:
-			if m.Kind == mcpwire.KindRequest {
-				x.what = m.Method
-				if m.Method == mcpwire.MethodToolsList {
-					x.list = line
-				}
-			}
-			if err := b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded}); err != nil {
-				return err
-			}
-		}
-		forwardOK = true
-		return nil
-	})
+	reply, err := x.commit(g)
 	if err != nil {
 		x.auditFail(err)
 		return
 	}
-	if !forwardOK {
-		if reply != nil {
-			reply()
-		}
+	if reply != nil {
+		reply() // the proxy's own answer: nothing is forwarded
 		return
 	}
+	// forward, and reply with what the upstream answered
 	if x.call != nil {
 		defer b.untrack(x.call)
 		if p.cfg.CallTimeout > 0 {
@@ -497,6 +405,112 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete && sid != "" {
 		p.endSession(sid)
 	}
+}
+
+// gated is a request body as the gate read it.
+type gated struct {
+	line    []byte // the body with an LF: the frame the transcript commits to
+	msg     *mcpwire.Message
+	refusal *mcpwire.Refusal
+}
+
+// readBody reads a POST's body within the gate's limit; a longer one is
+// committed by digest and refused (ok false: the exchange is answered).
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (body []byte, ok bool) {
+	if r.Method != http.MethodPost {
+		return nil, true
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	if int64(len(b)) > maxBody {
+		p.tooLarge(w, r, sid, b)
+		return nil, false
+	}
+	return b, true
+}
+
+// commit records the request before anything reaches the upstream: its
+// HTTP facts and its frame (refused, an attempt, a cancellation, or a plain
+// frame). reply, when set, is the proxy's own answer in the upstream's
+// place (a frame the gate or the header gate refused); it is written once
+// the client frame order is released.
+func (x *exchange) commit(g gated) (reply func(), err error) {
+	b, r, w, m := x.b, x.r, x.w, g.msg
+	if x.body == nil {
+		return nil, b.http(x.requestLine(nil))
+	}
+	err = b.clientFrame(func(index int64) error {
+		if err := b.http(x.requestLine(&index)); err != nil {
+			return err
+		}
+		if ref := g.refusal; ref != nil {
+			if err := b.sink.Frame(session.FrameObs{Line: g.line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}); err != nil {
+				return err
+			}
+			reply = func() {
+				writeRPCError(w, http.StatusBadRequest, ref.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(ref.Rule)+"): "+ref.Detail)
+			}
+			return nil
+		}
+		if hr := checkHeaders(r.Header, m, &x.p.decls); hr != nil {
+			i := index
+			if err := b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Frame: &i, Rule: hr.rule, Detail: hr.detail}); err != nil {
+				return err
+			}
+			if err := b.sink.Frame(session.FrameObs{Line: g.line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}); err != nil {
+				return err
+			}
+			reply = func() {
+				writeRPCError(w, http.StatusBadRequest, idOf(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
+			}
+			return nil
+		}
+		return x.commitFrame(g.line, m, index)
+	})
+	return reply, err
+}
+
+// commitFrame commits a client frame the gate read, which is then
+// forwarded: a tools/call as an attempt (durable first), a cancellation
+// of the one call in flight under its id, any other frame as a frame.
+func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) error {
+	b := x.b
+	switch {
+	case m.IsToolCall():
+		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
+		if err != nil {
+			return err
+		}
+		if m.Kind == mcpwire.KindRequest {
+			x.call = &call{ref: a, key: mcpwire.Key(m.ID), token: progressToken(m.Params)}
+			b.track(x.call)
+		}
+		return nil
+	case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
+		rid, ok := m.Params.Get("requestId")
+		var c *call
+		if ok {
+			c = b.onlyInflight(mcpwire.Key(rid))
+		}
+		if c != nil {
+			c.mu.Lock()
+			dup := c.canceled || c.settled
+			c.canceled = true
+			c.mu.Unlock()
+			if !dup {
+				return b.sink.CancelSent(c.ref, session.NotificationObs{Line: line, Msg: m, Index: index})
+			}
+		}
+	case m.Kind == mcpwire.KindRequest:
+		x.what = m.Method
+		if m.Method == mcpwire.MethodToolsList {
+			x.list = line
+		}
+	}
+	return b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded})
 }
 
 // watchCall records a timeout (an unknown outcome) when the call has no
