@@ -292,44 +292,42 @@ func appendIDs(keys []string, obj []byte) []string {
 		if !strings.EqualFold(name, MemberID) || len(keys) >= maxLenientValues {
 			continue
 		}
-		if k, ok := lenientKey(v); ok {
-			keys = append(keys, k)
-		}
+		keys = append(keys, lenientKeys(v)...)
 	}
 	return keys
 }
 
-// lenientKey is MatchKey of a value encoding/json read (invalid UTF-8 and
-// lone surrogates replaced, as both SDKs' readers do).
-func lenientKey(v json.RawMessage) (string, bool) {
+// lenientKeys are the ResponseKeys of a value encoding/json read (invalid
+// UTF-8 and lone surrogates replaced, as both SDKs' readers do).
+func lenientKeys(v json.RawMessage) []string {
 	var x any
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.UseNumber()
 	if err := dec.Decode(&x); err != nil && err != io.EOF {
-		return "", false
+		return nil
 	}
 	switch x := x.(type) {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil && !math.IsInf(f, 0) {
-			return "", false
+			return nil
 		}
 		if f != math.Trunc(f) && !math.IsInf(f, 0) {
-			return numberKey(math.Trunc(f)), true // the Go SDK's reading; JavaScript matches no integer request to it
+			return []string{numberKey(f), numberKey(math.Trunc(f))} // the Go SDK's reading too
 		}
-		return numberKey(f), true
+		return []string{numberKey(f)}
 	case string:
 		if !utf8.ValidString(x) {
 			x = strings.ToValidUTF8(x, "\uFFFD")
 		}
-		return stringKey(x), true
+		return []string{stringKey(x)}
 	case nil:
-		return numberKey(0), true
+		return []string{numberKey(0)}
 	case bool:
 		if x {
-			return numberKey(1), true
+			return []string{numberKey(1)}
 		}
-		return numberKey(0), true
+		return []string{numberKey(0)}
 	}
-	return "", false // an object or array id: no client matches it
+	return nil // an object or array id: no client matches it
 }
