@@ -167,7 +167,7 @@ func (s *session) fromClient(f frame, index int64) error {
 			// the gate read but the recorder cannot record would be a
 			// bug: it is an audit failure too, never a plain frame.)
 			if errors.Is(err, ErrUnrecordable) {
-				err = fmt.Errorf("%w: the recorder refused a call the gate read: %v", ErrAuditUnavailable, err)
+				err = fmt.Errorf("%w: the recorder refused a call the gate read: %w", ErrAuditUnavailable, err)
 			}
 			s.noteSinkErr(err)
 			return unavailable()

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/producer"
 )
 
 // Config configures a session's recording.
@@ -199,9 +200,11 @@ func (s *session) sinkError() error {
 // the call is not forwarded and the proxy treats it as an audit failure.
 var ErrUnrecordable = errors.New("tools/call cannot be recorded exactly")
 
-// ErrAuditUnavailable is returned to the client (as a JSON-RPC error) and
-// from Run when the Sink cannot make evidence durable.
-var ErrAuditUnavailable = errors.New("audit unavailable: evidence could not be made durable")
+// ErrAuditUnavailable is the producer's (producer.ErrAuditUnavailable):
+// the one sentinel, wrapped with %w from the journal to the client's error
+// and Run's, so errors.Is finds it, and the cause under it (ENOSPC), at
+// every layer.
+var ErrAuditUnavailable = producer.ErrAuditUnavailable
 
 // countingReader counts the client's bytes: a start that never received
 // any is not a session (a launcher's probe, a health check).
@@ -287,7 +290,11 @@ func (s *session) noteSinkErr(err error) {
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
 	if err != nil && s.sinkErr == nil {
-		s.sinkErr = fmt.Errorf("%w: %v", ErrAuditUnavailable, err)
+		if errors.Is(err, ErrAuditUnavailable) {
+			s.sinkErr = err
+		} else {
+			s.sinkErr = fmt.Errorf("%w: %w", ErrAuditUnavailable, err)
+		}
 	}
 }
 
