@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 	"golang.org/x/term"
