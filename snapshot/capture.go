@@ -138,7 +138,7 @@ func Capture(ctx context.Context, argv []string, o CaptureOptions) (*Snapshot, e
 	if o.MaxRelists < 0 || o.MaxRelists > MaxRelistsCeiling {
 		return nil, fmt.Errorf("capture: relists %d outside 0..%d", o.MaxRelists, MaxRelistsCeiling)
 	}
-	lim := o.Limits.WithDefaults()
+	lim := o.Limits.withDefaults()
 	if err := lim.check(); err != nil {
 		return nil, fmt.Errorf("capture: limits: %w", err)
 	}
@@ -225,7 +225,7 @@ func (s *server) collect(ctx context.Context, col *Collector, hs handshake, time
 		if s.progress != nil {
 			s.progress(len(col.pages), len(col.tools))
 		}
-		cursor, _ = col.NextCursor()
+		cursor, _ = col.nextCursor()
 	}
 	return nil
 }
