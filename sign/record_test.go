@@ -475,7 +475,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("iat %d, slsa_level %d, call_count %d", rec.IAT, rec.BuildProvenance.SLSALevel, *rec.ToolTranscript.CallCount)
 	}
 	if got, want := emptyPolicyHash, canon.SHA256(nil); got != want {
-		t.Errorf("EmptyPolicyHash = %s, want %s", got, want)
+		t.Errorf("emptyPolicyHash = %s, want %s", got, want)
 	}
 
 	for _, tc := range []struct {

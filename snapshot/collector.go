@@ -179,7 +179,7 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	return nil
 }
 
-// NextCursor returns the cursor to request next (its exact JSON text as the
+// nextCursor returns the cursor to request next (its exact JSON text as the
 // server wrote it, so it can be sent back unchanged) and true, or false when
 // collection has finished.
 func (c *Collector) nextCursor() (raw []byte, ok bool) {

@@ -197,7 +197,7 @@ const (
 	ceilingMaxTotalBytes = 1 << 30
 )
 
-// WithDefaults fills zero fields with the defaults.
+// withDefaults fills zero fields with the defaults.
 func (l Limits) withDefaults() Limits {
 	if l.MaxPages <= 0 {
 		l.MaxPages = DefaultMaxPages
