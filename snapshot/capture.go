@@ -40,8 +40,8 @@ const (
 // large page.
 const (
 	DefaultProbeTimeout   = 10 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultShutdownGrace  = 2 * time.Second
+	defaultRequestTimeout = 30 * time.Second
+	defaultShutdownGrace  = 2 * time.Second
 	// MaxRelistsCeiling bounds CaptureOptions.MaxRelists: a server whose
 	// catalog never settles must not keep a capture running forever.
 	MaxRelistsCeiling = 10
@@ -55,8 +55,8 @@ type CaptureOptions struct {
 	Protocol       string // ProtocolAuto (default), ProtocolModern or ProtocolLegacy
 	Limits         Limits
 	ProbeTimeout   time.Duration // auto: how long server/discover may take before falling back
-	RequestTimeout time.Duration // every other request
-	ShutdownGrace  time.Duration // after closing stdin, and again after SIGTERM
+	RequestTimeout time.Duration // every other request (default 30 s)
+	ShutdownGrace  time.Duration // after closing stdin, and again after SIGTERM (default 2 s)
 	// MaxRelists is how many times a collection during which the server
 	// sent list_changed is given up and started again from the first page
 	// (0: never; the snapshot is then incomplete with that reason).
@@ -238,10 +238,10 @@ func (o CaptureOptions) withDefaults() CaptureOptions {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
+		o.RequestTimeout = defaultRequestTimeout
 	}
 	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = DefaultShutdownGrace
+		o.ShutdownGrace = defaultShutdownGrace
 	}
 	if o.ClientName == "" {
 		o.ClientName = "tracectl"

@@ -18,12 +18,12 @@ import (
 	"testing"
 )
 
-// maxExported is the bound. The goal is 700; 881 is where the cut stopped
+// maxExported is the bound. The goal is 700; 876 is where the cut stopped
 // with everything that can go unexported without touching files under
 // parallel work, dropping a sentinel error, a stable code, half an enum, or
 // a name spec/ or another package uses. Lower it whenever the surface
 // shrinks, never raise it without a reason in the commit.
-const maxExported = 881
+const maxExported = 876
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")
