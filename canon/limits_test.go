@@ -82,8 +82,8 @@ func TestDepthLimit(t *testing.T) {
 		{DefaultMaxDepth + 1, Limits{}, false},
 		{5, Limits{MaxDepth: 5}, true},
 		{6, Limits{MaxDepth: 5}, false},
-		{DepthCeiling, Limits{MaxDepth: 1 << 30}, true},
-		{DepthCeiling + 1, Limits{MaxDepth: 1 << 30}, false},
+		{depthCeiling, Limits{MaxDepth: 1 << 30}, true},
+		{depthCeiling + 1, Limits{MaxDepth: 1 << 30}, false},
 	}
 	for _, tt := range tests {
 		in := nested(tt.depth)

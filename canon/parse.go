@@ -15,7 +15,7 @@ import (
 // (or negative) fields take the defaults.
 type Limits struct {
 	MaxBytes int64 // input length in bytes; at most 2^31-1 is ever accepted
-	MaxDepth int   // nesting of arrays and objects ("[]" is depth 1, a scalar 0); at most DepthCeiling
+	MaxDepth int   // nesting of arrays and objects ("[]" is depth 1, a scalar 0); at most 100,000 (depthCeiling)
 }
 
 // Default limits: real tools/list pages and tool results can be large, so the
@@ -26,10 +26,10 @@ const (
 	DefaultMaxDepth = 1000
 )
 
-// DepthCeiling caps Limits.MaxDepth whatever the caller asks for: the parser
+// depthCeiling caps Limits.MaxDepth whatever the caller asks for: the parser
 // and the encoder recurse once per level, and a Go stack overflow is fatal,
-// not an error. Larger MaxDepth values are treated as DepthCeiling.
-const DepthCeiling = 100_000
+// not an error. Larger MaxDepth values are treated as depthCeiling.
+const depthCeiling = 100_000
 
 // maxInput is the largest input the flat tree can address (int32 offsets).
 const maxInput = 1<<31 - 1
@@ -41,7 +41,7 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
 	}
-	l.MaxDepth = min(l.MaxDepth, DepthCeiling)
+	l.MaxDepth = min(l.MaxDepth, depthCeiling)
 	return l
 }
 

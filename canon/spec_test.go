@@ -66,14 +66,14 @@ func TestSpecInSync(t *testing.T) {
 
 	for _, want := range []string{
 		"`" + PolicyV02ID + "`", "`" + PolicyMCPDeclID + "`",
-		"`DefaultMaxBytes` = 67,108,864", "`DefaultMaxDepth` = 1,000", "`DepthCeiling` = 100,000",
+		"`DefaultMaxBytes` = 67,108,864", "`DefaultMaxDepth` = 1,000", "`depthCeiling` = 100,000",
 		strconv.Itoa(MaxSafeInteger),
 	} {
 		if !strings.Contains(spec, want) {
 			t.Errorf("spec/canonicalization.md does not state %s", want)
 		}
 	}
-	if DefaultMaxBytes != 67_108_864 || DefaultMaxDepth != 1_000 || DepthCeiling != 100_000 {
+	if DefaultMaxBytes != 67_108_864 || DefaultMaxDepth != 1_000 || depthCeiling != 100_000 {
 		t.Error("a default limit changed: update spec/canonicalization.md section 3 and this test")
 	}
 }

@@ -24,10 +24,3 @@ func (r *Recorder) RecordClientGone(detail string) error {
 	_, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
 	return err
 }
-
-// ClientGoneDetail is the detail of the first RecordClientGone, or "".
-func (r *Recorder) ClientGoneDetail() string {
-	r.goneMu.Lock()
-	defer r.goneMu.Unlock()
-	return r.clientGone
-}

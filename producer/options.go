@@ -72,7 +72,7 @@ type Limits struct {
 // Defaults.
 const (
 	DefaultMaxFrameBytes = 16 << 20
-	DefaultBatchInterval = 10 * time.Millisecond
+	defaultBatchInterval = 10 * time.Millisecond
 )
 
 func (o Options) withDefaults() Options {
@@ -83,7 +83,7 @@ func (o Options) withDefaults() Options {
 		o.Durability = transcript.DurabilityStrict
 	}
 	if o.Durability == transcript.DurabilityBatch && o.BatchInterval <= 0 {
-		o.BatchInterval = DefaultBatchInterval
+		o.BatchInterval = defaultBatchInterval
 	}
 	if o.Retention == "" {
 		o.Retention = transcript.RetainFull

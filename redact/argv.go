@@ -44,7 +44,7 @@ func Argv(argv []string, rules *Rules) ([]string, []int) {
 			continue
 		}
 		if p != none && !strings.HasPrefix(a, "-") && (p == secretNext || !allDigits(a)) {
-			out[i] = argMarkerOf(ClassSecretName)
+			out[i] = argMarkerOf(classSecretName)
 			changed = append(changed, i)
 			continue
 		}
@@ -55,7 +55,7 @@ func Argv(argv []string, rules *Rules) ([]string, []int) {
 			}
 			c := Class("")
 			if rules.defaults && secretName(name) && value != "" {
-				c = ClassSecretName
+				c = classSecretName
 			} else {
 				c = rules.classify([]byte(value), &sc)
 			}

@@ -33,7 +33,7 @@ func Check(redacted []byte, reds []Redaction, lim canon.Limits) error {
 		if err != nil {
 			return err
 		}
-		if string(v.Raw()) != string(Marker(r.Class)) {
+		if string(v.Raw()) != string(marker(r.Class)) {
 			return badRedaction(r.Pointer, "the value there is not the marker of class "+string(r.Class))
 		}
 	}
@@ -65,7 +65,7 @@ func Apply(original []byte, reds []Redaction, lim canon.Limits) ([]byte, error) 
 		if s.start < at {
 			return nil, badRedaction(s.pointer, "the value there overlaps another redaction")
 		}
-		out = append(append(out, original[at:s.start]...), Marker(s.class)...)
+		out = append(append(out, original[at:s.start]...), marker(s.class)...)
 		at = s.end
 	}
 	return append(out, original[at:]...), nil

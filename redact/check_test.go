@@ -46,28 +46,28 @@ func TestCheckApplyRoundTrip(t *testing.T) {
 
 func TestCheckRejects(t *testing.T) {
 	red := []byte(`{"a":"[REDACTED:jwt]","b":["x","[REDACTED:secret_name]"],"c":{"d":"[REDACTED:nonsense]"},"e":{"f":1,"f":2}}`)
-	ok := []Redaction{{"/a", ClassJWT}, {"/b/1", ClassSecretName}}
+	ok := []Redaction{{"/a", classJWT}, {"/b/1", classSecretName}}
 	if err := Check(red, ok, canon.Limits{}); err != nil {
 		t.Fatalf("valid list: %v", err)
 	}
 	for name, reds := range map[string][]Redaction{
-		"unsorted":      {{"/b/1", ClassSecretName}, {"/a", ClassJWT}},
-		"repeated":      {{"/a", ClassJWT}, {"/a", ClassJWT}},
-		"wrong class":   {{"/a", ClassGitHubToken}},
+		"unsorted":      {{"/b/1", classSecretName}, {"/a", classJWT}},
+		"repeated":      {{"/a", classJWT}, {"/a", classJWT}},
+		"wrong class":   {{"/a", classGitHubToken}},
 		"unknown class": {{"/c/d", "nonsense"}},
-		"not a marker":  {{"/b/0", ClassSecretName}},
-		"missing":       {{"/z", ClassJWT}},
-		"leading zero":  {{"/b/01", ClassSecretName}},
-		"below scalar":  {{"/a/x", ClassJWT}},
-		"repeated name": {{"/e/f", ClassJWT}},
-		"bad pointer":   {{"a", ClassJWT}},
+		"not a marker":  {{"/b/0", classSecretName}},
+		"missing":       {{"/z", classJWT}},
+		"leading zero":  {{"/b/01", classSecretName}},
+		"below scalar":  {{"/a/x", classJWT}},
+		"repeated name": {{"/e/f", classJWT}},
+		"bad pointer":   {{"a", classJWT}},
 	} {
 		err := Check(red, reds, canon.Limits{})
 		if !errors.Is(err, CodeBadRedaction) {
 			t.Errorf("%s: %v, want %s", name, err, CodeBadRedaction)
 		}
 	}
-	if _, err := Apply([]byte(`{"a":{"b":1}}`), []Redaction{{"/a", ClassJWT}, {"/a/b", ClassJWT}}, canon.Limits{}); !errors.Is(err, CodeBadRedaction) {
+	if _, err := Apply([]byte(`{"a":{"b":1}}`), []Redaction{{"/a", classJWT}, {"/a/b", classJWT}}, canon.Limits{}); !errors.Is(err, CodeBadRedaction) {
 		t.Errorf("nested redactions: %v", err)
 	}
 	if _, err := Apply([]byte(`{"a":`), nil, canon.Limits{}); !errors.Is(err, CodeInvalidMessage) {

@@ -15,24 +15,24 @@ type Class string
 // The built-in classes, in the order detectors are tried (the first that
 // matches names the redaction), then the name and operator classes.
 const (
-	ClassPrivateKey      Class = "private_key"           // PEM "-----BEGIN ... PRIVATE KEY-----"
-	ClassJWT             Class = "jwt"                   // eyJ....eyJ....sig
-	ClassGitHubToken     Class = "github_token"          // ghp_ gho_ ghu_ ghs_ ghr_ github_pat_
-	ClassGitLabToken     Class = "gitlab_token"          // glpat- and the other gl*- token prefixes
-	ClassAnthropicKey    Class = "anthropic_api_key"     // sk-ant-
-	ClassOpenAIKey       Class = "openai_api_key"        // sk-..., sk-proj-..., sk-svcacct-..., sk-admin-...
-	ClassAWSAccessKeyID  Class = "aws_access_key_id"     // AKIA..., ASIA... (16 base32 characters)
-	ClassAWSSecretKey    Class = "aws_secret_access_key" // 40 characters next to "aws ... secret", or beside an access key id
-	ClassGoogleAPIKey    Class = "google_api_key"        // AIza + 35
-	ClassSlackWebhook    Class = "slack_webhook"         // https://hooks.slack.com/services/...
-	ClassSlackToken      Class = "slack_token"           // xoxa- xoxb- xoxp- xoxr- xoxs- xapp-
-	ClassStripeKey       Class = "stripe_key"            // sk_live_ rk_live_ sk_test_ rk_test_
-	ClassAuthorization   Class = "authorization"         // Bearer ..., Basic base64(user:pass), Authorization: ...
-	ClassURLCredentials  Class = "url_credentials"       // scheme://user:password@host
-	ClassSecretAssign    Class = "secret_assignment"     // password=..., api_key: ... inside free text
-	ClassSecretName      Class = "secret_name"           // the value of a member, flag or variable whose name is secret-like
-	ClassOperatorPointer Class = "operator_pointer"      // --redact POINTER
-	ClassOperatorPattern Class = "operator_pattern"      // --redact-pattern REGEX
+	classPrivateKey      Class = "private_key"           // PEM "-----BEGIN ... PRIVATE KEY-----"
+	classJWT             Class = "jwt"                   // eyJ....eyJ....sig
+	classGitHubToken     Class = "github_token"          // ghp_ gho_ ghu_ ghs_ ghr_ github_pat_
+	classGitLabToken     Class = "gitlab_token"          // glpat- and the other gl*- token prefixes
+	classAnthropicKey    Class = "anthropic_api_key"     // sk-ant-
+	classOpenAIKey       Class = "openai_api_key"        // sk-..., sk-proj-..., sk-svcacct-..., sk-admin-...
+	classAWSAccessKeyID  Class = "aws_access_key_id"     // AKIA..., ASIA... (16 base32 characters)
+	classAWSSecretKey    Class = "aws_secret_access_key" // 40 characters next to "aws ... secret", or beside an access key id
+	classGoogleAPIKey    Class = "google_api_key"        // AIza + 35
+	classSlackWebhook    Class = "slack_webhook"         // https://hooks.slack.com/services/...
+	classSlackToken      Class = "slack_token"           // xoxa- xoxb- xoxp- xoxr- xoxs- xapp-
+	classStripeKey       Class = "stripe_key"            // sk_live_ rk_live_ sk_test_ rk_test_
+	classAuthorization   Class = "authorization"         // Bearer ..., Basic base64(user:pass), Authorization: ...
+	classURLCredentials  Class = "url_credentials"       // scheme://user:password@host
+	classSecretAssign    Class = "secret_assignment"     // password=..., api_key: ... inside free text
+	classSecretName      Class = "secret_name"           // the value of a member, flag or variable whose name is secret-like
+	classOperatorPointer Class = "operator_pointer"      // --redact POINTER
+	classOperatorPattern Class = "operator_pattern"      // --redact-pattern REGEX
 )
 
 // Classes lists every class, built-in detectors first, in detection order.
@@ -41,7 +41,7 @@ func Classes() []Class {
 	for _, d := range detectors {
 		out = append(out, d.class)
 	}
-	return append(out, ClassSecretName, ClassOperatorPointer, ClassOperatorPattern)
+	return append(out, classSecretName, classOperatorPointer, classOperatorPattern)
 }
 
 // detector finds one credential shape in a string. keys are literal
@@ -70,38 +70,38 @@ var compileDetectors = sync.OnceFunc(func() {
 const minDetect = 12
 
 var detectors = []detector{
-	{class: ClassPrivateKey, keys: []string{"PRIVATE KEY"},
+	{class: classPrivateKey, keys: []string{"PRIVATE KEY"},
 		expr: `-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`},
-	{class: ClassJWT, keys: []string{"eyJ"},
+	{class: classJWT, keys: []string{"eyJ"},
 		expr: `\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`},
-	{class: ClassGitHubToken, keys: []string{"gh", "github_pat_"},
+	{class: classGitHubToken, keys: []string{"gh", "github_pat_"},
 		expr: `\bgh[pousr]_[A-Za-z0-9]{36,255}\b|\bgithub_pat_[A-Za-z0-9_]{50,255}\b`},
-	{class: ClassGitLabToken, keys: []string{"gl"},
+	{class: classGitLabToken, keys: []string{"gl"},
 		expr: `\bgl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent)-[A-Za-z0-9_.-]{20,}`},
-	{class: ClassAnthropicKey, keys: []string{"sk-ant-"},
+	{class: classAnthropicKey, keys: []string{"sk-ant-"},
 		expr: `\bsk-ant-[A-Za-z0-9_-]{32,}`},
-	{class: ClassOpenAIKey, keys: []string{"sk-"},
+	{class: classOpenAIKey, keys: []string{"sk-"},
 		expr: `\bsk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})\b`},
-	{class: ClassAWSAccessKeyID, keys: []string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T"},
+	{class: classAWSAccessKeyID, keys: []string{"AKIA", "ASIA", "ABIA", "ACCA", "A3T"},
 		expr: `\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`},
-	{class: ClassAWSSecretKey, keys: []string{"aws", "amazon"}, fold: true,
+	{class: classAWSSecretKey, keys: []string{"aws", "amazon"}, fold: true,
 		expr: `(?i)(?:aws|amazon)[a-z0-9_ .-]{0,20}secret[a-z0-9_ .-]{0,20}["']?\s*[:=]\s*["']?[A-Za-z0-9/+]{40}(?:[^A-Za-z0-9/+=]|$)`},
-	{class: ClassGoogleAPIKey, keys: []string{"AIza"},
+	{class: classGoogleAPIKey, keys: []string{"AIza"},
 		expr: `\bAIza[0-9A-Za-z_-]{35}`},
-	{class: ClassSlackWebhook, keys: []string{"hooks.slack.com"},
+	{class: classSlackWebhook, keys: []string{"hooks.slack.com"},
 		expr: `hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{16,}`},
-	{class: ClassSlackToken, keys: []string{"xox", "xapp-"},
+	{class: classSlackToken, keys: []string{"xox", "xapp-"},
 		expr: `\bxox[abprs]-[0-9A-Za-z-]{10,}|\bxapp-[0-9]-[0-9A-Za-z-]{10,}`},
-	{class: ClassStripeKey, keys: []string{"k_live_", "k_test_"},
+	{class: classStripeKey, keys: []string{"k_live_", "k_test_"},
 		expr: `\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,}`},
-	{class: ClassAuthorization, keys: []string{"bearer", "basic", "authorization"}, fold: true,
+	{class: classAuthorization, keys: []string{"bearer", "basic", "authorization"}, fold: true,
 		expr:  `(?i)(?:\bbearer\s+|\bbasic\s+|\bauthorization["']?\s*[:=]\s*["']?(?:[a-z]+\s+)?)([A-Za-z0-9._~+/-]{8,}=*)`,
 		valid: credentialLike},
-	{class: ClassURLCredentials, keys: []string{"://"},
+	{class: classURLCredentials, keys: []string{"://"},
 		expr: `\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"']+:([^\s/?#@"']+)@[A-Za-z0-9.\[-]`},
 	// Not "pwd": PWD=/home/user is the working directory in every
 	// environment dump.
-	{class: ClassSecretAssign, keys: []string{"pass", "secret", "key", "token"}, fold: true,
+	{class: classSecretAssign, keys: []string{"pass", "secret", "key", "token"}, fold: true,
 		expr:  `(?i)(?:^|[^a-z0-9])(?:password|passwd|passphrase|secret|client[_-]?secret|api[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'&,;]{6,})`,
 		valid: notPlainWord},
 }

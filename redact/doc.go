@@ -23,7 +23,7 @@
 //   - Fail closed. A message that is not strict JSON, whose member names
 //     themselves hold a secret, or with a value to redact under a repeated
 //     member name (its pointer would be ambiguous), or at a pointer longer
-//     than MaxPointerLen (Check could not take it), is an *Error
+//     than 1024 bytes (Check could not take it), is an *Error
 //     (CodeInvalidMessage, CodeSecretInName, CodeAmbiguousPointer,
 //     CodePointerTooLong): the caller withholds it whole.
 //   - Idempotence. A value that already is a marker is never redacted

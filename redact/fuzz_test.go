@@ -73,7 +73,7 @@ func FuzzMessage(f *testing.F) {
 				if _, err := canon.Parse(in[s.start:s.end], canon.ParseOptions{AllowDuplicateKeys: true}); err != nil {
 					t.Fatalf("span %q is not one JSON value: %v", in[s.start:s.end], err)
 				}
-				want = append(append(want, in[at:s.start]...), Marker(s.class)...)
+				want = append(append(want, in[at:s.start]...), marker(s.class)...)
 				at = s.end
 			}
 			want = append(want, in[at:]...)

@@ -32,8 +32,8 @@ type Result struct {
 	Redactions []Redaction
 }
 
-// Marker returns the JSON string token that replaces a value of class c.
-func Marker(c Class) []byte { return []byte(`"[REDACTED:` + string(c) + `]"`) }
+// marker returns the JSON string token that replaces a value of class c.
+func marker(c Class) []byte { return []byte(`"[REDACTED:` + string(c) + `]"`) }
 
 // Message redacts one JSON-RPC message given as its exact bytes (one JSON
 // value; surrounding whitespace is kept). See the package doc for what is
@@ -97,7 +97,7 @@ func redactRoot(msg []byte, root canon.Value, rules *Rules) (Result, []span, err
 	reds := make([]Redaction, len(w.spans))
 	for i, s := range w.spans {
 		out = append(out, msg[at:s.start]...)
-		out = append(out, Marker(s.class)...)
+		out = append(out, marker(s.class)...)
 		at = s.end
 		reds[i] = Redaction{Pointer: s.pointer, Class: s.class}
 	}
@@ -131,10 +131,10 @@ func (w *walker) redact(v canon.Value, c Class) {
 		w.err = &Error{Code: CodeAmbiguousPointer, Rule: -1, Pointer: w.pointer(), Detail: "a value to redact lies under a repeated member name"}
 	}
 	p := w.pointer()
-	if len(p) > MaxPointerLen && w.err == nil {
+	if len(p) > maxPointerLen && w.err == nil {
 		// Check would refuse the list: the message cannot be redacted in
 		// a form a verifier can check.
-		w.err = &Error{Code: CodePointerTooLong, Rule: -1, Pointer: p[:MaxPointerLen], Detail: fmt.Sprintf("a value to redact at a pointer of %d bytes, at most %d", len(p), MaxPointerLen)}
+		w.err = &Error{Code: CodePointerTooLong, Rule: -1, Pointer: p[:maxPointerLen], Detail: fmt.Sprintf("a value to redact at a pointer of %d bytes, at most %d", len(p), maxPointerLen)}
 	}
 	start := v.Offset()
 	w.spans = append(w.spans, span{start: start, end: start + int64(len(v.Raw())), class: c, pointer: p})
@@ -145,7 +145,7 @@ func (w *walker) redact(v canon.Value, c Class) {
 func (w *walker) value(v canon.Value, node *trie) error {
 	if node != nil && node.end {
 		if !isMarker(v) {
-			w.redact(v, ClassOperatorPointer)
+			w.redact(v, classOperatorPointer)
 		}
 		return nil
 	}
@@ -224,9 +224,9 @@ func (w *walker) object(v canon.Value, node *trie) error {
 			err = w.value(val, child)
 		case w.rules.defaults && (nameLooksSecret(name, true) && !(schemaMap && val.Kind() == canon.KindObject) ||
 			namedSecret && string(name) == "value") && worthRedacting(val):
-			w.redact(val, ClassSecretName)
+			w.redact(val, classSecretName)
 		case awsPair && val.Kind() == canon.KindString && awsSecretShape().Match(w.text(val)):
-			w.redact(val, ClassAWSSecretKey)
+			w.redact(val, classAWSSecretKey)
 		default:
 			err = w.value(val, child)
 		}
@@ -277,7 +277,7 @@ func (r *Rules) classify(s []byte, sc *scratch) Class {
 	}
 	for _, re := range r.patterns {
 		if re.Match(s) {
-			return ClassOperatorPattern
+			return classOperatorPattern
 		}
 	}
 	return ""

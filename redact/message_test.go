@@ -51,7 +51,7 @@ func TestMessageEveryClassEveryLocation(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", s.class, loc.name, err)
 				}
-				want := place(loc.msg, string(Marker(s.class)))
+				want := place(loc.msg, string(marker(s.class)))
 				if string(res.Redacted) != want {
 					t.Errorf("%s in %s (%q):\n got %s\nwant %s", s.class, loc.name, embed, res.Redacted, want)
 					continue
@@ -86,7 +86,7 @@ func TestMessageEscapesAndWhitespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bytes.Replace([]byte(in), []byte(escaped), Marker(ClassGitHubToken), 1)
+	want := bytes.Replace([]byte(in), []byte(escaped), marker(classGitHubToken), 1)
 	if !bytes.Equal(res.Redacted, want) {
 		t.Fatalf("got  %q\nwant %q", res.Redacted, want)
 	}
@@ -360,7 +360,7 @@ func TestEveryClassHasASample(t *testing.T) {
 	}
 	for _, c := range Classes() {
 		var v canon.Value
-		doc, err := canon.Parse(Marker(c), canon.ParseOptions{})
+		doc, err := canon.Parse(marker(c), canon.ParseOptions{})
 		if err == nil {
 			v = doc.Root()
 		}
@@ -405,7 +405,7 @@ func TestConcurrentUse(t *testing.T) {
 // to its end: the credential after them is found.
 func TestManyNearMisses(t *testing.T) {
 	s := strings.Repeat("Bearer authentication ", 20000) + "Bearer " + gen(alnum, 40)
-	if c := detect([]byte(s), &scratch{}); c != ClassAuthorization {
+	if c := detect([]byte(s), &scratch{}); c != classAuthorization {
 		t.Fatalf("got %q", c)
 	}
 	if c := detect([]byte(strings.Repeat("Bearer authentication ", 20000)), &scratch{}); c != "" {

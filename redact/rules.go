@@ -33,7 +33,7 @@ const (
 	// would name more than one value and the redaction could not be checked.
 	CodeAmbiguousPointer Code = "redact_ambiguous_pointer"
 	// A value to redact lies where no checkable pointer reaches: its
-	// pointer is longer than MaxPointerLen (Check refuses such a list).
+	// pointer is longer than 1024 bytes, maxPointerLen (Check refuses such a list).
 	CodePointerTooLong Code = "redact_pointer_too_long"
 )
 
@@ -92,10 +92,10 @@ func quoteBounded(s string) string {
 // pattern runs on every string) and what a configuration can make the
 // redactor hold.
 const (
-	MaxPointers      = 256
-	MaxPatterns      = 64
-	MaxPointerLen    = 1024
-	MaxPatternLen    = 4096
+	maxPointers      = 256
+	maxPatterns      = 64
+	maxPointerLen    = 1024
+	maxPatternLen    = 4096
 	maxPointerTokens = 64
 )
 
@@ -142,11 +142,11 @@ var defaultRules = sync.OnceValue(func() *Rules {
 // the index of the offending rule.
 func NewRules(c Config) (*Rules, error) {
 	r := &Rules{defaults: !c.NoDefault, nPointers: len(c.Pointers), pointers: &trie{}, limits: c.Limits}
-	if len(c.Pointers) > MaxPointers {
-		return nil, &Error{Code: CodeTooManyRules, Rule: -1, Detail: fmt.Sprintf("%d pointers, at most %d", len(c.Pointers), MaxPointers)}
+	if len(c.Pointers) > maxPointers {
+		return nil, &Error{Code: CodeTooManyRules, Rule: -1, Detail: fmt.Sprintf("%d pointers, at most %d", len(c.Pointers), maxPointers)}
 	}
-	if len(c.Patterns) > MaxPatterns {
-		return nil, &Error{Code: CodeTooManyRules, Rule: -1, Detail: fmt.Sprintf("%d patterns, at most %d", len(c.Patterns), MaxPatterns)}
+	if len(c.Patterns) > maxPatterns {
+		return nil, &Error{Code: CodeTooManyRules, Rule: -1, Detail: fmt.Sprintf("%d patterns, at most %d", len(c.Patterns), maxPatterns)}
 	}
 	for i, p := range c.Pointers {
 		toks, err := parsePointer(p)
@@ -158,8 +158,8 @@ func NewRules(c Config) (*Rules, error) {
 		}
 	}
 	for i, p := range c.Patterns {
-		if len(p) > MaxPatternLen {
-			return nil, &Error{Code: CodeBadPattern, Rule: i, Detail: fmt.Sprintf("pattern of %d bytes, at most %d", len(p), MaxPatternLen)}
+		if len(p) > maxPatternLen {
+			return nil, &Error{Code: CodeBadPattern, Rule: i, Detail: fmt.Sprintf("pattern of %d bytes, at most %d", len(p), maxPatternLen)}
 		}
 		re, err := regexp.Compile(p)
 		if err != nil {
@@ -198,8 +198,8 @@ func parsePointer(p string) ([]string, error) {
 // splitPointer splits a non-empty RFC 6901 pointer into its unescaped
 // reference tokens.
 func splitPointer(p string) ([]string, error) {
-	if len(p) > MaxPointerLen {
-		return nil, fmt.Errorf("pointer of %d bytes, at most %d", len(p), MaxPointerLen)
+	if len(p) > maxPointerLen {
+		return nil, fmt.Errorf("pointer of %d bytes, at most %d", len(p), maxPointerLen)
 	}
 	if !strings.HasPrefix(p, "/") {
 		return nil, errors.New("a pointer starts with '/' and names a base: /arguments/REST, /result/REST or /_meta/REST")

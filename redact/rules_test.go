@@ -37,7 +37,7 @@ func TestPointerRules(t *testing.T) {
 			t.Errorf("%s\n got %s\nwant %s", tt.in, res.Redacted, tt.want)
 		}
 		for _, red := range res.Redactions {
-			if red.Class != ClassOperatorPointer {
+			if red.Class != classOperatorPointer {
 				t.Errorf("%s: class %s", red.Pointer, red.Class)
 			}
 		}
@@ -58,8 +58,8 @@ func TestPatternRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Redactions) != 2 || res.Redactions[0] != (Redaction{"/params/arguments/a", ClassOperatorPattern}) ||
-		res.Redactions[1] != (Redaction{"/params/arguments/c", ClassOperatorPattern}) {
+	if len(res.Redactions) != 2 || res.Redactions[0] != (Redaction{"/params/arguments/a", classOperatorPattern}) ||
+		res.Redactions[1] != (Redaction{"/params/arguments/c", classOperatorPattern}) {
 		t.Fatalf("redactions %v (with NoDefault the GitHub token is kept)", res.Redactions)
 	}
 	args, idx := Argv([]string{"srv", "--acct", "ACCT-654321", "--password", "p"}, r)
@@ -81,14 +81,14 @@ func TestNewRulesErrors(t *testing.T) {
 		{"no base", Config{Pointers: []string{"/params/arguments/x"}}, CodeBadPointer, 0},
 		{"bad escape", Config{Pointers: []string{"/arguments/a~2"}}, CodeBadPointer, 0},
 		{"trailing tilde", Config{Pointers: []string{"/result/a~"}}, CodeBadPointer, 0},
-		{"long", Config{Pointers: []string{"/result/" + strings.Repeat("a", MaxPointerLen)}}, CodeBadPointer, 0},
+		{"long", Config{Pointers: []string{"/result/" + strings.Repeat("a", maxPointerLen)}}, CodeBadPointer, 0},
 		{"deep", Config{Pointers: []string{"/result" + strings.Repeat("/a", maxPointerTokens)}}, CodeBadPointer, 0},
 		{"regex", Config{Patterns: []string{"ok", "(unclosed"}}, CodeBadPattern, 1},
 		{"backref", Config{Patterns: []string{`(a)\1`}}, CodeBadPattern, 0},
-		{"long regex", Config{Patterns: []string{strings.Repeat("a", MaxPatternLen+1)}}, CodeBadPattern, 0},
+		{"long regex", Config{Patterns: []string{strings.Repeat("a", maxPatternLen+1)}}, CodeBadPattern, 0},
 		{"empty match", Config{Patterns: []string{"x*"}}, CodeEmptyPattern, 0},
-		{"too many pointers", Config{Pointers: many(MaxPointers+1, "/result/a")}, CodeTooManyRules, -1},
-		{"too many patterns", Config{Patterns: many(MaxPatterns+1, "a")}, CodeTooManyRules, -1},
+		{"too many pointers", Config{Pointers: many(maxPointers+1, "/result/a")}, CodeTooManyRules, -1},
+		{"too many patterns", Config{Patterns: many(maxPatterns+1, "a")}, CodeTooManyRules, -1},
 	}
 	for _, tt := range tests {
 		_, err := NewRules(tt.c)
@@ -105,11 +105,11 @@ func TestNewRulesErrors(t *testing.T) {
 	}
 	// Limits are inclusive.
 	ok := []Config{
-		{Pointers: many(MaxPointers, "/result/a")},
-		{Patterns: many(MaxPatterns, "a")},
-		{Pointers: []string{"/result/" + strings.Repeat("a", MaxPointerLen-len("/result/"))}},
+		{Pointers: many(maxPointers, "/result/a")},
+		{Patterns: many(maxPatterns, "a")},
+		{Pointers: []string{"/result/" + strings.Repeat("a", maxPointerLen-len("/result/"))}},
 		{Pointers: []string{"/result" + strings.Repeat("/a", maxPointerTokens-1)}},
-		{Patterns: []string{strings.Repeat("a", MaxPatternLen)}},
+		{Patterns: []string{strings.Repeat("a", maxPatternLen)}},
 		{Pointers: []string{"/arguments", "/result", "/_meta", "/arguments/", "/result/0/~0~1"}},
 	}
 	for i, c := range ok {

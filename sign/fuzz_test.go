@@ -114,7 +114,7 @@ func FuzzParsePublicKey(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted key has no thumbprint: %v", err)
 		}
-		j, _ := JWKFromPublicKey(pub)
+		j, _ := jwkFromPublicKey(pub)
 		b, err := json.Marshal(j)
 		if err != nil {
 			t.Fatal(err)

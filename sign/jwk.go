@@ -33,8 +33,8 @@ type JWK struct {
 // (RFC 7518 section 6: EC d; RSA d, p, q, dp, dq, qi, oth; symmetric k).
 var privateJWKMembers = map[string]bool{"d": true, "p": true, "q": true, "dp": true, "dq": true, "qi": true, "oth": true, "k": true}
 
-// JWKFromPublicKey returns the JWK of a supported public key.
-func JWKFromPublicKey(pub crypto.PublicKey) (JWK, error) {
+// jwkFromPublicKey returns the JWK of a supported public key.
+func jwkFromPublicKey(pub crypto.PublicKey) (JWK, error) {
 	alg, err := algOf(pub)
 	if err != nil {
 		return JWK{}, err
@@ -146,7 +146,7 @@ func (j JWK) hasThumbprint(tp string) bool {
 
 // Thumbprint returns the RFC 7638 thumbprint of a supported public key.
 func Thumbprint(pub crypto.PublicKey) (string, error) {
-	j, err := JWKFromPublicKey(pub)
+	j, err := jwkFromPublicKey(pub)
 	if err != nil {
 		return "", err
 	}

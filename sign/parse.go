@@ -17,9 +17,9 @@ import (
 // JWK metadata while keeping a hostile file from costing anything.
 const MaxRecordBytes = 64 << 10
 
-// MinIAT is the smallest iat TRACE v0.2 admits (2023-11-14T22:13:20Z); the
+// minIAT is the smallest iat TRACE v0.2 admits (2023-11-14T22:13:20Z); the
 // largest is canon.MaxSafeInteger.
-const MinIAT = 1700000000
+const minIAT = 1700000000
 
 // ShapeProblem is one way a record (or JWK) departs from the v0.2 shape: the
 // RFC 6901 pointer of the offending or missing member, and what is wrong.
@@ -173,10 +173,10 @@ func originRule(root canon.Value) error {
 	rt, _ := root.Get("runtime")
 	pv, _ := rt.Get("platform")
 	platform, _ := pv.Str()
-	if platform == PlatformSoftwareOnly {
+	if platform == platformSoftwareOnly {
 		return nil
 	}
-	return fmt.Errorf("%w: origin.kind %s with runtime.platform %s (want %s)", ErrOriginPlatform, kind, platform, PlatformSoftwareOnly)
+	return fmt.Errorf("%w: origin.kind %s with runtime.platform %s (want %s)", ErrOriginPlatform, kind, platform, platformSoftwareOnly)
 }
 
 // parseRecordDoc applies the size bound and canon's strict parser.
@@ -594,7 +594,7 @@ var (
 	relShape  = shape{desc: "one of " + strings.Join(referenceRels, ", ") + ", or a URI (an extension relation)", check: checkRel}
 	recordMap = obj(
 		member{"eat_profile", true, enum(Profile)},
-		member{"iat", true, integer(MinIAT, canon.MaxSafeInteger)},
+		member{"iat", true, integer(minIAT, canon.MaxSafeInteger)},
 		member{"subject", true, subject},
 		member{"model", true, obj(
 			member{"provider", true, anyString},
@@ -612,7 +612,7 @@ var (
 		)},
 		member{"policy", true, obj(
 			member{"bundle_hash", true, digest},
-			member{"enforcement_mode", true, enum(EnforcementEnforce, EnforcementAdvisory, EnforcementSilent, EnforcementDeclared)},
+			member{"enforcement_mode", true, enum(enforcementEnforce, enforcementAdvisory, enforcementSilent, enforcementDeclared)},
 			member{"version", false, anyString},
 			member{"policy_uri", false, uri},
 		)},
@@ -625,7 +625,7 @@ var (
 			member{"provenance_depth", false, depth},
 		)},
 		member{"appraisal", true, obj(
-			member{"status", true, enum(AppraisalAffirming, AppraisalWarning, AppraisalContraindicated, AppraisalNone)},
+			member{"status", true, enum(appraisalAffirming, appraisalWarning, appraisalContraindicated, appraisalNone)},
 			member{"verifier", true, uri},
 			member{"policy_ref", false, uri},
 			member{"timestamp", false, integer(-canon.MaxSafeInteger, canon.MaxSafeInteger)},
@@ -647,7 +647,7 @@ var (
 			member{"kind", true, enum(OriginSelf, OriginThirdPartyControlPlane, OriginLogImport)},
 			member{"producer", true, nonEmpty},
 			member{"source_event_id", false, nonEmpty},
-			member{"ingested_at", false, integer(MinIAT, canon.MaxSafeInteger)},
+			member{"ingested_at", false, integer(minIAT, canon.MaxSafeInteger)},
 		)},
 		member{"transparency", false, uri},
 		member{"references", false, arrayOf(obj(

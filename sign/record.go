@@ -15,40 +15,40 @@ const Profile = "tag:agentrust-io.com,2026:trace-v0.2"
 
 // runtime.platform values (TRACE v0.2).
 const (
-	PlatformSoftwareOnly = "software-only" // tracectl's default: no hardware root of trust
+	platformSoftwareOnly = "software-only" // tracectl's default: no hardware root of trust
 )
 
 var platforms = []string{
 	"intel-tdx", "amd-sev-snp", "azure-cvm-sev-snp", "nvidia-h100", "nvidia-blackwell",
-	"aws-nitro", "arm-cca", "google-confidential-space", "tpm2", PlatformSoftwareOnly,
+	"aws-nitro", "arm-cca", "google-confidential-space", "tpm2", platformSoftwareOnly,
 }
 
 // policy.enforcement_mode values (TRACE v0.2).
 const (
-	EnforcementEnforce  = "enforce"
-	EnforcementAdvisory = "advisory"
-	EnforcementSilent   = "silent"
-	EnforcementDeclared = "declared" // tracectl's default: it records, it enforces nothing
+	enforcementEnforce  = "enforce"
+	enforcementAdvisory = "advisory"
+	enforcementSilent   = "silent"
+	enforcementDeclared = "declared" // tracectl's default: it records, it enforces nothing
 )
 
 // appraisal.status values (TRACE v0.2).
 const (
-	AppraisalAffirming       = "affirming"
-	AppraisalWarning         = "warning"
-	AppraisalContraindicated = "contraindicated"
-	AppraisalNone            = "none" // tracectl's default: nobody appraised the runtime
+	appraisalAffirming       = "affirming"
+	appraisalWarning         = "warning"
+	appraisalContraindicated = "contraindicated"
+	appraisalNone            = "none" // tracectl's default: nobody appraised the runtime
 )
 
 // Defaults for a software proxy; spec/signing.md gives the reason for each.
 const (
-	DefaultSubject       = "spiffe://localhost/tracectl/unidentified-agent"
-	DefaultModelProvider = "unknown"
-	DefaultModelID       = "unknown"
-	DefaultDataClass     = "internal"
-	DefaultVerifier      = "https://github.com/tracectl/tracectl"
-	// EmptyPolicyHash is the SHA-256 of zero bytes: the policy bundle of a
+	defaultSubject       = "spiffe://localhost/tracectl/unidentified-agent"
+	defaultModelProvider = "unknown"
+	defaultModelID       = "unknown"
+	defaultDataClass     = "internal"
+	defaultVerifier      = "https://github.com/tracectl/tracectl"
+	// emptyPolicyHash is the SHA-256 of zero bytes: the policy bundle of a
 	// recorder that enforces no policy.
-	EmptyPolicyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	emptyPolicyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 )
 
 // Record is a TRACE v0.2 Trust Record. Optional members are pointers or
@@ -187,17 +187,17 @@ type RecordOptions struct {
 	TranscriptURI  string           // tool_transcript.transcript_uri, omitted when empty
 
 	Measurement       string      // runtime.measurement; default Digest
-	Platform          string      // runtime.platform; default PlatformSoftwareOnly
+	Platform          string      // runtime.platform; default "software-only"
 	Nonce             string      // runtime.nonce (base64url), omitted when empty
-	Subject           string      // default DefaultSubject
-	ModelProvider     string      // model.provider; default DefaultModelProvider
-	ModelID           string      // model.model_id; default DefaultModelID
-	DataClass         string      // default DefaultDataClass
+	Subject           string      // default "spiffe://localhost/tracectl/unidentified-agent"
+	ModelProvider     string      // model.provider; default "unknown"
+	ModelID           string      // model.model_id; default "unknown"
+	DataClass         string      // default "internal"
 	SLSALevel         int64       // build_provenance.slsa_level; default 0
-	PolicyBundleHash  string      // policy.bundle_hash; default EmptyPolicyHash
-	EnforcementMode   string      // policy.enforcement_mode; default EnforcementDeclared
-	AppraisalStatus   string      // default AppraisalNone
-	AppraisalVerifier string      // default DefaultVerifier
+	PolicyBundleHash  string      // policy.bundle_hash; default the SHA-256 of zero bytes
+	EnforcementMode   string      // policy.enforcement_mode; default "declared"
+	AppraisalStatus   string      // default "none"
+	AppraisalVerifier string      // default "https://github.com/tracectl/tracectl"
 	Delegation        *Delegation // omitted when nil
 }
 
@@ -218,7 +218,7 @@ func Build(o RecordOptions) (*Record, error) {
 	if o.Key == nil {
 		return nil, errors.New("build record: Key is required")
 	}
-	jwk, err := JWKFromPublicKey(o.Key)
+	jwk, err := jwkFromPublicKey(o.Key)
 	if err != nil {
 		return nil, fmt.Errorf("build record: %w", err)
 	}
@@ -229,17 +229,17 @@ func Build(o RecordOptions) (*Record, error) {
 	rec := &Record{
 		EATProfile: Profile,
 		IAT:        o.IssuedAt.Unix(),
-		Subject:    or(o.Subject, DefaultSubject),
-		Model:      Model{Provider: or(o.ModelProvider, DefaultModelProvider), ModelID: or(o.ModelID, DefaultModelID)},
+		Subject:    or(o.Subject, defaultSubject),
+		Model:      Model{Provider: or(o.ModelProvider, defaultModelProvider), ModelID: or(o.ModelID, defaultModelID)},
 		Runtime: Runtime{
-			Platform:    or(o.Platform, PlatformSoftwareOnly),
+			Platform:    or(o.Platform, platformSoftwareOnly),
 			Measurement: or(o.Measurement, o.Digest),
 			Nonce:       o.Nonce,
 		},
-		Policy:          Policy{BundleHash: or(o.PolicyBundleHash, EmptyPolicyHash), EnforcementMode: or(o.EnforcementMode, EnforcementDeclared)},
-		DataClass:       or(o.DataClass, DefaultDataClass),
+		Policy:          Policy{BundleHash: or(o.PolicyBundleHash, emptyPolicyHash), EnforcementMode: or(o.EnforcementMode, enforcementDeclared)},
+		DataClass:       or(o.DataClass, defaultDataClass),
 		BuildProvenance: BuildProvenance{SLSALevel: o.SLSALevel, Digest: o.Digest},
-		Appraisal:       Appraisal{Status: or(o.AppraisalStatus, AppraisalNone), Verifier: or(o.AppraisalVerifier, DefaultVerifier)},
+		Appraisal:       Appraisal{Status: or(o.AppraisalStatus, appraisalNone), Verifier: or(o.AppraisalVerifier, defaultVerifier)},
 		Cnf:             Cnf{JWK: jwk},
 		ToolTranscript:  &ToolTranscript{Hash: o.TranscriptHash, CallCount: &calls, TranscriptURI: o.TranscriptURI},
 		Delegation:      o.Delegation,

@@ -233,7 +233,7 @@ func withOptionals(t testing.TB, data []byte) []byte {
 }
 
 func mustJWK(t testing.TB, pub crypto.PublicKey) string {
-	j, err := JWKFromPublicKey(pub)
+	j, err := jwkFromPublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,17 +455,17 @@ func TestBuild(t *testing.T) {
 	}
 	for _, c := range []struct{ name, got, want string }{
 		{"eat_profile", rec.EATProfile, Profile},
-		{"subject", rec.Subject, DefaultSubject},
-		{"model.provider", rec.Model.Provider, DefaultModelProvider},
-		{"model.model_id", rec.Model.ModelID, DefaultModelID},
-		{"runtime.platform", rec.Runtime.Platform, PlatformSoftwareOnly},
+		{"subject", rec.Subject, defaultSubject},
+		{"model.provider", rec.Model.Provider, defaultModelProvider},
+		{"model.model_id", rec.Model.ModelID, defaultModelID},
+		{"runtime.platform", rec.Runtime.Platform, platformSoftwareOnly},
 		{"runtime.measurement", rec.Runtime.Measurement, testOptions(pub).Digest},
 		{"build_provenance.digest", rec.BuildProvenance.Digest, testOptions(pub).Digest},
-		{"policy.bundle_hash", rec.Policy.BundleHash, EmptyPolicyHash},
-		{"policy.enforcement_mode", rec.Policy.EnforcementMode, EnforcementDeclared},
-		{"data_class", rec.DataClass, DefaultDataClass},
-		{"appraisal.status", rec.Appraisal.Status, AppraisalNone},
-		{"appraisal.verifier", rec.Appraisal.Verifier, DefaultVerifier},
+		{"policy.bundle_hash", rec.Policy.BundleHash, emptyPolicyHash},
+		{"policy.enforcement_mode", rec.Policy.EnforcementMode, enforcementDeclared},
+		{"data_class", rec.DataClass, defaultDataClass},
+		{"appraisal.status", rec.Appraisal.Status, appraisalNone},
+		{"appraisal.verifier", rec.Appraisal.Verifier, defaultVerifier},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
@@ -474,8 +474,8 @@ func TestBuild(t *testing.T) {
 	if rec.IAT != 1785000000 || rec.BuildProvenance.SLSALevel != 0 || *rec.ToolTranscript.CallCount != 3 {
 		t.Errorf("iat %d, slsa_level %d, call_count %d", rec.IAT, rec.BuildProvenance.SLSALevel, *rec.ToolTranscript.CallCount)
 	}
-	if got, want := EmptyPolicyHash, canon.SHA256(nil); got != want {
-		t.Errorf("EmptyPolicyHash = %s, want %s", got, want)
+	if got, want := emptyPolicyHash, canon.SHA256(nil); got != want {
+		t.Errorf("emptyPolicyHash = %s, want %s", got, want)
 	}
 
 	for _, tc := range []struct {
@@ -555,7 +555,7 @@ func TestThumbprintRFC8037(t *testing.T) {
 func TestJWKRoundTrip(t *testing.T) {
 	for _, alg := range algs {
 		pub := newSigner(t, alg).Public()
-		j, err := JWKFromPublicKey(pub)
+		j, err := jwkFromPublicKey(pub)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -608,7 +608,7 @@ func TestWriteRecordFile(t *testing.T) {
 	if err := WriteRecordFile(dir, data); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, RecordFileName)
+	path := filepath.Join(dir, recordFileName)
 	got, err := os.ReadFile(path)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back: %v", err)

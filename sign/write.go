@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 )
 
-// RecordFileName is the record's name inside an evidence bundle.
-const RecordFileName = "record.json"
+// recordFileName is the record's name inside an evidence bundle.
+const recordFileName = "record.json"
 
 // WriteRecordFile writes data as dir/record.json atomically and refuses to
 // replace an existing record (the error wraps fs.ErrExist). The bytes go to
@@ -26,14 +26,14 @@ func WriteRecordFile(dir string, data []byte) error { return writeRecord(dir, da
 func ReplaceRecordFile(dir string, data []byte) error { return writeRecord(dir, data, true) }
 
 func writeRecord(dir string, data []byte, replace bool) (err error) {
-	final := filepath.Join(dir, RecordFileName)
+	final := filepath.Join(dir, recordFileName)
 	if !replace {
 		// Fail early and cheaply; the link below is what guarantees it.
 		if _, err := os.Lstat(final); err == nil {
 			return fmt.Errorf("write %s: %w", final, fs.ErrExist)
 		}
 	}
-	tmp, err := os.CreateTemp(dir, "."+RecordFileName+".tmp-*") // O_EXCL, mode 0600
+	tmp, err := os.CreateTemp(dir, "."+recordFileName+".tmp-*") // O_EXCL, mode 0600
 	if err != nil {
 		return fmt.Errorf("write %s: %w", final, err)
 	}

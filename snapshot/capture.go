@@ -40,8 +40,8 @@ const (
 // large page.
 const (
 	DefaultProbeTimeout   = 10 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultShutdownGrace  = 2 * time.Second
+	defaultRequestTimeout = 30 * time.Second
+	defaultShutdownGrace  = 2 * time.Second
 	// MaxRelistsCeiling bounds CaptureOptions.MaxRelists: a server whose
 	// catalog never settles must not keep a capture running forever.
 	MaxRelistsCeiling = 10
@@ -55,8 +55,8 @@ type CaptureOptions struct {
 	Protocol       string // ProtocolAuto (default), ProtocolModern or ProtocolLegacy
 	Limits         Limits
 	ProbeTimeout   time.Duration // auto: how long server/discover may take before falling back
-	RequestTimeout time.Duration // every other request
-	ShutdownGrace  time.Duration // after closing stdin, and again after SIGTERM
+	RequestTimeout time.Duration // every other request (default 30 s)
+	ShutdownGrace  time.Duration // after closing stdin, and again after SIGTERM (default 2 s)
 	// MaxRelists is how many times a collection during which the server
 	// sent list_changed is given up and started again from the first page
 	// (0: never; the snapshot is then incomplete with that reason).
@@ -138,7 +138,7 @@ func Capture(ctx context.Context, argv []string, o CaptureOptions) (*Snapshot, e
 	if o.MaxRelists < 0 || o.MaxRelists > MaxRelistsCeiling {
 		return nil, fmt.Errorf("capture: relists %d outside 0..%d", o.MaxRelists, MaxRelistsCeiling)
 	}
-	lim := o.Limits.WithDefaults()
+	lim := o.Limits.withDefaults()
 	if err := lim.check(); err != nil {
 		return nil, fmt.Errorf("capture: limits: %w", err)
 	}
@@ -225,7 +225,7 @@ func (s *server) collect(ctx context.Context, col *Collector, hs handshake, time
 		if s.progress != nil {
 			s.progress(len(col.pages), len(col.tools))
 		}
-		cursor, _ = col.NextCursor()
+		cursor, _ = col.nextCursor()
 	}
 	return nil
 }
@@ -238,10 +238,10 @@ func (o CaptureOptions) withDefaults() CaptureOptions {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
+		o.RequestTimeout = defaultRequestTimeout
 	}
 	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = DefaultShutdownGrace
+		o.ShutdownGrace = defaultShutdownGrace
 	}
 	if o.ClientName == "" {
 		o.ClientName = "tracectl"

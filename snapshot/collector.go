@@ -67,7 +67,7 @@ type Collector struct {
 // NewCollector returns a Collector. It fails on missing or impossible
 // options.
 func NewCollector(o Options) (*Collector, error) {
-	o.Limits = o.Limits.WithDefaults()
+	o.Limits = o.Limits.withDefaults()
 	if err := o.Limits.check(); err != nil {
 		return nil, fmt.Errorf("snapshot limits: %w", err)
 	}
@@ -179,10 +179,10 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	return nil
 }
 
-// NextCursor returns the cursor to request next (its exact JSON text as the
+// nextCursor returns the cursor to request next (its exact JSON text as the
 // server wrote it, so it can be sent back unchanged) and true, or false when
 // collection has finished.
-func (c *Collector) NextCursor() (raw []byte, ok bool) {
+func (c *Collector) nextCursor() (raw []byte, ok bool) {
 	if c.Finished() || c.nextRaw == nil {
 		return nil, false
 	}

@@ -33,10 +33,10 @@ const (
 	VerdictIncomplete = "incomplete" // no drift found, but something could not be compared
 )
 
-// MaxChangedMembers bounds the member pointers reported for one tool; a
-// rewrite of a whole schema is reported at its first MaxChangedMembers
+// maxChangedMembers bounds the member pointers reported for one tool; a
+// rewrite of a whole schema is reported at its first maxChangedMembers
 // places and marked truncated.
-const MaxChangedMembers = 64
+const maxChangedMembers = 64
 
 // DiffInput is one side of a comparison: a manifest and, optionally, a way
 // to load its page bytes (needed to name the changed members; without it a
@@ -51,7 +51,7 @@ type ToolDiff struct {
 	Name      string   `json:"name"`
 	Change    string   `json:"change"`
 	Members   []string `json:"members,omitempty"`   // JSON Pointers (relative to the tool) that differ, for changed
-	Truncated bool     `json:"truncated,omitempty"` // more than MaxChangedMembers members differ
+	Truncated bool     `json:"truncated,omitempty"` // more than 64 members differ
 	Reason    string   `json:"reason,omitempty"`    // for cannot_compare; for changed without members: why members are unknown
 }
 
@@ -192,7 +192,7 @@ func (c *pageCache) tool(in DiffInput, t Tool) (canon.Value, string) {
 
 // diffValues appends the pointers (relative to the tool) of the places
 // where a and b differ, descending into objects and same-length arrays. It
-// returns false when it stopped at MaxChangedMembers.
+// returns false when it stopped at maxChangedMembers.
 func diffValues(a, b canon.Value, ptr string, out *[]string) bool {
 	ca, erra := a.Canonical(canon.PolicyMCPDecl)
 	cb, errb := b.Canonical(canon.PolicyMCPDecl)
@@ -200,7 +200,7 @@ func diffValues(a, b canon.Value, ptr string, out *[]string) bool {
 		return true
 	}
 	add := func(p string) bool {
-		if len(*out) >= MaxChangedMembers {
+		if len(*out) >= maxChangedMembers {
 			return false
 		}
 		*out = append(*out, p)

@@ -132,7 +132,7 @@ func TestDiffMemberLimit(t *testing.T) {
 	for _, tc := range []struct {
 		changed   int
 		truncated bool
-	}{{MaxChangedMembers, false}, {MaxChangedMembers + 1, true}} {
+	}{{maxChangedMembers, false}, {maxChangedMembers + 1, true}} {
 		var a, b []string
 		for i := range tc.changed {
 			a = append(a, `"p`+itoa(i)+`":1`)
@@ -141,7 +141,7 @@ func TestDiffMemberLimit(t *testing.T) {
 		old := catalog(t, []string{tool("x"), `{"name":"big","inputSchema":{` + strings.Join(a, ",") + `}}`}, 1)
 		n := catalog(t, []string{tool("x"), `{"name":"big","inputSchema":{` + strings.Join(b, ",") + `}}`}, 1)
 		for _, d := range Diff(in(old), in(n)).Tools {
-			if d.Name == "big" && (len(d.Members) != MaxChangedMembers || d.Truncated != tc.truncated) {
+			if d.Name == "big" && (len(d.Members) != maxChangedMembers || d.Truncated != tc.truncated) {
 				t.Errorf("%d changed: members %d truncated %v", tc.changed, len(d.Members), d.Truncated)
 			}
 		}

@@ -41,7 +41,7 @@ func FuzzCollectorAdd(f *testing.F) {
 		if err := c.Add(req, resp); err != nil {
 			return // not a readable tools/list request: nothing recorded
 		}
-		if raw, ok := c.NextCursor(); ok {
+		if raw, ok := c.nextCursor(); ok {
 			// Follow the cursor once, echoing the served text exactly.
 			next := append(append([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":`), raw...), `}}`...)
 			if err := c.Add(next, resp); err != nil && !errors.Is(err, ErrFinished) {

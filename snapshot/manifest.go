@@ -185,8 +185,8 @@ type Limits struct {
 // one capture within what a verifier can hold in memory.
 const (
 	DefaultMaxPages      = 1000
-	DefaultMaxPageBytes  = 16 << 20
-	DefaultMaxTotalBytes = 64 << 20
+	defaultMaxPageBytes  = 16 << 20
+	defaultMaxTotalBytes = 64 << 20
 )
 
 // Hard ceilings on configured limits, so a manifest cannot claim limits that
@@ -194,19 +194,19 @@ const (
 const (
 	CeilingMaxPages      = 100_000
 	CeilingMaxPageBytes  = 64 << 20
-	CeilingMaxTotalBytes = 1 << 30
+	ceilingMaxTotalBytes = 1 << 30
 )
 
-// WithDefaults fills zero fields with the defaults.
-func (l Limits) WithDefaults() Limits {
+// withDefaults fills zero fields with the defaults.
+func (l Limits) withDefaults() Limits {
 	if l.MaxPages <= 0 {
 		l.MaxPages = DefaultMaxPages
 	}
 	if l.MaxPageBytes <= 0 {
-		l.MaxPageBytes = DefaultMaxPageBytes
+		l.MaxPageBytes = defaultMaxPageBytes
 	}
 	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = DefaultMaxTotalBytes
+		l.MaxTotalBytes = defaultMaxTotalBytes
 	}
 	return l
 }
@@ -217,8 +217,8 @@ func (l Limits) check() error {
 		return fmt.Errorf("max_pages %d outside 1..%d", l.MaxPages, CeilingMaxPages)
 	case l.MaxPageBytes <= 0 || l.MaxPageBytes > CeilingMaxPageBytes:
 		return fmt.Errorf("max_page_bytes %d outside 1..%d", l.MaxPageBytes, CeilingMaxPageBytes)
-	case l.MaxTotalBytes <= 0 || l.MaxTotalBytes > CeilingMaxTotalBytes:
-		return fmt.Errorf("max_total_bytes %d outside 1..%d", l.MaxTotalBytes, CeilingMaxTotalBytes)
+	case l.MaxTotalBytes <= 0 || l.MaxTotalBytes > ceilingMaxTotalBytes:
+		return fmt.Errorf("max_total_bytes %d outside 1..%d", l.MaxTotalBytes, ceilingMaxTotalBytes)
 	}
 	return nil
 }
@@ -360,15 +360,15 @@ func (m *Manifest) Digest() (string, error) {
 	return canon.SHA256(b), nil
 }
 
-// MaxReasonTextBytes bounds ReasonText: the transcript line's
+// maxReasonTextBytes bounds ReasonText: the transcript line's
 // incomplete_reason is producer text of at most this many bytes
 // (transcript.MaxReportedBytes).
-const MaxReasonTextBytes = 256
+const maxReasonTextBytes = 256
 
 // ReasonText is what the proxy writes as a snapshot line's
 // incomplete_reason (producer/session RecordingSink): every incomplete reason
 // in the manifest's order joined with ",", "incomplete" if there is none,
-// cut to MaxReasonTextBytes bytes; "" when complete. A verifier compares
+// cut to 256 bytes; "" when complete. A verifier compares
 // the line with it.
 func ReasonText(m *Manifest) string {
 	if m.Complete {
@@ -378,8 +378,8 @@ func ReasonText(m *Manifest) string {
 	if s == "" {
 		s = "incomplete"
 	}
-	if len(s) > MaxReasonTextBytes {
-		s = s[:MaxReasonTextBytes]
+	if len(s) > maxReasonTextBytes {
+		s = s[:maxReasonTextBytes]
 	}
 	return s
 }

@@ -4,28 +4,28 @@ import "strings"
 
 // Correlation metadata bounds (spec/transcript.md, "Correlation").
 const (
-	// MaxCorrelationIDLen is the safe-shape cap of a caller correlation id
+	// maxCorrelationIDLen is the safe-shape cap of a caller correlation id
 	// (seeds/correlation-id.txt): over it the id is invalid, never truncated,
 	// since truncation would forge a different id.
-	MaxCorrelationIDLen = 128
-	// MaxTraceparentLen bounds a traceparent. Version 00 is exactly 55
+	maxCorrelationIDLen = 128
+	// maxTraceparentLen bounds a traceparent. Version 00 is exactly 55
 	// characters; later versions may append fields, up to this cap.
-	MaxTraceparentLen = 512
-	// MaxTracestateLen and MaxTracestateMembers follow W3C Trace Context:
+	maxTraceparentLen = 512
+	// maxTracestateLen and maxTracestateMembers follow W3C Trace Context:
 	// at most 32 list members, and 512 characters is what every vendor must
 	// propagate. Longer values are recorded as invalid, not cut.
-	MaxTracestateLen     = 512
-	MaxTracestateMembers = 32
+	maxTracestateLen     = 512
+	maxTracestateMembers = 32
 )
 
 // CheckCorrelationID returns "" when s has the safe shape of a caller
-// correlation id (1 to MaxCorrelationIDLen characters of [A-Za-z0-9_-]),
+// correlation id (1 to 128 characters of [A-Za-z0-9_-]),
 // or the reason it does not (CorrTooLong, CorrBadCharset, CorrBadShape).
 func CheckCorrelationID(s string) string {
 	if s == "" {
 		return CorrBadShape
 	}
-	if len(s) > MaxCorrelationIDLen {
+	if len(s) > maxCorrelationIDLen {
 		return CorrTooLong
 	}
 	for i := 0; i < len(s); i++ {
@@ -42,7 +42,7 @@ func CheckCorrelationID(s string) string {
 // not ff; version 00 exactly 55 characters, later versions at least 55 with
 // a '-' after the flags), or the reason it is not.
 func CheckTraceparent(s string) string {
-	if len(s) > MaxTraceparentLen {
+	if len(s) > maxTraceparentLen {
 		return CorrTooLong
 	}
 	for i := 0; i < len(s); i++ {
@@ -70,10 +70,10 @@ func CheckTraceparent(s string) string {
 }
 
 // CheckTracestate returns "" when s is a W3C tracestate list (at most
-// MaxTracestateMembers key=value members, no key twice, empty members
+// 32 key=value members, no key twice, empty members
 // allowed between commas), or the reason it is not.
 func CheckTracestate(s string) string {
-	if len(s) > MaxTracestateLen {
+	if len(s) > maxTracestateLen {
 		return CorrTooLong
 	}
 	for i := 0; i < len(s); i++ {
@@ -89,7 +89,7 @@ func CheckTracestate(s string) string {
 			continue
 		}
 		n++
-		if n > MaxTracestateMembers {
+		if n > maxTracestateMembers {
 			return CorrBadShape
 		}
 		k, v, ok := strings.Cut(m, "=")

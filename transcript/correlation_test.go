@@ -22,7 +22,7 @@ func TestCheckTraceparent(t *testing.T) {
 		{"00_4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7_01", CorrBadShape},
 		{"", CorrBadShape},
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\n", CorrBadCharset},
-		{ok + "-" + strings.Repeat("a", MaxTraceparentLen), CorrTooLong},
+		{ok + "-" + strings.Repeat("a", maxTraceparentLen), CorrTooLong},
 	}
 	for _, tt := range tests {
 		if got := CheckTraceparent(tt.in); got != tt.want {
@@ -32,7 +32,7 @@ func TestCheckTraceparent(t *testing.T) {
 }
 
 func TestCheckTracestate(t *testing.T) {
-	many := make([]string, MaxTracestateMembers+1)
+	many := make([]string, maxTracestateMembers+1)
 	for i := range many {
 		many[i] = "k" + itoa(int64(i)) + "=v"
 	}
@@ -42,7 +42,7 @@ func TestCheckTracestate(t *testing.T) {
 		{"congo=t61rcWkgMzE", ""},
 		{"rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", ""},
 		{"fw529a3039@dt=00f067aa, ,tenant@vendor=x y", ""},
-		{strings.Join(many[:MaxTracestateMembers], ","), ""},
+		{strings.Join(many[:maxTracestateMembers], ","), ""},
 		{strings.Join(many, ","), CorrBadShape},
 		{"a=1,a=2", CorrBadShape},
 		{"Upper=1", CorrBadShape},
@@ -51,7 +51,7 @@ func TestCheckTracestate(t *testing.T) {
 		{"k=trailing ", ""}, // trailing OWS belongs to the list, not the value
 		{"", CorrBadShape},
 		{"k=\x01", CorrBadCharset},
-		{"k=" + strings.Repeat("v", MaxTracestateLen), CorrTooLong},
+		{"k=" + strings.Repeat("v", maxTracestateLen), CorrTooLong},
 	}
 	for _, tt := range tests {
 		if got := CheckTracestate(tt.in); got != tt.want {
@@ -66,8 +66,8 @@ func TestCheckCorrelationID(t *testing.T) {
 	}{
 		{"req-42_A", ""},
 		{"9f2c1a7e-5b3d-4c2a-8e1f-0a9b8c7d6e5f", ""},
-		{strings.Repeat("a", MaxCorrelationIDLen), ""},
-		{strings.Repeat("a", MaxCorrelationIDLen+1), CorrTooLong},
+		{strings.Repeat("a", maxCorrelationIDLen), ""},
+		{strings.Repeat("a", maxCorrelationIDLen+1), CorrTooLong},
 		{"", CorrBadShape},
 		{"a\x00b", CorrBadCharset},
 		{"a\nb", CorrBadCharset},

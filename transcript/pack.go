@@ -58,7 +58,7 @@ func SaltedDigest(salt, b []byte) string {
 		sum := sha256.Sum256(buf[:n])
 		return digestString(sum[:])
 	}
-	h := NewSaltedHash(salt)
+	h := newSaltedHash(salt)
 	h.Write(b)
 	return digestString(h.Sum(nil))
 }
@@ -71,9 +71,9 @@ func digestString(sum []byte) string {
 	return string(buf[:])
 }
 
-// NewSaltedHash returns a SHA-256 that has absorbed the payload label and
+// newSaltedHash returns a SHA-256 that has absorbed the payload label and
 // salt: write the bytes, and its sum is SaltedDigest's.
-func NewSaltedHash(salt []byte) hash.Hash {
+func newSaltedHash(salt []byte) hash.Hash {
 	h := sha256.New()
 	h.Write([]byte(SaltedPayloadLabel))
 	h.Write(salt)
@@ -142,7 +142,7 @@ func (e PackEntry) Check(b []byte) bool {
 // "sha256:"+hex, equals Digest when they are the entry's bytes.
 func (e PackEntry) Hash() hash.Hash {
 	if e.Salt != nil {
-		return NewSaltedHash(e.Salt)
+		return newSaltedHash(e.Salt)
 	}
 	return sha256.New()
 }
@@ -304,7 +304,6 @@ func parsePackHeader(h []byte) (e PackEntry, ok bool) {
 // 16 bytes per entry. Build it with IndexPack.
 type PackIndex struct {
 	keys    []packKey
-	used    []bool
 	End     int64        // the offset after the last whole entry
 	Problem *PackProblem // where reading stopped before the end, or nil
 }
@@ -356,23 +355,11 @@ func IndexPack(r io.Reader, maxEntries int64) (*PackIndex, error) {
 		}
 		return 0
 	})
-	ix.used = make([]bool, len(ix.keys))
 	return ix, nil
 }
 
 // Len returns the number of indexed entries.
 func (ix *PackIndex) Len() int { return len(ix.keys) }
-
-// Unused returns how many entries no Locate call found.
-func (ix *PackIndex) Unused() int {
-	n := 0
-	for _, u := range ix.used {
-		if !u {
-			n++
-		}
-	}
-	return n
-}
 
 // Locate returns the first entry whose header names digest, reading the
 // candidates' headers from r (the pack) again: the index keeps only where
@@ -408,7 +395,6 @@ func (ix *PackIndex) Locate(r io.ReaderAt, digest string) (e PackEntry, ok bool,
 			return e, false, fmt.Errorf("%s at byte %d: the indexed header changed", PackFile, k.off)
 		}
 		if h.Digest == digest {
-			ix.used[i] = true
 			h.Offset, h.Header = k.off, int64(nl+1)
 			return h, true, nil
 		}

@@ -19,14 +19,14 @@ const ProofFormat = "tracectl.inclusion-proof/v1"
 
 // Proof limits (ParseProof).
 const (
-	// MaxProofBytes bounds a proof document: enough for MaxProofEntries
+	// MaxProofBytes bounds a proof document: enough for maxProofEntries
 	// typical lines, far below what a disclosed line could amplify to.
 	MaxProofBytes = 64 << 20
-	// MaxProofEntries bounds the disclosed lines of one proof.
-	MaxProofEntries = 100_000
-	// MaxProofPath bounds one audit path: a tree of at most 2^53-1 leaves
+	// maxProofEntries bounds the disclosed lines of one proof.
+	maxProofEntries = 100_000
+	// maxProofPath bounds one audit path: a tree of at most 2^53-1 leaves
 	// (the v0.2 integer boundary) is at most 53 levels deep.
-	MaxProofPath = 53
+	maxProofPath = 53
 )
 
 // Proof shows that chosen lines are in a transcript with a given root,
@@ -65,8 +65,8 @@ func Prove(lines [][]byte, indexes []int64) (*Proof, error) {
 	if len(indexes) == 0 {
 		return nil, fmt.Errorf("prove: no line chosen")
 	}
-	if len(indexes) > MaxProofEntries {
-		return nil, fmt.Errorf("prove: %d lines: %w (limit %d)", len(indexes), ErrProofTooLarge, MaxProofEntries)
+	if len(indexes) > maxProofEntries {
+		return nil, fmt.Errorf("prove: %d lines: %w (limit %d)", len(indexes), ErrProofTooLarge, maxProofEntries)
 	}
 	// The last line always goes in: an audit path for a leaf of the left
 	// subtrees does not depend on the tree size, the last leaf's does, so
@@ -136,7 +136,7 @@ func (p *Proof) Marshal() ([]byte, error) {
 }
 
 // ParseProof strictly parses a proof document: bounded (MaxProofBytes,
-// MaxProofEntries, MaxProofPath), canonical, known members only, and well
+// 100,000 entries, audit paths of 53 hashes), canonical, known members only, and well
 // formed. It does not check the proof against a root: see CheckProof.
 func ParseProof(data []byte) (*Proof, error) {
 	if len(data) > MaxProofBytes {
@@ -151,8 +151,8 @@ func ParseProof(data []byte) (*Proof, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse proof: %w: %w", ErrProofInvalid, err)
 	}
-	if es, ok := doc.Root().Get("entries"); ok && es.Len() > MaxProofEntries {
-		return nil, fmt.Errorf("parse proof: %d entries: %w (limit %d)", es.Len(), ErrProofTooLarge, MaxProofEntries)
+	if es, ok := doc.Root().Get("entries"); ok && es.Len() > maxProofEntries {
+		return nil, fmt.Errorf("parse proof: %d entries: %w (limit %d)", es.Len(), ErrProofTooLarge, maxProofEntries)
 	}
 	var p Proof
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -180,8 +180,8 @@ func (p *Proof) validate() error {
 		return fmt.Errorf("%w: tree_size %d", ErrProofInvalid, p.TreeSize)
 	case len(p.Entries) == 0:
 		return fmt.Errorf("%w: no entries", ErrProofInvalid)
-	case len(p.Entries) > MaxProofEntries:
-		return fmt.Errorf("%w: %d entries (limit %d)", ErrProofTooLarge, len(p.Entries), MaxProofEntries)
+	case len(p.Entries) > maxProofEntries:
+		return fmt.Errorf("%w: %d entries (limit %d)", ErrProofTooLarge, len(p.Entries), maxProofEntries)
 	}
 	if _, err := canon.ParseDigest(p.Root); err != nil {
 		return fmt.Errorf("%w: root: %w", ErrProofInvalid, err)
@@ -202,8 +202,8 @@ func (p *Proof) validate() error {
 		if e.Path == nil {
 			return fmt.Errorf("%w: entry %d: path is null", ErrProofInvalid, i)
 		}
-		if len(e.Path) > MaxProofPath {
-			return fmt.Errorf("%w: entry %d: path of %d hashes (limit %d)", ErrProofTooLarge, i, len(e.Path), MaxProofPath)
+		if len(e.Path) > maxProofPath {
+			return fmt.Errorf("%w: entry %d: path of %d hashes (limit %d)", ErrProofTooLarge, i, len(e.Path), maxProofPath)
 		}
 		for j, h := range e.Path {
 			if _, err := parseNode(h); err != nil {

@@ -152,7 +152,7 @@ func TestParseProofRejects(t *testing.T) {
 }
 
 func TestProofPathLimit(t *testing.T) {
-	// MaxProofPath hashes are accepted by the parser, one more is not.
+	// maxProofPath hashes are accepted by the parser, one more is not.
 	mk := func(n int) *Proof {
 		path := make([]string, n)
 		for i := range path {
@@ -160,10 +160,10 @@ func TestProofPathLimit(t *testing.T) {
 		}
 		return &Proof{Format: ProofFormat, Merkle: MerkleAlg, TreeSize: 1<<53 - 1, Root: dig1, Entries: []ProofEntry{{Index: 1<<53 - 2, Line: "{}", Path: path}}}
 	}
-	if err := mk(MaxProofPath).validate(); err != nil {
-		t.Errorf("path of %d: %v", MaxProofPath, err)
+	if err := mk(maxProofPath).validate(); err != nil {
+		t.Errorf("path of %d: %v", maxProofPath, err)
 	}
-	if err := mk(MaxProofPath + 1).validate(); !errors.Is(err, ErrProofTooLarge) {
-		t.Errorf("path of %d: %v, want ErrProofTooLarge", MaxProofPath+1, err)
+	if err := mk(maxProofPath + 1).validate(); !errors.Is(err, ErrProofTooLarge) {
+		t.Errorf("path of %d: %v, want ErrProofTooLarge", maxProofPath+1, err)
 	}
 }

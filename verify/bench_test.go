@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // BenchmarkVerifyBundle verifies a bundle of attempts with ~1 KB request

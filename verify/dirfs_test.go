@@ -15,9 +15,9 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // hostileDeadline is how long a verification of hostile input may take

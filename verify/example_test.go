@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // Verify a bundle against the key you trust, at a reference time you

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 func idx(i int64) *int64 { return &i }

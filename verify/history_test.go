@@ -8,10 +8,10 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // editLast rewrites the last line with old -> new (once), bypassing the

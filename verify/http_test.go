@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // httpBundle records a Streamable HTTP bundle whose one client frame is a

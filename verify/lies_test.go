@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // TestResignedLies: histories a key holder can sign whose every digest

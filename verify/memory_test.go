@@ -8,8 +8,8 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/transcript"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // attemptsBundle is a signed bundle of n attempts with proxy-like ids

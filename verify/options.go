@@ -12,8 +12,8 @@ import (
 
 // Freshness defaults of TRACE v0.2 (spec/verification.md, "Freshness").
 const (
-	DefaultMaxAge     = 24 * time.Hour
-	DefaultFutureSkew = 5 * time.Minute
+	defaultMaxAge     = 24 * time.Hour
+	defaultFutureSkew = 5 * time.Minute
 )
 
 // Options configure a verification. The zero value is not usable: a
@@ -43,7 +43,7 @@ type Options struct {
 	AtIssued bool
 
 	// MaxAge is the largest accepted age of the record's iat at At; zero
-	// means DefaultMaxAge.
+	// means 24 hours (defaultMaxAge).
 	MaxAge time.Duration
 
 	// AllowAnyAge disables the maximum age (an auditor checking an archive
@@ -52,7 +52,7 @@ type Options struct {
 	AllowAnyAge bool
 
 	// FutureSkew is how far iat may lie after At; zero means
-	// DefaultFutureSkew.
+	// 5 minutes (defaultFutureSkew).
 	FutureSkew time.Duration
 
 	// AcceptProfiles is the set of eat_profile values accepted (TRACE's
@@ -166,10 +166,10 @@ func (o Options) validate() (Options, error) {
 		return o, fmt.Errorf("%w: %w", ErrOptions, errors.Join(errs...))
 	}
 	if o.MaxAge == 0 {
-		o.MaxAge = DefaultMaxAge
+		o.MaxAge = defaultMaxAge
 	}
 	if o.FutureSkew == 0 {
-		o.FutureSkew = DefaultFutureSkew
+		o.FutureSkew = defaultFutureSkew
 	}
 	if o.AcceptProfiles == nil {
 		o.AcceptProfiles = []string{sign.Profile}

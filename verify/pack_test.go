@@ -10,9 +10,9 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // packed returns fsys with its blobs moved into a payload pack, the first

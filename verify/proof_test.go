@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 func proveFS(t *testing.T, files map[string][]byte, attempt string) []byte {

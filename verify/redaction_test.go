@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // secretSamples are credentials of the built-in classes, as an agent might

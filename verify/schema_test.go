@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 func i64(n int64) *int64 { return &n }

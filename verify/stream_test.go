@@ -13,10 +13,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // seekOnlyFS serves its files without their ReadAt: the verifier then

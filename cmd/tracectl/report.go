@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/verify"
 )

@@ -15,11 +15,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
-
-	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
+	"golang.org/x/term"
 )
 
 // showMediaType is the versioned media type of `tracectl show --format json`.

@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tracectl/tracectl/vectors"
+	"github.com/tracectl/tracectl/internal/vectors"
 )
 
 type vectorsRunOptions struct {

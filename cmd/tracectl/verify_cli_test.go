@@ -17,10 +17,10 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 var updateVerifyScripts = flag.Bool("update-verify-scripts", false, "rewrite the generated bundle in testdata/script/{verify,prove}.txtar")

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracectl/tracectl/internal/verifytest"
 	"github.com/tracectl/tracectl/transcript"
-	"github.com/tracectl/tracectl/verify/verifytest"
 )
 
 // TestVerifyHostilePaths: a record or proof path that is a FIFO, a device

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
@@ -22,7 +22,7 @@ import (
 // decoded, nothing kept), the floor of any reader of the transcript. It
 // reports the ratio (x-reader).
 //
-//	go test ./inspect -run XXX -bench Load -benchtime 5x
+//	go test ./internal/inspect -run XXX -bench Load -benchtime 5x
 func BenchmarkLoad(b *testing.B) {
 	n := 20_000
 	if testing.Short() {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
-	"github.com/tracectl/tracectl/vectors"
+	"github.com/tracectl/tracectl/internal/vectors"
 )
 
 // manifests returns the bytes of every committed vector.json.

@@ -16,10 +16,10 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/vectors"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
-	"github.com/tracectl/tracectl/vectors"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -111,9 +111,9 @@ func TestGenerateDeterministic(t *testing.T) {
 		c, ok := committed[name]
 		switch {
 		case !ok:
-			t.Errorf("%s: generated, not committed (go test ./vectors -run TestGenerateDeterministic -update)", name)
+			t.Errorf("%s: generated, not committed (go test ./internal/vectors -run TestGenerateDeterministic -update)", name)
 		case !bytes.Equal(c, got[name]):
-			t.Errorf("%s: the committed bytes differ from the generator's (a format changed? go test ./vectors -run TestGenerateDeterministic -update)", name)
+			t.Errorf("%s: the committed bytes differ from the generator's (a format changed? go test ./internal/vectors -run TestGenerateDeterministic -update)", name)
 		}
 	}
 	for name := range committed {
@@ -268,7 +268,7 @@ func TestLoadRejects(t *testing.T) {
 // TestSpecListsVectors keeps spec/vectors.md's table of vectors in step
 // with the committed vectors: every id, its row and its expected verdict.
 func TestSpecListsVectors(t *testing.T) {
-	spec, err := os.ReadFile("../spec/vectors.md")
+	spec, err := os.ReadFile("../../spec/vectors.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,11 +302,11 @@ func itoa(n int64) string { return string(rune('0' + n)) }
 // canon code (ParseManifest enforces the closed lists; this checks that the
 // lists are the spec's).
 func TestCodesDocumented(t *testing.T) {
-	verification, err := os.ReadFile("../spec/verification.md")
+	verification, err := os.ReadFile("../../spec/verification.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	canonSpec, err := os.ReadFile("../spec/canonicalization.md")
+	canonSpec, err := os.ReadFile("../../spec/canonicalization.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestCodesDocumented(t *testing.T) {
 // media type, and its wire-shape examples are still lines of the vector
 // files they are quoted from.
 func TestSpecReadme(t *testing.T) {
-	data, err := os.ReadFile("../spec/README.md")
+	data, err := os.ReadFile("../../spec/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestSpecReadme(t *testing.T) {
 			t.Errorf("spec/README.md's identifier table lacks %s", id)
 		}
 	}
-	quoted := regexp.MustCompile("`vectors/testdata/v4/([a-z0-9-]+/[a-z.]+)`")
+	quoted := regexp.MustCompile("`internal/vectors/testdata/v4/([a-z0-9-]+/[a-z.]+)`")
 	var source string
 	var block []string
 	inBlock, checked := false, 0

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tracectl/tracectl/vectors"
+	"github.com/tracectl/tracectl/internal/vectors"
 )
 
 // Run scores a verifier, here tracectl's own, against the compiled-in

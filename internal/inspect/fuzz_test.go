@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/transcript"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracectl/tracectl/inspect"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
