@@ -6,16 +6,16 @@ import "github.com/tracectl/tracectl/transcript"
 // away (a write to it failed): a session line (client_gone). What the
 // server sends afterwards is still recorded, but is not delivered.
 func (r *Recorder) RecordClientGone(detail string) error {
-	r.goneMu.Lock()
-	if r.clientGone != "" {
-		r.goneMu.Unlock()
+	r.gone.mu.Lock()
+	if r.gone.detail != "" {
+		r.gone.mu.Unlock()
 		return nil
 	}
 	if detail == "" {
 		detail = "the client went away"
 	}
-	r.clientGone = detail
-	r.goneMu.Unlock()
+	r.gone.detail = detail
+	r.gone.mu.Unlock()
 	if err := r.begin(true); err != nil {
 		return err
 	}

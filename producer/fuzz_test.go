@@ -30,7 +30,7 @@ func FuzzAttemptLine(f *testing.F) {
 		}
 		r := newRecorder("x", Options{Clock: testOptions(t).Clock}, "scope-1", canon.SHA256(nil))
 		for _, era := range []string{transcript.EraUnknown, transcript.EraLegacy} {
-			r.era, r.legacyVer = era, "2025-11-25"
+			r.proto.era, r.proto.legacyVer = era, "2025-11-25"
 			a := &transcript.Attempt{
 				Type: transcript.TypeAttempt, Seq: 1, AtMs: 1, ExecutionScope: "scope-1", AttemptID: "a1",
 				Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,

@@ -9,14 +9,27 @@ import (
 // resolves, kept as counters and the set of attempts still in flight, never
 // a record of every attempt ever made (a recorder that runs for a million
 // calls holds the open ones only). Live recording and crash replay update it
-// the same way. Guarded by Recorder.mu.
+// the same way. It also holds the indices by which a new attempt finds the
+// earlier one it retries, and a notifications/cancelled the attempt it
+// names; only live recording fills them, and all but byCorr forget an
+// attempt once it no longer applies (byCorr keeps every attempt that
+// carried a correlation id). Guarded by Recorder.mu.
 type history struct {
 	attempts int64
 	byStatus [stResolved + 1]int64
 	open     map[*attemptState]struct{}
+
+	byCorr  map[string]*attemptState // correlation id -> the attempt that carried it (caller_declared retries)
+	byRPCID map[string]*attemptState // exact id text -> the latest attempt under it still without a response or transport failure
+	infer   map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
+	cont    map[string]*attemptState // tool -> an attempt answered input_required
 }
 
-func newHistory() history { return history{open: map[*attemptState]struct{}{}} }
+func newHistory() history {
+	return history{open: map[*attemptState]struct{}{},
+		byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
+		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}}
+}
 
 // add counts a new attempt, in flight.
 func (h *history) add(st *attemptState) {

@@ -23,54 +23,81 @@ import (
 // Recorder records one execution scope into a bundle. Its methods are safe
 // for concurrent use; concurrent attempts share fsyncs (group commit).
 type Recorder struct {
-	dir      string
-	opts     Options
-	fsys     FS
-	j        *journal
-	pack     *packStore
-	rules    *redact.Rules // payloads are redacted with them before they are retained; nil: kept exactly
-	saltMu   sync.Mutex    // the entropy source need not be safe for concurrent use
-	scope    string
-	server   string     // sha256 of JCS(header.server)
-	sealOnly bool       // reopened or recovered: Seal and Close only
-	wb       *writeback // none and batch (setPack); nil in strict
+	// Where and how lines and payloads are written (journal.go, pack.go,
+	// writeback.go).
+	dir    string
+	opts   Options
+	fsys   FS
+	j      *journal
+	pack   *packStore
+	rules  *redact.Rules // payloads are redacted with them before they are retained; nil: kept exactly
+	saltMu sync.Mutex    // the entropy source need not be safe for concurrent use
+	wb     *writeback    // none and batch (setPack); nil in strict
 
-	mu          sync.Mutex
-	ops         sync.WaitGroup
-	closed      bool
+	ident identity
+
+	mu       sync.Mutex
+	ops      sync.WaitGroup
+	closed   bool
+	sealOnly bool // reopened or recovered: Seal and Close only
+	sealed   bool // the journal ends in its seal line
+	sealLine *transcript.Seal
+	hist     history       // counts, the attempts in flight, the retry indices
+	proto    protocolState // guarded by mu
+	bind     bindings
+	replayed replayState
+
+	gone clientGoneState // clientgone.go
+
+	ckpt atomic.Pointer[checkpoints] // signed checkpoints (checkpoint.go), nil without
+}
+
+// identity is what names the recorder's lines: the execution scope and the
+// server every attempt binds, fixed at Open, and the counters that number
+// attempts and snapshots (guarded by Recorder.mu).
+type identity struct {
+	scope       string
+	server      string // sha256 of JCS(header.server)
 	nextAttempt int64
 	nextSnap    int64
-	attempts    map[string]*attemptState // crash replay only: ids seen so far
-	hist        history                  // counts and the attempts in flight
-	byCorr      map[string]*attemptState
-	byRPCID     map[string]*attemptState // exact id text -> the latest attempt under it still without a response or transport failure
-	infer       map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
-	cont        map[string]*attemptState // tool -> an attempt answered input_required
-	// bindMu guards what an attempt binds (snapshots, current,
-	// lastChanged). They change and are read only inside line builders,
-	// which run under the journal's lock in seq order: an attempt's
-	// snapshot binding and list_changed_since are decided where its line
-	// takes its place in the journal, never before (a list_changed that
-	// lands between the decision and the line would contradict it). Lock
-	// order: journal, then bindMu.
-	bindMu      sync.Mutex
+}
+
+// protocolState is the protocol revision later attempts are sent under, as
+// the protocol observations so far say (protocolOf). Guarded by
+// Recorder.mu.
+type protocolState struct {
+	era       string
+	legacyVer string
+}
+
+// bindings is what an attempt binds: the snapshots, the current one and the
+// last list_changed. They change and are read only inside line builders,
+// which run under the journal's lock in seq order: an attempt's snapshot
+// binding and list_changed_since are decided where its line takes its place
+// in the journal, never before (a list_changed that lands between the
+// decision and the line would contradict it). Lock order: journal, then mu.
+type bindings struct {
+	mu          sync.Mutex
 	snapshots   map[string]*transcript.SnapshotEvent
 	current     *transcript.SnapshotEvent
 	lastChanged int64 // seq of the last tools/list_changed notification, -1 if none
-	era         string
-	legacyVer   string
-	sealed      bool // the journal ends in its seal line
-	sealLine    *transcript.Seal
-	recovered   bool // the journal holds a recovery event
+}
+
+// replayState is what Reopen and Recover found replaying an existing
+// journal (recover.go), and what Recover did about it.
+type replayState struct {
+	attempts    map[string]*attemptState // ids seen so far
+	scanned     int64                    // valid lines found by replay
+	torn        []byte                   // bytes after the last valid line, found by replay
+	quarantined map[string]bool          // quarantine files named by recovery events
+	recovered   bool                     // the journal holds a recovery event
 	recovery    *RecoveryReport
-	scanned     int64           // valid lines found by replay
-	torn        []byte          // bytes after the last valid line, found by replay
-	quarantined map[string]bool // quarantine files named by recovery events
+}
 
-	goneMu     sync.Mutex // guards clientGone (clientgone.go)
-	clientGone string
-
-	ckpt atomic.Pointer[checkpoints] // signed checkpoints (checkpoint.go), nil without
+// clientGoneState is the first RecordClientGone's detail (clientgone.go).
+type clientGoneState struct {
+	mu     sync.Mutex
+	detail string
 }
 
 // Outcome buckets of an attempt, as the seal line counts them.
@@ -193,10 +220,11 @@ func Open(dir string, opts Options) (*Recorder, error) {
 
 func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
 	return &Recorder{
-		dir: dir, opts: opts, fsys: opts.FS, scope: scope, server: srvDigest,
-		attempts: map[string]*attemptState{}, hist: newHistory(), byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
-		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}, snapshots: map[string]*transcript.SnapshotEvent{},
-		lastChanged: -1, era: transcript.EraUnknown,
+		dir: dir, opts: opts, fsys: opts.FS, ident: identity{scope: scope, server: srvDigest},
+		hist:     newHistory(),
+		proto:    protocolState{era: transcript.EraUnknown},
+		bind:     bindings{snapshots: map[string]*transcript.SnapshotEvent{}, lastChanged: -1},
+		replayed: replayState{attempts: map[string]*attemptState{}},
 	}
 }
 
@@ -236,7 +264,7 @@ func serverDigest(s transcript.Server) (string, error) {
 }
 
 // Scope returns the execution scope id.
-func (r *Recorder) Scope() string { return r.scope }
+func (r *Recorder) Scope() string { return r.ident.scope }
 
 // Dir returns the bundle directory.
 func (r *Recorder) Dir() string { return r.dir }
@@ -346,49 +374,49 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 	defer r.ops.Done()
 
 	a := &transcript.Attempt{
-		Type: transcript.TypeAttempt, ExecutionScope: r.scope,
+		Type: transcript.TypeAttempt, ExecutionScope: r.ident.scope,
 		Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
-		RPCID: q.id, ServerDigest: r.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
+		RPCID: q.id, ServerDigest: r.ident.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
 	}
 	if c.Snapshot != "" {
-		r.bindMu.Lock()
-		_, ok := r.snapshots[c.Snapshot]
-		r.bindMu.Unlock()
+		r.bind.mu.Lock()
+		_, ok := r.bind.snapshots[c.Snapshot]
+		r.bind.mu.Unlock()
 		if !ok {
 			return nil, fmt.Errorf("%w: snapshot %q was not recorded", ErrInvalidInput, c.Snapshot)
 		}
 	}
 	r.mu.Lock()
-	r.nextAttempt++
-	st := &attemptState{id: "a" + strconv.FormatInt(r.nextAttempt, 10), tool: q.tool, argsKey: q.argsKey(), idKey: q.idKey}
+	r.ident.nextAttempt++
+	st := &attemptState{id: "a" + strconv.FormatInt(r.ident.nextAttempt, 10), tool: q.tool, argsKey: q.argsKey(), idKey: q.idKey}
 	a.AttemptID = st.id
 	var link *attemptState
 	switch {
 	case prev != nil:
 		link = prev
-	case q.retryOf != "" && r.byCorr[q.retryOf] != nil:
-		link, basis = r.byCorr[q.retryOf], transcript.BasisCallerDeclared
-	case q.continues && q.toolBad == "" && r.cont[q.tool] != nil:
-		link, basis = r.cont[q.tool], transcript.BasisContinuation
-	case st.argsKey != "" && r.infer[st.argsKey] != nil:
-		link, basis = r.infer[st.argsKey], transcript.BasisInferred
+	case q.retryOf != "" && r.hist.byCorr[q.retryOf] != nil:
+		link, basis = r.hist.byCorr[q.retryOf], transcript.BasisCallerDeclared
+	case q.continues && q.toolBad == "" && r.hist.cont[q.tool] != nil:
+		link, basis = r.hist.cont[q.tool], transcript.BasisContinuation
+	case st.argsKey != "" && r.hist.infer[st.argsKey] != nil:
+		link, basis = r.hist.infer[st.argsKey], transcript.BasisInferred
 	}
 	if link != nil {
 		a.RetryOf, a.RetryBasis = link.id, basis
-		if r.infer[link.argsKey] == link {
-			delete(r.infer, link.argsKey)
+		if r.hist.infer[link.argsKey] == link {
+			delete(r.hist.infer, link.argsKey)
 		}
-		if basis == transcript.BasisContinuation && r.cont[link.tool] == link {
-			delete(r.cont, link.tool)
+		if basis == transcript.BasisContinuation && r.hist.cont[link.tool] == link {
+			delete(r.hist.cont, link.tool)
 		}
 	}
 	a.Protocol = r.protocolOf(q)
 	r.hist.add(st)
 	if q.corrID != "" {
-		r.byCorr[q.corrID] = st
+		r.hist.byCorr[q.corrID] = st
 	}
 	if q.id.Present {
-		r.byRPCID[q.idKey] = st
+		r.hist.byRPCID[q.idKey] = st
 	}
 	r.mu.Unlock()
 
@@ -414,16 +442,16 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 // snapshotRef binds the named snapshot, or the latest, or says there is
 // none. Called from a line builder (under the journal's lock).
 func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
-	r.bindMu.Lock()
-	defer r.bindMu.Unlock()
-	s := r.current
+	r.bind.mu.Lock()
+	defer r.bind.mu.Unlock()
+	s := r.bind.current
 	if id != "" {
-		s = r.snapshots[id]
+		s = r.bind.snapshots[id]
 	}
 	if s == nil {
 		return transcript.SnapshotRef{NoneReason: transcript.NoneNoSnapshot}
 	}
-	return transcript.SnapshotRef{SnapshotID: s.SnapshotID, ManifestDigest: s.ManifestDigest, Complete: s.Complete, ListChangedSince: r.lastChanged > s.Seq}
+	return transcript.SnapshotRef{SnapshotID: s.SnapshotID, ManifestDigest: s.ManifestDigest, Complete: s.Complete, ListChangedSince: r.bind.lastChanged > s.Seq}
 }
 
 // protocolOf decides the revision an attempt was sent under: the request's
@@ -433,10 +461,10 @@ func (r *Recorder) protocolOf(q *request) transcript.AttemptProto {
 	switch {
 	case q.protoState == transcript.ProtoPresent:
 		return transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: q.protoValue}
-	case q.protoState == transcript.ProtoAbsent && r.era == transcript.EraLegacy && r.legacyVer != "":
-		return transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: r.legacyVer}
+	case q.protoState == transcript.ProtoAbsent && r.proto.era == transcript.EraLegacy && r.proto.legacyVer != "":
+		return transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: r.proto.legacyVer}
 	}
-	return transcript.AttemptProto{Era: r.era, State: q.protoState}
+	return transcript.AttemptProto{Era: r.proto.era, State: q.protoState}
 }
 
 // Response records the response line (exact, with its terminator) to the
@@ -558,11 +586,11 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		}
 		r.hist.set(st, stResponse)
 		r.settled(st)
-		if r.infer[st.argsKey] == st {
-			delete(r.infer, st.argsKey)
+		if r.hist.infer[st.argsKey] == st {
+			delete(r.hist.infer, st.argsKey)
 		}
 		if resp.resultType == "input_required" && st.tool != "" {
-			r.cont[st.tool] = st
+			r.hist.cont[st.tool] = st
 		}
 		return nil
 	case transcript.ObsTransportFailure:
@@ -582,7 +610,7 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		r.hist.set(st, stUnknown)
 	}
 	if st.argsKey != "" {
-		r.infer[st.argsKey] = st
+		r.hist.infer[st.argsKey] = st
 	}
 	return nil
 }
@@ -591,8 +619,8 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 // a notifications/cancelled names attempts without a response or transport
 // failure. Called with mu held.
 func (r *Recorder) settled(st *attemptState) {
-	if st.idKey != "" && r.byRPCID[st.idKey] == st {
-		delete(r.byRPCID, st.idKey)
+	if st.idKey != "" && r.hist.byRPCID[st.idKey] == st {
+		delete(r.hist.byRPCID, st.idKey)
 	}
 }
 
@@ -632,9 +660,9 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 		}
 	}
 	r.mu.Lock()
-	r.nextSnap++
+	r.ident.nextSnap++
 	ev := &transcript.SnapshotEvent{
-		Type: transcript.TypeSnapshot, SnapshotID: "s" + strconv.FormatInt(r.nextSnap, 10),
+		Type: transcript.TypeSnapshot, SnapshotID: "s" + strconv.FormatInt(r.ident.nextSnap, 10),
 		ManifestDigest: s.Digest, Complete: s.Complete, IncompleteReason: s.IncompleteReason,
 		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
 	}
@@ -643,10 +671,10 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 		ev.Seq, ev.AtMs = q, at
 		// The snapshot is bound from its place in the journal on, however
 		// soon its durable wait returns.
-		r.bindMu.Lock()
-		r.snapshots[ev.SnapshotID] = ev
-		r.current = ev
-		r.bindMu.Unlock()
+		r.bind.mu.Lock()
+		r.bind.snapshots[ev.SnapshotID] = ev
+		r.bind.current = ev
+		r.bind.mu.Unlock()
 	}, ev))
 	if err != nil {
 		return "", err
@@ -702,9 +730,9 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 	r.mu.Lock()
 	switch {
 	case p.Era == transcript.EraLegacy:
-		r.era, r.legacyVer = p.Era, ev.Version
+		r.proto.era, r.proto.legacyVer = p.Era, ev.Version
 	case p.Era == transcript.EraModern:
-		r.era = p.Era
+		r.proto.era = p.Era
 	}
 	r.mu.Unlock()
 	_, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
@@ -746,7 +774,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	}
 	r.mu.Lock()
 	if msg.requestID != nil {
-		if st := r.byRPCID[msg.idKey]; st != nil && st.status != stResponse && st.status != stTransport {
+		if st := r.hist.byRPCID[msg.idKey]; st != nil && st.status != stResponse && st.status != stTransport {
 			ev.AttemptID = st.id
 		}
 	}
@@ -755,9 +783,9 @@ func (r *Recorder) RecordNotification(n Notification) error {
 	build := r.lineOf(func(s, at int64) {
 		ev.Seq, ev.AtMs = s, at
 		if changed {
-			r.bindMu.Lock()
-			r.lastChanged = max(r.lastChanged, s)
-			r.bindMu.Unlock()
+			r.bind.mu.Lock()
+			r.bind.lastChanged = max(r.bind.lastChanged, s)
+			r.bind.mu.Unlock()
 		}
 	}, ev)
 	_, err = r.j.append(build)

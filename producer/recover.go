@@ -58,7 +58,7 @@ func Recover(dir string, opts Options) (*Recorder, error) { return openExisting(
 
 // Recovery returns what Recover did, or nil for a recorder from Open or
 // Reopen.
-func (r *Recorder) Recovery() *RecoveryReport { return r.recovery }
+func (r *Recorder) Recovery() *RecoveryReport { return r.replayed.recovery }
 
 func openExisting(dir string, opts Options, recover bool) (*Recorder, error) {
 	opts = opts.withDefaults()
@@ -91,9 +91,9 @@ func openExisting(dir string, opts Options, recover bool) (*Recorder, error) {
 			}
 			return nil, fmt.Errorf("recover bundle %q: %w", dir, err)
 		}
-	} else if r.torn != nil {
+	} else if r.replayed.torn != nil {
 		f.Close()
-		return nil, fmt.Errorf("open bundle %q: %w (%d bytes after line %d)", dir, ErrNeedsRecovery, len(r.torn), r.j.lines()-1)
+		return nil, fmt.Errorf("open bundle %q: %w (%d bytes after line %d)", dir, ErrNeedsRecovery, len(r.replayed.torn), r.j.lines()-1)
 	} else {
 		pack, _, err := openPack(fsys, dir, false)
 		if err != nil {
@@ -135,7 +135,7 @@ func replay(dir string, opts Options, f File) (*Recorder, error) {
 			if r == nil {
 				return nil, fmt.Errorf("%w: the header line is torn: nothing was recorded", ErrCorrupt)
 			}
-			if r.torn, err = readTail(opts.FS, filepath.Join(dir, transcript.TranscriptFile), tr.Offset()); err != nil {
+			if r.replayed.torn, err = readTail(opts.FS, filepath.Join(dir, transcript.TranscriptFile), tr.Offset()); err != nil {
 				return nil, err
 			}
 			if r.sealed {
@@ -164,7 +164,7 @@ func replay(dir string, opts Options, f File) (*Recorder, error) {
 	// Later lines (resolutions, recovery events, the seal) are made durable
 	// together by Seal's final fsync.
 	r.j = newJournal(f, transcript.DurabilityNone, tr.Lines(), tr.Offset())
-	r.scanned = tr.Lines()
+	r.replayed.scanned = tr.Lines()
 	return r, nil
 }
 
@@ -174,28 +174,28 @@ func (r *Recorder) apply(ev transcript.Event) error {
 	switch e := ev.(type) {
 	case *transcript.Protocol:
 		if e.Era == transcript.EraLegacy {
-			r.era, r.legacyVer = e.Era, e.Version
+			r.proto.era, r.proto.legacyVer = e.Era, e.Version
 		} else if e.Era == transcript.EraModern {
-			r.era = e.Era
+			r.proto.era = e.Era
 		}
 	case *transcript.SnapshotEvent:
-		if r.snapshots[e.SnapshotID] != nil {
+		if r.bind.snapshots[e.SnapshotID] != nil {
 			return fmt.Errorf("snapshot id %s recorded twice", e.SnapshotID)
 		}
-		r.snapshots[e.SnapshotID], r.current = e, e
+		r.bind.snapshots[e.SnapshotID], r.bind.current = e, e
 	case *transcript.Notification:
 		if e.Method == mcpwire.NotifyToolsListChanged {
-			r.lastChanged = e.Seq
+			r.bind.lastChanged = e.Seq
 		}
 	case *transcript.Attempt:
-		if r.attempts[e.AttemptID] != nil {
+		if r.replayed.attempts[e.AttemptID] != nil {
 			return fmt.Errorf("attempt id %s reused", e.AttemptID)
 		}
 		st := &attemptState{id: e.AttemptID, seq: e.Seq, tool: e.Tool}
-		r.attempts[st.id] = st
+		r.replayed.attempts[st.id] = st
 		r.hist.add(st)
 	case *transcript.Observation:
-		st := r.attempts[e.AttemptID]
+		st := r.replayed.attempts[e.AttemptID]
 		if st == nil {
 			return fmt.Errorf("observation of unrecorded attempt %s", e.AttemptID)
 		}
@@ -212,7 +212,7 @@ func (r *Recorder) apply(ev transcript.Event) error {
 			}
 		}
 	case *transcript.Resolution:
-		st := r.attempts[e.AttemptID]
+		st := r.replayed.attempts[e.AttemptID]
 		if st == nil {
 			return fmt.Errorf("resolution of unrecorded attempt %s", e.AttemptID)
 		}
@@ -221,12 +221,12 @@ func (r *Recorder) apply(ev transcript.Event) error {
 			r.hist.set(st, stResolved)
 		}
 	case *transcript.Recovery:
-		r.recovered = true
+		r.replayed.recovered = true
 		if e.TornFile != "" {
-			if r.quarantined == nil {
-				r.quarantined = map[string]bool{}
+			if r.replayed.quarantined == nil {
+				r.replayed.quarantined = map[string]bool{}
 			}
-			r.quarantined[e.TornFile] = true
+			r.replayed.quarantined[e.TornFile] = true
 		}
 	case *transcript.Seal:
 		r.sealed, r.sealLine = true, e
@@ -260,22 +260,22 @@ func readTail(fsys FS, path string, off int64) ([]byte, error) {
 // recover quarantines the torn tail, records what it did, and resolves the
 // attempts left in flight.
 func (r *Recorder) recover() error {
-	rep := &RecoveryReport{Lines: r.scanned}
-	r.recovery = rep
+	rep := &RecoveryReport{Lines: r.replayed.scanned}
+	r.replayed.recovery = rep
 	qdir := filepath.Join(r.dir, transcript.QuarantineDir)
 	current := ""
-	if r.torn != nil {
+	if r.replayed.torn != nil {
 		if r.sealed {
 			return fmt.Errorf("%w: bytes after the seal line", ErrCorrupt)
 		}
-		d := canon.SHA256(r.torn)
-		if err := writeQuarantine(r.fsys, r.dir, d, r.torn); err != nil {
+		d := canon.SHA256(r.replayed.torn)
+		if err := writeQuarantine(r.fsys, r.dir, d, r.replayed.torn); err != nil {
 			return err
 		}
 		// This tear gets its own event even if identical bytes were
 		// quarantined before: every tear is named.
 		current = transcript.QuarantinePath(d)
-		rep.Torn = append(rep.Torn, TornLine{File: current, Digest: d, Length: int64(len(r.torn))})
+		rep.Torn = append(rep.Torn, TornLine{File: current, Digest: d, Length: int64(len(r.replayed.torn))})
 		// Only now that the bytes are durable elsewhere does the journal lose them.
 		if err := r.j.f.Truncate(r.j.size); err != nil {
 			return fmt.Errorf("truncate torn tail: %w", err)
@@ -283,7 +283,7 @@ func (r *Recorder) recover() error {
 		if err := r.j.f.Sync(); err != nil {
 			return fmt.Errorf("fsync %s: %w", transcript.TranscriptFile, err)
 		}
-		r.torn = nil
+		r.replayed.torn = nil
 	}
 	// Quarantined bytes no recovery event names yet: this recovery's, or one
 	// that crashed between truncating and appending its event.
@@ -293,7 +293,7 @@ func (r *Recorder) recover() error {
 	}
 	for _, e := range ents {
 		rel := transcript.QuarantineDir + "/" + e.Name()
-		if rel == current || r.quarantined[rel] || transcript.QuarantinePath("sha256:"+e.Name()) != rel {
+		if rel == current || r.replayed.quarantined[rel] || transcript.QuarantinePath("sha256:"+e.Name()) != rel {
 			continue // named already, or not a quarantine file of ours
 		}
 		b, err := readBounded(r.fsys, filepath.Join(qdir, e.Name()), maxTornBytes)
@@ -341,7 +341,7 @@ func (r *Recorder) recover() error {
 	if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 		return err
 	}
-	r.recovered = true
+	r.replayed.recovered = true
 	if err := r.resolve(open, transcript.ReasonProducerCrashed); err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 	}
 	r.mu.Lock()
 	h := &r.hist
-	s := &transcript.Seal{Type: transcript.TypeSeal, Attempts: h.attempts, Recovered: r.recovered,
+	s := &transcript.Seal{Type: transcript.TypeSeal, Attempts: h.attempts, Recovered: r.replayed.recovered,
 		Responses: h.byStatus[stResponse], TransportFailures: h.byStatus[stTransport]}
 	s.Unknown = s.Attempts - s.Responses - s.TransportFailures
 	r.mu.Unlock()

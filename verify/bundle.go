@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
@@ -50,28 +49,67 @@ type pendingRef struct {
 }
 
 // bundleCheck streams one bundle's transcript and checks every line against
-// the record, the blobs and the lines before it.
+// the record, the blobs and the lines before it. Each check keeps its state
+// in its own field (tr, hist, snap, disc, pl, red, pk, fr, http, ck); the
+// fields left here are the inputs and what several checks read.
 type bundleCheck struct {
 	http httpCheck // Streamable HTTP lines (http.go)
-	// serverInfo is the server's self-description from the latest protocol
-	// observation, as reported (for the producer_observation_only finding).
-	serverInfo string
-	v          *Verifier
-	r          *Report
-	fsys       fs.FS
-	rec        *sign.Record
+	v    *Verifier
+	r    *Report
+	fsys fs.FS
+	rec  *sign.Record
 
-	header       *transcript.Header
+	header      *transcript.Header
+	attempts    *attemptTable
+	malformedAt int64           // first malformed line, or -1
+	scanned     map[string]bool // bundle paths scanTree already refused
+	body        []byte          // reused for the payloads whose claims are re-derived
+
+	// partial: only some lines are disclosed (an inclusion proof). Lines
+	// may be missing between them, no blob is available, and an absent
+	// line proves nothing.
+	partial bool
+
+	tr   transcriptState  // the line sequence, the header's bindings, the seal
+	hist historyState     // retry links and identity and history conflicts
+	snap snapshotState    // snapshot events and the attempts bound to them (snapshot.go)
+	disc disclosureState  // what an inclusion proof discloses (proof.go)
+	pl   payloadState     // payload blobs: hashing, retention, salts (payload.go)
+	red  redactionState   // redacted copies and the claims they cover (payload.go)
+	fr   frameState       // the frame sequence (frames.go)
+	pk   packState        // the payload pack and the line reader's entries (pack.go)
+	ck   *checkpointCheck // signed checkpoints (checkpoint.go), nil without
+}
+
+// transcriptState follows the transcript as a sequence of lines: the
+// header's server binding, seq continuity, the seal, and whether the lines
+// can still be interpreted and their commitment recomputed.
+type transcriptState struct {
 	serverDigest string // sha256 of JCS(header.server)
 	interpret    bool   // the header is supported: events can be interpreted
 	lastSeq      int64
 	sealed       bool
 	seal         *transcript.Seal
-	lastChanged  int64 // seq of the last tools/list_changed notification, or -1
+	commitOK     bool // the commitment could be recomputed over every line
+	limited      bool // reading stopped at a configured limit
+	// serverInfo is the server's self-description from the latest protocol
+	// observation, as reported (for the producer_observation_only finding).
+	serverInfo string
+}
 
-	attempts  *attemptTable
+// historyState follows the attempts' history beyond each attempt's own
+// outcome (bundleCheck.attempts): which later attempt retried it, and how
+// many identity and history findings were reported.
+type historyState struct {
 	retriedBy map[string]string // attempt id -> the first later attempt naming it in retry_of
-	snapshots map[string]*snapState
+	conflicts int64             // identity and history findings
+}
+
+// snapshotState follows the snapshot events, the tools/list_changed
+// notifications and the attempts' bindings to snapshots (snapshot.go).
+type snapshotState struct {
+	snapshots   map[string]*snapState
+	lastChanged int64 // seq of the last tools/list_changed notification, or -1
 	// undeclared: attempts calling a tool their complete bound snapshot
 	// does not declare, judged by their outcome (undeclaredOutcome).
 	undeclared map[string]string
@@ -79,61 +117,54 @@ type bundleCheck struct {
 	unbound      map[string]unboundCount
 	unboundOrder []string
 	pending      []pendingRef
+}
 
-	// partial: only some lines are disclosed (an inclusion proof). Lines
-	// may be missing between them, no blob is available, and an absent
-	// line proves nothing.
-	partial     bool
+// disclosureState follows what an inclusion proof discloses, when the
+// bundle is partial (proof.go, disclose.go).
+type disclosureState struct {
 	disclosed   bool  // partial, and the disclosed lines' payloads are in the bundle (disclose.go)
 	undisclosed int64 // payload and manifest commitments whose bytes a proof does not carry
 	tree        int64 // the proof's tree size
+}
 
+// payloadState follows the payload blobs (payload.go): the buffers reused
+// to hash them, the ones not retained, the failures, and the salt of the
+// one last checked.
+type payloadState struct {
 	hash hash.Hash // reused for every blob
 	sum  [sha256.Size]byte
 	buf  []byte
-	body []byte // reused for the payloads whose claims are re-derived
 
 	withheld          int64  // payloads not retained (digest-only retention)
 	overLimitPayloads int64  // payloads not retained: over the frame limit
 	withheldFirst     string // the subject of the first one
+	bad               int64  // payload findings other than pass
 
-	conflicts   int64           // identity and history findings
-	payloadBad  int64           // payload findings other than pass
-	commitOK    bool            // the commitment could be recomputed over every line
-	limited     bool            // reading stopped at a configured limit
-	scanned     map[string]bool // bundle paths scanTree already refused
-	malformedAt int64           // first malformed line, or -1
-
-	fr frameState // the frame sequence (frames.go)
-	pk packState  // the payload pack (pack.go)
 	// salted: the header's format salts payload commitments (v3); salt is
 	// the salt of the payload blob last checked and returned, nil for a
 	// plain one.
 	salted bool
 	salt   []byte
+}
 
-	// Redacted copies (payload.go): the list of the payload last checked,
-	// for its claims; counts for the summary finding.
-	reds            []transcript.Redaction
-	redacted        int64
-	redactedValues  int64
-	redactedClasses map[string]int64
-	redactedFirst   string
-	claimsCovered   int64
-	unredactable    int64 // withheld: could not be redacted exactly
-
-	ck *checkpointCheck // signed checkpoints (checkpoint.go), nil without
-
-	// The line reader's work for the line being checked (stream.go): the
-	// pack entries it read and hashed, and the pack it reads them from.
-	pre    []prefetched
-	cur    *prefetched // the entry the last blob call returned the bytes of
-	shared atomic.Pointer[sharedPack]
+// redactionState follows the redacted copies (payload.go): the list of the
+// payload last checked, for its claims (claims.go); counts for the summary
+// finding.
+type redactionState struct {
+	reds          []transcript.Redaction
+	redacted      int64
+	values        int64
+	classes       map[string]int64
+	first         string
+	claimsCovered int64
+	unredactable  int64 // withheld: could not be redacted exactly
 }
 
 func newBundleCheck(v *Verifier, r *Report, fsys fs.FS, rec *sign.Record) *bundleCheck {
-	return &bundleCheck{v: v, r: r, fsys: fsys, rec: rec, lastSeq: -1, lastChanged: -1, malformedAt: -1,
-		attempts: newAttemptTable(), retriedBy: map[string]string{}, snapshots: map[string]*snapState{}}
+	return &bundleCheck{v: v, r: r, fsys: fsys, rec: rec, malformedAt: -1, attempts: newAttemptTable(),
+		tr:   transcriptState{lastSeq: -1},
+		hist: historyState{retriedBy: map[string]string{}},
+		snap: snapshotState{snapshots: map[string]*snapState{}, lastChanged: -1}}
 }
 
 func (b *bundleCheck) run(ctx context.Context) error {
@@ -158,7 +189,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	}
 
 	c := transcript.NewCommitter()
-	b.commitOK = true
+	b.tr.commitOK = true
 	lim := b.v.o.Limits
 	rd := &lineReader{
 		br:   bufio.NewReaderSize(&io.LimitedReader{R: f, N: lim.MaxTranscriptBytes + 1}, transcript.MaxLineBytes+1),
@@ -166,7 +197,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		out:  make(chan *lineBatch, readAhead),
 		free: make(chan *lineBatch, readAhead+2),
 		done: make(chan struct{}),
-		pack: &b.shared,
+		pack: &b.pk.shared,
 	}
 	var wg sync.WaitGroup
 	wg.Go(rd.read)
@@ -190,9 +221,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 			l := &bt.lines[i]
 			c.Add(l.line)
 			b.r.Counts.Lines++
-			b.pre = bt.pre[l.pre0:l.pre1]
+			b.pk.pre = bt.pre[l.pre0:l.pre1]
 			b.lineDecoded(idx, l.line, l.ev, l.err)
-			b.pre, b.cur = nil, nil
+			b.pk.pre, b.pk.cur = nil, nil
 			b.ck.at(b, c)
 			if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
 				b.v.o.Progress(b.r.Counts.Lines)
@@ -223,7 +254,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 		b.overLimit(fmt.Sprintf("more than %d lines (Limits.MaxTranscriptLines)", lim.MaxTranscriptLines))
 	case endTooLong:
 		b.malformed(idx, transcript.CodeTooLong, fmt.Sprintf("no LF within %d bytes: the rest of the transcript cannot be read line by line", transcript.MaxLineBytes))
-		b.commitOK = false
+		b.tr.commitOK = false
 	case endEOF:
 		if len(end.tail) > 0 {
 			c.Add(end.tail)
@@ -234,12 +265,12 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	case endReadErr:
 		b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
 			fmt.Sprintf("read error at line %d: %v", idx, end.err))
-		b.commitOK = false
+		b.tr.commitOK = false
 	}
 	if b.v.o.Progress != nil {
 		b.v.o.Progress(b.r.Counts.Lines)
 	}
-	if c.Count() == 0 && !b.limited {
+	if c.Count() == 0 && !b.tr.limited {
 		b.malformed(0, transcript.CodeHeaderMissing, "empty transcript: the header line is required")
 	}
 	b.finish(c)
@@ -250,9 +281,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 // is not checked and the commitment cannot be recomputed, which is
 // unsupported evidence (this verifier's limits), not a contradiction.
 func (b *bundleCheck) overLimit(detail string) {
-	b.commitOK = false
-	b.interpret = false
-	b.limited = true
+	b.tr.commitOK = false
+	b.tr.interpret = false
+	b.tr.limited = true
 	b.r.add(CodeLimitExceeded, CheckTranscript, StatusUnsupported, transcript.TranscriptFile,
 		detail+": the rest was not read, so the commitment was not recomputed; raise the limit to verify it")
 }
@@ -283,7 +314,7 @@ func (b *bundleCheck) malformed(idx int64, code, detail string) {
 	if b.malformedAt < 0 {
 		b.malformedAt = idx
 	}
-	b.interpret = false
+	b.tr.interpret = false
 	b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, lineSubject(idx), code+": "+detail)
 }
 
@@ -305,13 +336,13 @@ func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev transcript.Event, e
 	seq := seqOf(ev)
 	if b.partial && seq != idx {
 		b.malformed(idx, transcript.CodeSeqGap, fmt.Sprintf("seq %d at proven index %d", seq, idx))
-	} else if seq != idx && seq != b.lastSeq+1 {
+	} else if seq != idx && seq != b.tr.lastSeq+1 {
 		// Reported once per discontinuity: after a removed line every later
 		// seq is off by one, and one finding says so.
-		b.malformed(idx, transcript.CodeSeqGap, fmt.Sprintf("seq %d at line %d (previous seq %d)", seq, idx, b.lastSeq))
+		b.malformed(idx, transcript.CodeSeqGap, fmt.Sprintf("seq %d at line %d (previous seq %d)", seq, idx, b.tr.lastSeq))
 	}
-	b.lastSeq = seq
-	if b.sealed {
+	b.tr.lastSeq = seq
+	if b.tr.sealed {
 		b.malformed(idx, transcript.CodeAfterSeal, "a line after the seal line")
 	}
 	if h, ok := ev.(*transcript.Header); ok {
@@ -321,7 +352,7 @@ func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev transcript.Event, e
 	if idx == 0 {
 		b.malformed(idx, transcript.CodeHeaderMissing, "line 0 is not a header")
 	}
-	if !b.interpret {
+	if !b.tr.interpret {
 		return
 	}
 	b.frames(idx, ev)
@@ -337,7 +368,7 @@ func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev transcript.Event, e
 			b.payload(*e.Payload, "protocol observation at "+lineSubject(idx), false)
 		}
 		if e.ServerName != "" || e.ServerVer != "" {
-			b.serverInfo = "serverInfo " + boundedQuote(e.ServerName) + " " + boundedQuote(e.ServerVer) + " (" + e.Source + ")"
+			b.tr.serverInfo = "serverInfo " + boundedQuote(e.ServerName) + " " + boundedQuote(e.ServerVer) + " (" + e.Source + ")"
 		}
 	case *transcript.SnapshotEvent:
 		b.onSnapshot(e)
@@ -352,8 +383,8 @@ func (b *bundleCheck) lineDecoded(idx int64, line []byte, ev transcript.Event, e
 	case *transcript.Recovery:
 		b.onRecovery(e)
 	case *transcript.Seal:
-		b.sealed = true
-		b.seal = e
+		b.tr.sealed = true
+		b.tr.seal = e
 	}
 }
 
@@ -379,7 +410,7 @@ func (b *bundleCheck) decodeError(idx int64, line []byte, err error) {
 		b.malformed(idx, le.Code, le.Detail)
 	}
 	// Like any malformed line, an undecodable one is a hole in the history.
-	b.interpret = false
+	b.tr.interpret = false
 }
 
 // claimsServerProof reports whether a rejected line is an observation whose
@@ -409,14 +440,14 @@ func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
 		return
 	}
 	b.header = h
-	b.salted = h.Format == transcript.Format || h.Format == transcript.FormatV3
-	b.interpret = true
+	b.pl.salted = h.Format == transcript.Format || h.Format == transcript.FormatV3
+	b.tr.interpret = true
 	// The server identity each attempt binds: sha256 of JCS(header.server),
 	// from the received bytes.
 	doc, err := canon.Parse(line, canon.ParseOptions{})
 	if err == nil {
 		if sv, ok := doc.Root().Get("server"); ok {
-			b.serverDigest, _ = sv.Digest(canon.PolicyV02)
+			b.tr.serverDigest, _ = sv.Digest(canon.PolicyV02)
 		}
 	}
 	if tp := h.Producer.KeyThumbprint; tp != "" && b.r.Signer != "" && tp != b.r.Signer {
@@ -426,7 +457,7 @@ func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
 }
 
 func (b *bundleCheck) conflict(code Code, subject, detail string) {
-	b.conflicts++
+	b.hist.conflicts++
 	b.r.add(code, CheckIdentity, StatusFail, subject, detail)
 }
 
@@ -451,16 +482,16 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 		case prev.seq >= a.Seq:
 			b.conflict(CodeHistoryConflict, subject, "retry_of "+a.RetryOf+" does not point backward")
 		default:
-			if _, seen := b.retriedBy[a.RetryOf]; !seen {
-				b.retriedBy[a.RetryOf] = a.AttemptID
+			if _, seen := b.hist.retriedBy[a.RetryOf]; !seen {
+				b.hist.retriedBy[a.RetryOf] = a.AttemptID
 			}
 			b.r.add(CodeRetryLinked, CheckIdentity, StatusInfo, subject,
 				fmt.Sprintf("a new attempt retrying %s (%s); %s keeps its own outcome (%s)", a.RetryOf, a.RetryBasis, a.RetryOf, outcomeName(prev.state)))
 		}
 	}
-	if b.serverDigest != "" && a.ServerDigest != b.serverDigest {
+	if b.tr.serverDigest != "" && a.ServerDigest != b.tr.serverDigest {
 		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, subject,
-			"binds server "+a.ServerDigest+", the header's server is "+b.serverDigest)
+			"binds server "+a.ServerDigest+", the header's server is "+b.tr.serverDigest)
 	}
 	// A response must answer the request's id as the bytes give it (a
 	// line whose id claim differs is already evidence_mismatch), or as the
@@ -574,7 +605,7 @@ func (b *bundleCheck) onResolution(res *transcript.Resolution) {
 func (b *bundleCheck) onNotification(n *transcript.Notification) {
 	b.notificationRules(n)
 	if n.Method == mcpwire.NotifyToolsListChanged {
-		b.lastChanged = n.Seq
+		b.snap.lastChanged = n.Seq
 	}
 	if n.AttemptID != "" && !b.partial {
 		if _, ok := b.attempts.get(n.AttemptID); !ok {
@@ -600,8 +631,8 @@ func (b *bundleCheck) onRecovery(rc *transcript.Recovery) {
 func (b *bundleCheck) finish(c *transcript.Committer) {
 	r := b.r
 	// Snapshot bindings that named a snapshot not seen before the attempt.
-	for _, p := range b.pending {
-		if s, ok := b.snapshots[p.snapshot]; ok {
+	for _, p := range b.snap.pending {
+		if s, ok := b.snap.snapshots[p.snapshot]; ok {
 			r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, "attempt "+p.attempt,
 				fmt.Sprintf("bound to snapshot %s, which was recorded at seq %d, after the attempt's dispatch at seq %d", p.snapshot, s.seq, p.seq))
 		} else if b.partial {
@@ -614,11 +645,11 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	}
 	b.unboundFindings()
 	if b.partial {
-		if b.disclosed {
+		if b.disc.disclosed {
 			b.withheldFindings()
 			b.redactionFindings()
 			b.packFindings()
-			if b.payloadBad == 0 && r.Counts.Payloads > 0 {
+			if b.pl.bad == 0 && r.Counts.Payloads > 0 {
 				r.add(CodePayloadsVerified, CheckPayload, StatusPass, "",
 					fmt.Sprintf("%d disclosed payloads present with their committed digests and lengths", r.Counts.Payloads))
 			}
@@ -629,13 +660,13 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	b.withheldFindings()
 	b.redactionFindings()
 	b.packFindings()
-	if c.Count() > 0 && b.commitOK {
+	if c.Count() > 0 && b.tr.commitOK {
 		r.Root = c.Root()
 	}
-	if b.interpret && !b.sealed && b.malformedAt < 0 && !b.ck.isUnsealed() {
+	if b.tr.interpret && !b.tr.sealed && b.malformedAt < 0 && !b.ck.isUnsealed() {
 		b.malformed(r.Counts.Lines, "not_sealed", "the transcript has no seal line: it was signed before it was sealed")
 	}
-	if b.seal != nil {
+	if b.tr.seal != nil {
 		b.checkSeal()
 	}
 
@@ -653,22 +684,22 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			r.add(CodeTranscriptBound, CheckTranscript, StatusPass, "/tool_transcript/hash",
 				fmt.Sprintf("the %d lines commit to the signed %s", c.Count(), tt.Hash))
 		}
-		if tt.CallCount != nil && *tt.CallCount != r.Counts.Attempts && b.interpret {
+		if tt.CallCount != nil && *tt.CallCount != r.Counts.Attempts && b.tr.interpret {
 			r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, "/tool_transcript/call_count",
 				fmt.Sprintf("call_count %d, the transcript records %d attempts", *tt.CallCount, r.Counts.Attempts))
 		}
 	}
 	b.ck.finish(b, c)
-	if !b.interpret {
+	if !b.tr.interpret {
 		return
 	}
 
 	b.undeclaredInfo()
-	if b.conflicts == 0 && r.Counts.Attempts > 0 {
+	if b.hist.conflicts == 0 && r.Counts.Attempts > 0 {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("%d attempt ids unique, every retry link points backward, no outcome replaced", r.Counts.Attempts))
 	}
-	if b.payloadBad == 0 && r.Counts.Payloads > 0 {
+	if b.pl.bad == 0 && r.Counts.Payloads > 0 {
 		r.add(CodePayloadsVerified, CheckPayload, StatusPass, "",
 			fmt.Sprintf("%d payloads present with the committed digest and length", r.Counts.Payloads))
 	}
@@ -690,8 +721,8 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		if srv.Name != "" {
 			seen += ", operator label " + boundedQuote(srv.Name)
 		}
-		if b.serverInfo != "" {
-			seen += ", " + b.serverInfo
+		if b.tr.serverInfo != "" {
+			seen += ", " + b.tr.serverInfo
 		}
 		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "server",
 			"the server's identity is as the producer observed it ("+seen+"); no server authentication was recorded")
@@ -744,7 +775,7 @@ func (b *bundleCheck) outcomes() {
 		case u.a.state == stOpen:
 			detail = "no observation or resolution was recorded: it may or may not have executed"
 		}
-		if by, ok := b.retriedBy[u.id]; ok {
+		if by, ok := b.hist.retriedBy[u.id]; ok {
 			byState, _ := b.attempts.get(by)
 			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(byState.state))
 		}
@@ -754,7 +785,7 @@ func (b *bundleCheck) outcomes() {
 }
 
 func (b *bundleCheck) checkSeal() {
-	s, cnt := b.seal, b.r.Counts
+	s, cnt := b.tr.seal, b.r.Counts
 	// Counts are final only after outcomes(); recompute here the same way.
 	var resp, tf, unk int64
 	b.attempts.each(func(_ string, a attemptState) {
@@ -774,7 +805,7 @@ func (b *bundleCheck) checkSeal() {
 	}
 	// With conflicting identities or history the outcome counts have no
 	// single meaning; the conflicts are the finding.
-	if b.conflicts == 0 && (s.Responses != resp || s.TransportFailures != tf || s.Unknown != unk) {
+	if b.hist.conflicts == 0 && (s.Responses != resp || s.TransportFailures != tf || s.Unknown != unk) {
 		b.malformed(s.Seq, "seal_counts", fmt.Sprintf("the seal counts %d responses, %d transport failures, %d unknown; the lines give %d, %d, %d",
 			s.Responses, s.TransportFailures, s.Unknown, resp, tf, unk))
 	}

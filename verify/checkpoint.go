@@ -184,7 +184,7 @@ func (k *checkpointCheck) at(b *bundleCheck, c *transcript.Committer) {
 	for k.next < len(k.entries) && k.entries[k.next].lines <= c.Count() {
 		ce := k.entries[k.next]
 		if ce.lines == c.Count() {
-			ce.seen, ce.root, ce.attempts, ce.interp = true, c.Root(), b.r.Counts.Attempts, b.interpret
+			ce.seen, ce.root, ce.attempts, ce.interp = true, c.Root(), b.r.Counts.Attempts, b.tr.interpret
 		}
 		k.next++
 	}
@@ -218,7 +218,7 @@ func (k *checkpointCheck) finish(b *bundleCheck, c *transcript.Committer) {
 	for _, ce := range k.entries {
 		switch {
 		case len(ce.problems) > 0:
-		case !b.commitOK && !ce.seen:
+		case !b.tr.commitOK && !ce.seen:
 			ce.problems = append(ce.problems, "the transcript could not be read to its prefix")
 		case !ce.seen:
 			ce.problems = append(ce.problems, fmt.Sprintf("names a prefix of %d lines; the transcript has %d complete lines", ce.lines, r.Counts.Lines))

@@ -55,13 +55,13 @@ func quote(s string) string {
 
 func (b *bundleCheck) mismatchClaims(subject, what string, d diffs) {
 	b.releaseBody()
-	if len(b.reds) > 0 {
+	if len(b.red.reds) > 0 {
 		d = b.uncovered(d, what)
 	}
 	if len(d) == 0 {
 		return
 	}
-	b.payloadBad++
+	b.pl.bad++
 	b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject,
 		what+" contradicts its retained bytes: "+strings.Join(d, "; "))
 }
@@ -82,7 +82,7 @@ var errTooLongToDerive = errors.New("longer than the " + strconv.Itoa(transcript
 func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject string) *transcript.RequestFacts {
 	var f *transcript.RequestFacts
 	err := errTooLongToDerive
-	if pf := b.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
+	if pf := b.pk.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
 		f, err = pf.req, pf.reqErr // the line reader derived them (stream.go)
 	} else if body != nil {
 		f, err = transcript.DeriveRequest(body)
@@ -98,13 +98,13 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 	}
 	args := f.ArgsDigest
 	switch {
-	case len(b.reds) > 0:
+	case len(b.red.reds) > 0:
 		// A redacted request: its arguments digest is over the exact
 		// arguments, salted with the original's salt, which nobody keeps.
 		args = a.ArgsDigest
-	case b.salt != nil:
+	case b.pl.salt != nil:
 		// v3: salted with the request payload's salt.
-		args = transcript.SaltedArgsDigest(b.salt, args)
+		args = transcript.SaltedArgsDigest(b.pl.salt, args)
 	}
 	var d diffs
 	d.str("tool", a.Tool, f.Tool)
@@ -244,7 +244,7 @@ func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, rd *res
 		}
 		what = "the response bytes answer id " + quote(string(got)) + ", not the attempt's request id"
 	}
-	b.payloadBad++
+	b.pl.bad++
 	b.r.add(CodeResponseIDMismatch, CheckPayload, StatusFail, subject,
 		fmt.Sprintf("the %s observation at seq %d commits to a response for another request: %s", o.Kind, o.Seq, what))
 }
@@ -278,8 +278,8 @@ func (b *bundleCheck) uncovered(d diffs, what string) diffs {
 				src, known = s, true
 			}
 		}
-		if known && covers(b.reds, src) {
-			b.claimsCovered++
+		if known && covers(b.red.reds, src) {
+			b.red.claimsCovered++
 			continue
 		}
 		out = append(out, x)
@@ -335,7 +335,7 @@ func deriveResponse(body []byte) (rd respDerived) {
 // responseDerived is deriveResponse(body), or what the line reader
 // derived from the same bytes.
 func (b *bundleCheck) responseDerived(body []byte) respDerived {
-	if pf := b.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
+	if pf := b.pk.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
 		return pf.resp
 	}
 	return deriveResponse(body)

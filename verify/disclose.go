@@ -48,7 +48,7 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
 		return result(r)
 	}
-	b.disclosed = true
+	b.disc.disclosed = true
 	defer b.closePack()
 	if err := b.proofLines(ctx, p); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -20,6 +21,12 @@ type packState struct {
 	ra     io.ReaderAt
 	ix     *transcript.PackIndex
 	sp     *sharedPack // ra and ix, with the lock Locate takes
+
+	// The line reader's work for the line being checked (stream.go): the
+	// pack entries it read and hashed, and the pack it reads them from.
+	pre    []prefetched
+	cur    *prefetched // the entry the last blob call returned the bytes of
+	shared atomic.Pointer[sharedPack]
 }
 
 // maxPackEntriesPerLine bounds the pack's index relative to the lines the
@@ -62,7 +69,7 @@ func (b *bundleCheck) openPack() *packState {
 	if _, ok := f.(io.ReaderAt); ok {
 		// The file's own ReadAt allows parallel reads: the line reader
 		// may prefetch entries from it (stream.go).
-		b.shared.Store(p.sp)
+		b.pk.shared.Store(p.sp)
 	}
 	return p
 }
@@ -88,8 +95,8 @@ func entryWhere(e transcript.PackEntry) string {
 // prefetchedEntry returns the entry the line reader read and hashed for
 // digest while reading the line being checked, or nil (stream.go).
 func (b *bundleCheck) prefetchedEntry(digest string) *prefetched {
-	for i := range b.pre {
-		if p := &b.pre[i]; !p.used && p.digest == digest {
+	for i := range b.pk.pre {
+		if p := &b.pk.pre[i]; !p.used && p.digest == digest {
 			p.used = true
 			return p
 		}
@@ -138,7 +145,7 @@ func (b *bundleCheck) packFindings() {
 		return
 	}
 	pr := p.ix.Problem
-	if pr.Torn && !b.sealed {
+	if pr.Torn && !b.tr.sealed {
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile,
 			pr.Error()+": an unsealed bundle's last entry, cut short by a crash (tracectl seal --recover removes it)")
 		return

@@ -25,9 +25,9 @@ import (
 // (no derivation reads that far). The returned slice is reused by the next
 // call.
 func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (body []byte, ok bool) {
-	b.reds = nil
-	if b.partial && !b.disclosed {
-		b.undisclosed++
+	b.red.reds = nil
+	if b.partial && !b.disc.disclosed {
+		b.disc.undisclosed++
 		return nil, false
 	}
 	if !p.Retained {
@@ -35,24 +35,24 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 		// payload: digest-only retention of 500 calls is one fact.
 		switch {
 		case p.OverLimit:
-			b.overLimitPayloads++
+			b.pl.overLimitPayloads++
 		case b.header != nil && b.header.Retention == transcript.RetainDigest:
-			b.withheld++
+			b.pl.withheld++
 		case p.Withheld == transcript.WithheldUnredactable && b.header != nil && b.header.Redaction != nil:
-			b.unredactable++
+			b.red.unredactable++
 		default:
 			// Not retained although the declared policy keeps every
 			// payload: missing, whatever the caller accepts.
-			b.payloadBad++
+			b.pl.bad++
 			b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, subject,
 				"not retained, although the header declares retention "+b.retention()+": the bytes are missing")
 			return nil, false
 		}
 		if !b.v.o.AcceptWithheld {
-			b.payloadBad++
+			b.pl.bad++
 		}
-		if b.withheldFirst == "" {
-			b.withheldFirst = subject
+		if b.pl.withheldFirst == "" {
+			b.pl.withheldFirst = subject
 		}
 		return nil, false
 	}
@@ -72,27 +72,27 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 		reds[i] = redact.Redaction{Pointer: r.Pointer, Class: redact.Class(r.Class)}
 	}
 	if body == nil {
-		b.payloadBad++
+		b.pl.bad++
 		b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject, "a redacted copy longer than a producer reads: its redaction list cannot be checked")
 		return nil, false
 	}
 	if err := redact.Check(body, reds, canon.Limits{MaxBytes: transcript.MaxDeriveBytes}); err != nil {
-		b.payloadBad++
+		b.pl.bad++
 		b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject, "the redaction list does not describe the retained copy: "+err.Error())
 		return nil, false
 	}
-	b.redacted++
-	b.redactedValues += int64(len(p.Redactions))
-	if b.redactedClasses == nil {
-		b.redactedClasses = map[string]int64{}
+	b.red.redacted++
+	b.red.values += int64(len(p.Redactions))
+	if b.red.classes == nil {
+		b.red.classes = map[string]int64{}
 	}
 	for _, r := range p.Redactions {
-		b.redactedClasses[r.Class]++
+		b.red.classes[r.Class]++
 	}
-	if b.redactedFirst == "" {
-		b.redactedFirst = subject
+	if b.red.first == "" {
+		b.red.first = subject
 	}
-	b.reds = p.Redactions
+	b.red.reds = p.Redactions
 	return body, true
 }
 
@@ -100,18 +100,18 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 // counts and classes, and the claims that were not re-derived because a
 // redaction covers their source.
 func (b *bundleCheck) redactionFindings() {
-	if b.redacted == 0 {
+	if b.red.redacted == 0 {
 		return
 	}
-	classes := make([]string, 0, len(b.redactedClasses))
-	for c, n := range b.redactedClasses {
+	classes := make([]string, 0, len(b.red.classes))
+	for c, n := range b.red.classes {
 		classes = append(classes, fmt.Sprintf("%s %d", c, n))
 	}
 	slices.Sort(classes)
 	detail := fmt.Sprintf("%d payloads retained redacted (%d values: %s; first: %s): each copy opens its commitment and hides exactly the values its list names; the exact bytes are committed (original) under a salt the bundle does not hold, so they are not checked",
-		b.redacted, b.redactedValues, strings.Join(classes, ", "), b.redactedFirst)
-	if b.claimsCovered > 0 {
-		detail += fmt.Sprintf("; %d claims not re-derived because a redaction covers their source", b.claimsCovered)
+		b.red.redacted, b.red.values, strings.Join(classes, ", "), b.red.first)
+	if b.red.claimsCovered > 0 {
+		detail += fmt.Sprintf("; %d claims not re-derived because a redaction covers their source", b.red.claimsCovered)
 	}
 	b.r.add(CodePayloadRedacted, CheckPayload, StatusInfo, "redacted payloads", detail)
 }
@@ -130,19 +130,19 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		mismatch = CodeSnapshotMismatch
 	}
 	if path == "" {
-		b.payloadBad++
+		b.pl.bad++
 		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
 		return nil, false
 	}
 	if max := b.v.o.Limits.MaxPayloadBytes; length > max {
-		b.payloadBad++
+		b.pl.bad++
 		b.r.add(CodeLimitExceeded, check, StatusUnsupported, subject,
 			fmt.Sprintf("commits to %d bytes, more than Limits.MaxPayloadBytes (%d; --max-payload-bytes): not read", length, max))
 		return nil, false
 	}
 	var f io.Reader
 	var salt []byte
-	b.salt, b.cur = nil, nil
+	b.pl.salt, b.pk.cur = nil, nil
 	var pf *prefetched
 	if !quarantine {
 		pf = b.prefetchedEntry(digest)
@@ -153,11 +153,11 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		e := pf.e
 		switch {
 		case e.Length != length:
-			b.payloadBad++
+			b.pl.bad++
 			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", entryWhere(e), e.Length, length))
 			return nil, false
-		case e.Salt != nil && !b.salted:
-			b.payloadBad++
+		case e.Salt != nil && !b.pl.salted:
+			b.pl.bad++
 			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s is salted, but %s commits to plain SHA-256 digests", entryWhere(e), b.formatName()))
 			return nil, false
 		}
@@ -166,31 +166,31 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 			body = pf.data
 		}
 		if !pf.hashed {
-			if b.hash == nil {
-				b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
+			if b.pl.hash == nil {
+				b.pl.hash, b.pl.buf = sha256.New(), make([]byte, 32<<10)
 			}
-			pf.hash(b.hash)
+			pf.hash(b.pl.hash)
 		}
 		body, ok := b.checked(check, subject, "", &e, int64(len(pf.data)), length, body, pf.err, pf.sum[:], digest, quarantine, e.Salt)
 		if ok {
-			b.cur = pf
+			b.pk.cur = pf
 		}
 		return body, ok
 	}
 	if !quarantine {
 		e, r, where, err := b.packEntry(digest)
 		if err != nil {
-			b.payloadBad++
+			b.pl.bad++
 			b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read from "+transcript.PackFile+": "+err.Error())
 			return nil, false
 		}
 		if r != nil && e.Length != length {
-			b.payloadBad++
+			b.pl.bad++
 			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s holds %d bytes, the transcript commits to %d", where, e.Length, length))
 			return nil, false
 		}
-		if r != nil && e.Salt != nil && !b.salted {
-			b.payloadBad++
+		if r != nil && e.Salt != nil && !b.pl.salted {
+			b.pl.bad++
 			b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("the %s is salted, but %s commits to plain SHA-256 digests", where, b.formatName()))
 			return nil, false
 		}
@@ -201,7 +201,7 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	if f == nil {
 		file, err := openRegular(b.fsys, path)
 		if err != nil {
-			b.payloadBad++
+			b.pl.bad++
 			if b.refused(path, check, subject, err) {
 				return nil, false
 			}
@@ -218,10 +218,10 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 		defer file.Close()
 		f = file
 	}
-	if b.hash == nil {
-		b.hash, b.buf = sha256.New(), make([]byte, 32<<10)
+	if b.pl.hash == nil {
+		b.pl.hash, b.pl.buf = sha256.New(), make([]byte, 32<<10)
 	}
-	h := b.hash
+	h := b.pl.hash
 	h.Reset()
 	if salt != nil {
 		h.Write([]byte(transcript.SaltedPayloadLabel))
@@ -243,9 +243,9 @@ func (b *bundleCheck) blob(path, digest string, length int64, check Check, subje
 	} else {
 		// One hash and one buffer for every blob: io.Copy would allocate
 		// 32 KiB per payload.
-		n, err = io.CopyBuffer(h, io.LimitReader(f, length+1), b.buf)
+		n, err = io.CopyBuffer(h, io.LimitReader(f, length+1), b.pl.buf)
 	}
-	return b.checked(check, subject, path, nil, n, length, body, err, h.Sum(b.sum[:0]), digest, quarantine, salt)
+	return b.checked(check, subject, path, nil, n, length, body, err, h.Sum(b.pl.sum[:0]), digest, quarantine, salt)
 }
 
 // checked judges what was read of a blob at path (or the pack entry e):
@@ -260,13 +260,13 @@ func (b *bundleCheck) checked(check Check, subject, path string, e *transcript.P
 		mismatch = CodeSnapshotMismatch
 	}
 	if err != nil {
-		b.payloadBad++
+		b.pl.bad++
 		b.r.add(CodeEvidenceUnavailable, check, StatusUnavailable, subject, "the committed bytes cannot be read: "+err.Error())
 		return nil, false
 	}
 	switch {
 	case n != length:
-		b.payloadBad++
+		b.pl.bad++
 		what := fmt.Sprintf("%d bytes", n)
 		if n > length {
 			what = "more bytes"
@@ -274,14 +274,14 @@ func (b *bundleCheck) checked(check Check, subject, path string, e *transcript.P
 		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s holds %s, the transcript commits to %d", path, what, length))
 		return nil, false
 	case !digestIs(digest, sum):
-		b.payloadBad++
+		b.pl.bad++
 		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s hashes to %s, the transcript commits to %s", path, "sha256:"+hex.EncodeToString(sum), digest))
 		return nil, false
 	}
 	if !quarantine && check == CheckPayload {
 		b.r.Counts.Payloads++
 	}
-	b.salt = salt
+	b.pl.salt = salt
 	return body, true
 }
 
@@ -312,23 +312,23 @@ func (b *bundleCheck) retention() string {
 // policy withheld, one finding per reason with the count; accepted
 // (Options.AcceptWithheld), one finding stating what was verified instead.
 func (b *bundleCheck) withheldFindings() {
-	if b.v.o.AcceptWithheld && b.withheld+b.overLimitPayloads+b.unredactable > 0 {
+	if b.v.o.AcceptWithheld && b.pl.withheld+b.pl.overLimitPayloads+b.red.unredactable > 0 {
 		b.r.add(CodeWithheldAccepted, CheckPayload, StatusInfo, "withheld payloads",
 			fmt.Sprintf("%d payloads withheld by the producer's declared policy (%d by digest-only retention, first: %s; %d longer than the frame limit; %d that could not be redacted exactly), accepted (--accept-withheld): their digests and lengths are verified as committed, not their bytes, nor the claims their bytes would support",
-				b.withheld+b.overLimitPayloads+b.unredactable, b.withheld, b.withheldFirst, b.overLimitPayloads, b.unredactable))
+				b.pl.withheld+b.pl.overLimitPayloads+b.red.unredactable, b.pl.withheld, b.pl.withheldFirst, b.pl.overLimitPayloads, b.red.unredactable))
 		return
 	}
-	if b.unredactable > 0 {
+	if b.red.unredactable > 0 {
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
-			fmt.Sprintf("%d payloads withheld by the declared redaction policy (%s): they may hold a secret and could not be redacted exactly, so none of their bytes were kept (--accept-withheld accepts them)", b.unredactable, b.header.Redaction.Policy))
+			fmt.Sprintf("%d payloads withheld by the declared redaction policy (%s): they may hold a secret and could not be redacted exactly, so none of their bytes were kept (--accept-withheld accepts them)", b.red.unredactable, b.header.Redaction.Policy))
 	}
-	if b.withheld > 0 {
+	if b.pl.withheld > 0 {
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
-			fmt.Sprintf("%d payloads withheld by the producer's declared digest-only retention (first: %s), not missing: only their digests and lengths are committed, so their bytes and the claims about them were not checked (--accept-withheld accepts them)", b.withheld, b.withheldFirst))
+			fmt.Sprintf("%d payloads withheld by the producer's declared digest-only retention (first: %s), not missing: only their digests and lengths are committed, so their bytes and the claims about them were not checked (--accept-withheld accepts them)", b.pl.withheld, b.pl.withheldFirst))
 	}
-	if b.overLimitPayloads > 0 {
+	if b.pl.overLimitPayloads > 0 {
 		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
-			fmt.Sprintf("%d payloads withheld: longer than the header's frame limit; only their digests and lengths are committed (--accept-withheld accepts them)", b.overLimitPayloads))
+			fmt.Sprintf("%d payloads withheld: longer than the header's frame limit; only their digests and lengths are committed (--accept-withheld accepts them)", b.pl.overLimitPayloads))
 	}
 }
 

@@ -59,7 +59,7 @@ func (b *bundleCheck) proofLines(ctx context.Context, p *transcript.Proof) error
 		r.add(CodeInclusionProofOK, CheckProof, StatusPass, lineSubject(e.Index),
 			fmt.Sprintf("included in the signed transcript of %d lines", p.TreeSize))
 	}
-	b.partial, b.interpret = true, true
+	b.partial, b.tr.interpret = true, true
 	for i, e := range p.Entries {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -69,7 +69,7 @@ func (b *bundleCheck) proofLines(ctx context.Context, p *transcript.Proof) error
 		r.Counts.Lines++
 		b.line(e.Index, []byte(e.Line))
 	}
-	b.tree = p.TreeSize
+	b.disc.tree = p.TreeSize
 	b.finish(nil)
 	return nil
 }
@@ -80,7 +80,7 @@ func (b *bundleCheck) finishPartial() {
 	r := b.r
 	ids := make([]string, 0, b.attempts.len())
 	b.attempts.each(func(id string, _ attemptState) { ids = append(ids, id) }) // in line order
-	if b.conflicts == 0 && len(ids) > 0 && b.interpret {
+	if b.hist.conflicts == 0 && len(ids) > 0 && b.tr.interpret {
 		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
 			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))
 	}
@@ -103,28 +103,28 @@ func (b *bundleCheck) finishPartial() {
 	// in a sealed transcript it is the seal, whose attempt count the
 	// record's call_count must equal.
 	unchecked := "the other lines, call_count and payload bytes"
-	if tt := b.rec.ToolTranscript; b.seal != nil && tt.CallCount != nil {
+	if tt := b.rec.ToolTranscript; b.tr.seal != nil && tt.CallCount != nil {
 		unchecked = "the other lines and payload bytes"
-		if *tt.CallCount != b.seal.Attempts {
+		if *tt.CallCount != b.tr.seal.Attempts {
 			r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, "/tool_transcript/call_count",
-				fmt.Sprintf("call_count %d, the disclosed seal counts %d attempts", *tt.CallCount, b.seal.Attempts))
+				fmt.Sprintf("call_count %d, the disclosed seal counts %d attempts", *tt.CallCount, b.tr.seal.Attempts))
 		}
 	}
-	scope := fmt.Sprintf("%d of %d lines disclosed", r.Counts.Lines, b.tree)
+	scope := fmt.Sprintf("%d of %d lines disclosed", r.Counts.Lines, b.disc.tree)
 	if len(ids) > 8 {
 		ids = append(ids[:8:8], fmt.Sprintf("and %d more", len(ids)-8))
 	}
 	if len(ids) > 0 {
 		scope += " (attempts " + strings.Join(ids, ", ") + ")"
 	}
-	if b.disclosed {
+	if b.disc.disclosed {
 		unchecked = "the other lines and their payloads"
 	}
-	if b.undisclosed > 0 {
+	if b.disc.undisclosed > 0 {
 		// What a proof is for: it shows lines are in the signed transcript
 		// without disclosing the rest, payloads included. Withholding them
 		// is its scope, stated here, not missing evidence.
-		unchecked = fmt.Sprintf("%s (%d payload and manifest commitments, disclosed by digest only)", unchecked, b.undisclosed)
+		unchecked = fmt.Sprintf("%s (%d payload and manifest commitments, disclosed by digest only)", unchecked, b.disc.undisclosed)
 	}
 	r.add(CodeProofScopeLimited, CheckProof, StatusInfo, "",
 		scope+": "+unchecked+" were not checked; a verified proof shows only that the disclosed lines are in the transcript the trusted record signs")

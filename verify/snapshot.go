@@ -17,14 +17,14 @@ import (
 func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	b.r.Counts.Snapshots++
 	subject := "snapshot " + e.SnapshotID
-	if prev, dup := b.snapshots[e.SnapshotID]; dup {
+	if prev, dup := b.snap.snapshots[e.SnapshotID]; dup {
 		b.conflict(CodeIdentityConflict, subject, fmt.Sprintf("snapshot id reused: first at seq %d, again at seq %d", prev.seq, e.Seq))
 		return
 	}
 	st := &snapState{seq: e.Seq, atMs: e.AtMs, digest: e.ManifestDigest, complete: e.Complete, reasons: e.IncompleteReason, staleAt: -1}
-	b.snapshots[e.SnapshotID] = st
-	if b.partial && !b.disclosed {
-		b.undisclosed++
+	b.snap.snapshots[e.SnapshotID] = st
+	if b.partial && !b.disc.disclosed {
+		b.disc.undisclosed++
 		return
 	}
 	m := b.manifest(e, subject)
@@ -182,22 +182,22 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	if ref.NoneReason != "" {
 		// One summary finding per reason at the end (unboundFindings):
 		// a session that never listed its tools is one fact, not one per call.
-		u := b.unbound[ref.NoneReason]
+		u := b.snap.unbound[ref.NoneReason]
 		if u.count == 0 {
-			if b.unbound == nil {
-				b.unbound = map[string]unboundCount{}
-				b.unboundOrder = nil
+			if b.snap.unbound == nil {
+				b.snap.unbound = map[string]unboundCount{}
+				b.snap.unboundOrder = nil
 			}
-			b.unboundOrder = append(b.unboundOrder, ref.NoneReason)
+			b.snap.unboundOrder = append(b.snap.unboundOrder, ref.NoneReason)
 			u.first = a.AttemptID
 		}
 		u.count++
-		b.unbound[ref.NoneReason] = u
+		b.snap.unbound[ref.NoneReason] = u
 		return
 	}
-	s, ok := b.snapshots[ref.SnapshotID]
+	s, ok := b.snap.snapshots[ref.SnapshotID]
 	if !ok {
-		b.pending = append(b.pending, pendingRef{attempt: a.AttemptID, seq: a.Seq, snapshot: ref.SnapshotID})
+		b.snap.pending = append(b.snap.pending, pendingRef{attempt: a.AttemptID, seq: a.Seq, snapshot: ref.SnapshotID})
 		return
 	}
 	if ref.ManifestDigest != s.digest {
@@ -218,9 +218,9 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
 			fmt.Sprintf("an incomplete collection %s, used by attempt %s (and possibly later ones): declarations outside it are not in evidence", s.reasons, a.AttemptID))
 	}
-	changed := b.lastChanged > s.seq
+	changed := b.snap.lastChanged > s.seq
 	if changed && !ref.ListChangedSince {
-		b.malformed(a.Seq, "list_changed_since", fmt.Sprintf("tools/list_changed was recorded at seq %d, after snapshot %s and before this attempt, but the binding does not say so", b.lastChanged, ref.SnapshotID))
+		b.malformed(a.Seq, "list_changed_since", fmt.Sprintf("tools/list_changed was recorded at seq %d, after snapshot %s and before this attempt, but the binding does not say so", b.snap.lastChanged, ref.SnapshotID))
 	}
 	if s.tools != nil && !changed && !ref.ListChangedSince && a.ToolInvalid == "" {
 		if _, ok := s.tools[a.Tool]; !ok {
@@ -228,14 +228,14 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 			// means the server ran a tool the committed declarations do not
 			// hold; an error (an agent's hallucinated tool name, refused)
 			// contradicts nothing.
-			if b.undeclared == nil {
-				b.undeclared = map[string]string{}
+			if b.snap.undeclared == nil {
+				b.snap.undeclared = map[string]string{}
 			}
-			b.undeclared[a.AttemptID] = fmt.Sprintf("calls tool %s, which the complete snapshot %s it is bound to does not declare (%d tools)", quote(a.Tool), ref.SnapshotID, len(s.tools))
+			b.snap.undeclared[a.AttemptID] = fmt.Sprintf("calls tool %s, which the complete snapshot %s it is bound to does not declare (%d tools)", quote(a.Tool), ref.SnapshotID, len(s.tools))
 		}
 	}
-	if (changed || ref.ListChangedSince) && s.staleAt != b.lastChanged {
-		s.staleAt = b.lastChanged
+	if (changed || ref.ListChangedSince) && s.staleAt != b.snap.lastChanged {
+		s.staleAt = b.snap.lastChanged
 		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
 			fmt.Sprintf("a tools/list_changed notification came after the capture and before attempt %s: the declarations may have changed", a.AttemptID))
 	}
@@ -247,11 +247,11 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 // commit to, so the declarations in evidence are not the set the call was
 // made under.
 func (b *bundleCheck) undeclaredOutcome(o *transcript.Observation) {
-	what, ok := b.undeclared[o.AttemptID]
+	what, ok := b.snap.undeclared[o.AttemptID]
 	if !ok || o.ResultType == transcript.ResultTypeError {
 		return
 	}
-	delete(b.undeclared, o.AttemptID)
+	delete(b.snap.undeclared, o.AttemptID)
 	b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusFail, "attempt "+o.AttemptID,
 		what+", and the server answered it with a result ("+o.Kind+" at seq "+fmt.Sprint(o.Seq)+"): a tool ran that the declarations in evidence do not hold")
 }
@@ -260,11 +260,11 @@ func (b *bundleCheck) undeclaredOutcome(o *transcript.Observation) {
 // no result (refused with an error, or no response): consistent evidence
 // of a call outside the catalog, a limit of what it shows.
 func (b *bundleCheck) undeclaredInfo() {
-	if len(b.undeclared) == 0 {
+	if len(b.snap.undeclared) == 0 {
 		return
 	}
 	b.attempts.each(func(id string, _ attemptState) {
-		if what, ok := b.undeclared[id]; ok {
+		if what, ok := b.snap.undeclared[id]; ok {
 			b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusInfo, "attempt "+id,
 				what+"; no result was recorded for it (the server refused it, or did not answer): the call was outside the declared catalog")
 		}
@@ -280,8 +280,8 @@ type unboundCount struct {
 // unboundFindings reports the attempts that bind no declaration snapshot,
 // one finding per reason with the count and the first attempt.
 func (b *bundleCheck) unboundFindings() {
-	for _, reason := range b.unboundOrder {
-		u := b.unbound[reason]
+	for _, reason := range b.snap.unboundOrder {
+		u := b.snap.unbound[reason]
 		subject := "attempt " + u.first
 		detail := "no declaration snapshot is bound (" + reason + "): the declarations the call was selected from are not in evidence"
 		if u.count > 1 {

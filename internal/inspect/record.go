@@ -14,42 +14,61 @@ import (
 // Record is one attempt flattened for export (JSON Lines, CSV,
 // OpenTelemetry). Arguments and Result are set only by WithPayloads: tool
 // arguments and results may hold secrets, so exporting them is opt-in.
+//
+// The embedded structs group its fields; their fields are promoted, and
+// encode in JSON as members of the record itself, in this order.
 type Record struct {
-	AttemptID        string          `json:"attempt_id"`
-	Seq              int64           `json:"seq"`
-	Start            string          `json:"start"`         // RFC 3339 UTC, milliseconds
-	End              string          `json:"end,omitempty"` // the terminal observation's time
-	DurationMs       *int64          `json:"duration_ms,omitempty"`
-	Tool             string          `json:"tool"`
-	ToolInvalid      string          `json:"tool_invalid,omitempty"`
-	Outcome          string          `json:"outcome"` // an Outcome kind
-	OutcomeLabel     string          `json:"outcome_label"`
-	ResultType       string          `json:"result_type,omitempty"`
-	ErrorCode        *int64          `json:"error_code,omitempty"`
-	Detail           string          `json:"detail,omitempty"`
-	LateResponse     string          `json:"late_response,omitempty"`
-	RetryOf          string          `json:"retry_of,omitempty"`
-	RetryBasis       string          `json:"retry_basis,omitempty"`
-	RetriedBy        []string        `json:"retried_by,omitempty"`
-	SnapshotID       string          `json:"snapshot_id,omitempty"`
-	SnapshotComplete bool            `json:"snapshot_complete"`
-	CorrelationID    string          `json:"correlation_id,omitempty"`
-	Traceparent      string          `json:"traceparent,omitempty"`
-	Tracestate       string          `json:"tracestate,omitempty"`
-	JSONRPCID        string          `json:"jsonrpc_id,omitempty"` // the exact JSON text of the id
-	JSONRPCIDKind    string          `json:"jsonrpc_id_kind,omitempty"`
-	ProtocolEra      string          `json:"protocol_era"`
-	ProtocolVersion  string          `json:"protocol_version,omitempty"`
-	ExecutionScope   string          `json:"execution_scope"`
-	LineDigest       string          `json:"line_digest"`
-	RequestDigest    string          `json:"request_digest"`
-	RequestLength    int64           `json:"request_length"`
-	ResponseDigest   string          `json:"response_digest,omitempty"`
-	ResponseLength   int64           `json:"response_length,omitempty"`
-	ArgumentsDigest  string          `json:"arguments_digest,omitempty"`
-	Arguments        json.RawMessage `json:"arguments,omitempty"`
-	Result           json.RawMessage `json:"result,omitempty"`
-	PayloadProblem   string          `json:"payload_problem,omitempty"` // why Arguments or Result are absent, with WithPayloads
+	AttemptID   string `json:"attempt_id"`
+	Seq         int64  `json:"seq"`
+	Start       string `json:"start"`         // RFC 3339 UTC, milliseconds
+	End         string `json:"end,omitempty"` // the terminal observation's time
+	DurationMs  *int64 `json:"duration_ms,omitempty"`
+	Tool        string `json:"tool"`
+	ToolInvalid string `json:"tool_invalid,omitempty"`
+	RecordOutcome
+	RetryOf          string   `json:"retry_of,omitempty"`
+	RetryBasis       string   `json:"retry_basis,omitempty"`
+	RetriedBy        []string `json:"retried_by,omitempty"`
+	SnapshotID       string   `json:"snapshot_id,omitempty"`
+	SnapshotComplete bool     `json:"snapshot_complete"`
+	CorrelationID    string   `json:"correlation_id,omitempty"`
+	Traceparent      string   `json:"traceparent,omitempty"`
+	Tracestate       string   `json:"tracestate,omitempty"`
+	JSONRPCID        string   `json:"jsonrpc_id,omitempty"` // the exact JSON text of the id
+	JSONRPCIDKind    string   `json:"jsonrpc_id_kind,omitempty"`
+	ProtocolEra      string   `json:"protocol_era"`
+	ProtocolVersion  string   `json:"protocol_version,omitempty"`
+	ExecutionScope   string   `json:"execution_scope"`
+	RecordEvidence
+	RecordPayloads
+}
+
+// RecordOutcome is a Record's outcome (spec/export.md).
+type RecordOutcome struct {
+	Outcome      string `json:"outcome"` // an Outcome kind
+	OutcomeLabel string `json:"outcome_label"`
+	ResultType   string `json:"result_type,omitempty"`
+	ErrorCode    *int64 `json:"error_code,omitempty"`
+	Detail       string `json:"detail,omitempty"`
+	LateResponse string `json:"late_response,omitempty"`
+}
+
+// RecordEvidence is what ties a Record to the committed evidence: the
+// attempt line's digest and the digests and lengths of its payloads.
+type RecordEvidence struct {
+	LineDigest      string `json:"line_digest"`
+	RequestDigest   string `json:"request_digest"`
+	RequestLength   int64  `json:"request_length"`
+	ResponseDigest  string `json:"response_digest,omitempty"`
+	ResponseLength  int64  `json:"response_length,omitempty"`
+	ArgumentsDigest string `json:"arguments_digest,omitempty"`
+}
+
+// RecordPayloads is the opt-in part of a Record, set by WithPayloads.
+type RecordPayloads struct {
+	Arguments      json.RawMessage `json:"arguments,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	PayloadProblem string          `json:"payload_problem,omitempty"` // why Arguments or Result are absent, with WithPayloads
 }
 
 // Records returns one Record per attempt, in transcript order.
@@ -58,13 +77,16 @@ func (b *Bundle) Records() []Record {
 	for _, a := range b.Attempts {
 		r := Record{
 			AttemptID: a.AttemptID, Seq: a.Seq, Start: stamp(a.AtMs), Tool: a.Tool, ToolInvalid: a.ToolInvalid,
-			Outcome: a.Outcome.Kind, OutcomeLabel: a.Outcome.Label(), ResultType: a.Outcome.ResultType,
-			ErrorCode: a.Outcome.ErrorCode, Detail: a.Outcome.Reason, LateResponse: a.Outcome.Late,
+			RecordOutcome: RecordOutcome{
+				Outcome: a.Outcome.Kind, OutcomeLabel: a.Outcome.Label(), ResultType: a.Outcome.ResultType,
+				ErrorCode: a.Outcome.ErrorCode, Detail: a.Outcome.Reason, LateResponse: a.Outcome.Late,
+			},
 			RetryOf: a.RetryOf, RetryBasis: a.RetryBasis, RetriedBy: a.RetriedBy,
 			SnapshotID: a.Snapshot.SnapshotID, SnapshotComplete: a.Snapshot.Complete,
 			JSONRPCIDKind: a.RPCID.Kind, ProtocolEra: a.Protocol.Era, ProtocolVersion: a.Protocol.Value,
-			ExecutionScope: a.ExecutionScope, LineDigest: a.LineDigest,
-			RequestDigest: a.Request.Digest, RequestLength: a.Request.Length, ArgumentsDigest: a.ArgsDigest,
+			ExecutionScope: a.ExecutionScope,
+			RecordEvidence: RecordEvidence{LineDigest: a.LineDigest,
+				RequestDigest: a.Request.Digest, RequestLength: a.Request.Length, ArgumentsDigest: a.ArgsDigest},
 		}
 		if a.RPCID.Present {
 			r.JSONRPCID = a.RPCID.Text
