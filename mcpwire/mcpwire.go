@@ -143,41 +143,27 @@ type Era string
 // Eras.
 const (
 	EraLegacy  Era = "legacy"  // initialize, then notifications/initialized (revisions up to 2025-11-25)
-	EraModern  Era = "modern"  // the revision in every request's _meta, server/discover (2026-07-28 on)
-	EraUnknown Era = "unknown" // nothing observed says which
+	EraModern Era = "modern" // the revision in every request's _meta, server/discover (2026-07-28 on)
 )
 
-// RevisionState is what a request says of its protocol revision in the
-// modern era's params._meta (MetaProtocolVersion).
-type RevisionState string
-
-// Revision states.
-const (
-	RevisionPresent   RevisionState = "present"   // a YYYY-MM-DD revision string
-	RevisionAbsent    RevisionState = "absent"    // no params, no _meta, or no such member
-	RevisionMalformed RevisionState = "malformed" // _meta is not an object, or the member is not a revision string
-)
-
-// RequestRevision reads a message's per-request protocol revision: the one
-// reading the session core, the HTTP header gate and snapshot collection
-// share.
-func (m *Message) RequestRevision() (RevisionState, string) {
+// RequestRevision reads a message's per-request protocol revision (the
+// modern era's params._meta MetaProtocolVersion): the revision and true when
+// it is a YYYY-MM-DD string; the one reading the session core and the HTTP
+// proxy share.
+func (m *Message) RequestRevision() (string, bool) {
 	if !m.Params.Valid() || m.Params.Kind() != canon.KindObject {
-		return RevisionAbsent, ""
+		return "", false
 	}
 	meta, ok := m.Params.Get("_meta")
-	if !ok {
-		return RevisionAbsent, ""
-	}
-	if meta.Kind() != canon.KindObject {
-		return RevisionMalformed, ""
+	if !ok || meta.Kind() != canon.KindObject {
+		return "", false
 	}
 	pv, ok := meta.Get(MetaProtocolVersion)
 	if !ok {
-		return RevisionAbsent, ""
+		return "", false
 	}
 	if s, isStr := pv.Str(); isStr && IsRevision(s) {
-		return RevisionPresent, s
+		return s, true
 	}
-	return RevisionMalformed, ""
+	return "", false
 }

@@ -39,12 +39,12 @@ const (
 // and the Go SDK's reader). The event is committed, refused, and not
 // delivered.
 const (
-	RuleSSEBOM        Rule = "sse_bom"        // a UTF-8 byte order mark before the first event: WHATWG readers strip it, others do not
-	RuleSSEBareCR     Rule = "sse_bare_cr"    // a CR not followed by LF: WHATWG ends the line there, the Go SDK does not
-	RuleSSEEventName  Rule = "sse_event_name" // an event: field other than exactly "message": readers skip it, or read it differently after whitespace
-	RuleSSEField      Rule = "sse_field"      // a line that is not a data, event, id or retry field or a comment: readers disagree on it
-	RuleSSEDataLines  Rule = "sse_data_lines" // more than one data line: readers join and trim them differently
-	RuleSSETooLarge   Rule = "sse_too_large"  // an event over MaxFrameBytes
+	ruleSSEBOM        Rule = "sse_bom"        // a UTF-8 byte order mark before the first event: WHATWG readers strip it, others do not
+	ruleSSEBareCR     Rule = "sse_bare_cr"    // a CR not followed by LF: WHATWG ends the line there, the Go SDK does not
+	ruleSSEEventName  Rule = "sse_event_name" // an event: field other than exactly "message": readers skip it, or read it differently after whitespace
+	ruleSSEField      Rule = "sse_field"      // a line that is not a data, event, id or retry field or a comment: readers disagree on it
+	ruleSSEDataLines  Rule = "sse_data_lines" // more than one data line: readers join and trim them differently
+	ruleSSETooLarge   Rule = "sse_too_large"  // an event over MaxFrameBytes
 	RuleSSEUnfinished Rule = "sse_unfinished" // the stream ended inside an event: WHATWG drops it, the Go SDK dispatches it
 	RuleMediaType     Rule = "media_type"     // a 2xx body whose Content-Type is not exactly application/json or text/event-stream: the TypeScript SDK matches by substring
 )
@@ -53,7 +53,7 @@ const (
 // own, for documentation and tests.
 var ServerRules = []Rule{
 	RuleSettledResponse, RuleIDTwin, RuleForeignResponse,
-	RuleSSEBOM, RuleSSEBareCR, RuleSSEEventName, RuleSSEField, RuleSSEDataLines, RuleSSETooLarge, RuleSSEUnfinished,
+	ruleSSEBOM, ruleSSEBareCR, ruleSSEEventName, ruleSSEField, ruleSSEDataLines, ruleSSETooLarge, RuleSSEUnfinished,
 	RuleMediaType,
 }
 
@@ -103,7 +103,7 @@ func ResponseKeys(id canon.Value) []string {
 }
 
 func stringKey(s string) string {
-	if f, ok := JSNumber(s); ok {
+	if f, ok := jsNumber(s); ok {
 		return numberKey(f)
 	}
 	return "s:" + s
@@ -116,11 +116,11 @@ func numberKey(f float64) string {
 	return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// JSNumber is JavaScript's Number(s) (ECMA-262 StringToNumber): ok is false
+// jsNumber is JavaScript's Number(s) (ECMA-262 StringToNumber): ok is false
 // where it gives NaN. Whitespace and line terminators around the number are
 // ignored, "" is 0, Infinity may be signed, 0x, 0o and 0b prefixes are read
 // (unsigned), and a decimal may omit either side of its point.
-func JSNumber(s string) (float64, bool) {
+func jsNumber(s string) (float64, bool) {
 	s = strings.TrimFunc(s, jsSpace)
 	if s == "" {
 		return 0, true

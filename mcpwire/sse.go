@@ -42,7 +42,7 @@ func NewEventReader(r io.Reader) *EventReader {
 // Next returns the next event. At the end of the stream it returns io.EOF,
 // with a last event refused as RuleSSEUnfinished when the stream ended
 // inside one. Other errors are the stream's; an event over MaxFrameBytes
-// is returned refused (RuleSSETooLarge) with Raw cut at the limit, and
+// is returned refused (ruleSSETooLarge) with Raw cut at the limit, and
 // the stream cannot be read further (ErrEventTooLarge).
 func (r *EventReader) Next() (Event, error) {
 	var ev Event
@@ -57,13 +57,13 @@ func (r *EventReader) Next() (Event, error) {
 		if errors.Is(err, ErrEventTooLarge) {
 			ev.Raw = append(ev.Raw, line...)
 			ev.Data = nil
-			ev.Refusal = &Refusal{Rule: RuleSSETooLarge, Detail: "an event over the gate's limit of " + strconv.FormatInt(MaxFrameBytes, 10) + " bytes", ID: "null"}
+			ev.Refusal = &Refusal{Rule: ruleSSETooLarge, Detail: "an event over the gate's limit of " + strconv.FormatInt(MaxFrameBytes, 10) + " bytes", ID: "null"}
 			return ev, err
 		}
 		if r.first && len(line) > 0 {
 			r.first = false
 			if bytes.HasPrefix(line, bom) {
-				refuse(RuleSSEBOM, "a UTF-8 byte order mark before the first event")
+				refuse(ruleSSEBOM, "a UTF-8 byte order mark before the first event")
 				ev.Raw = append(ev.Raw, bom...)
 				line = line[len(bom):] // read on as WHATWG does, to know what it carried
 			}
@@ -81,7 +81,7 @@ func (r *EventReader) Next() (Event, error) {
 			body = body[:n-1]
 		}
 		if i := bytes.IndexByte(body, '\r'); i >= 0 {
-			refuse(RuleSSEBareCR, "a CR not followed by LF at byte "+strconv.Itoa(len(ev.Raw)+i)+" of the event")
+			refuse(ruleSSEBareCR, "a CR not followed by LF at byte "+strconv.Itoa(len(ev.Raw)+i)+" of the event")
 		}
 		if len(body) == 0 {
 			if len(ev.Raw) == 0 {
@@ -96,7 +96,7 @@ func (r *EventReader) Next() (Event, error) {
 		}
 		name, value, ok := bytes.Cut(body, []byte{':'})
 		if !ok {
-			refuse(RuleSSEField, "a line without a colon")
+			refuse(ruleSSEField, "a line without a colon")
 			continue
 		}
 		value = bytes.TrimPrefix(value, []byte{' '})
@@ -104,7 +104,7 @@ func (r *EventReader) Next() (Event, error) {
 		case "data":
 			dataLines++
 			if dataLines > 1 {
-				refuse(RuleSSEDataLines, "more than one data line")
+				refuse(ruleSSEDataLines, "more than one data line")
 				continue
 			}
 			ev.Data = append([]byte{}, value...)
@@ -112,13 +112,13 @@ func (r *EventReader) Next() (Event, error) {
 			eventLines++
 			switch {
 			case eventLines > 1:
-				refuse(RuleSSEEventName, "more than one event line")
+				refuse(ruleSSEEventName, "more than one event line")
 			case string(value) != "message":
-				refuse(RuleSSEEventName, "event name "+bounded(string(value))+", not \"message\"")
+				refuse(ruleSSEEventName, "event name "+bounded(string(value))+", not \"message\"")
 			}
 		case "id", "retry":
 		default:
-			refuse(RuleSSEField, "field "+bounded(string(name)))
+			refuse(ruleSSEField, "field "+bounded(string(name)))
 		}
 	}
 }

@@ -18,12 +18,12 @@ import (
 	"testing"
 )
 
-// maxExported is the bound. The goal is 700; 876 is where the cut stopped
-// with everything that can go unexported without touching files under
-// parallel work, dropping a sentinel error, a stable code, half an enum, or
-// a name spec/ or another package uses. Lower it whenever the surface
-// shrinks, never raise it without a reason in the commit.
-const maxExported = 876
+// maxExported is the bound. The goal is 700. The cut stopped at 876; the
+// recording session core (producer/session: the API its three transports
+// adapt) and mediation's vocabulary in mcpwire (match keys, the SSE
+// reader, the injected error codes) then added 36. Lower it whenever the
+// surface shrinks, never raise it without a reason in the commit.
+const maxExported = 912
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")

@@ -138,7 +138,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				if !m.Error.Valid() {
 					meta, _ := m.Result.Get("_meta")
 					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
-					_, v := x.msg.RequestRevision()
+					v, _ := x.msg.RequestRevision()
 					return b.sink.Protocol(session.ProtocolObs{Era: string(mcpwire.EraModern), Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
 				}
 			}

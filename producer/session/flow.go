@@ -166,7 +166,7 @@ func (s *session) fromClient(f frame, index int64) error {
 			// Fail closed: not forwarded; the client learns why. (A call
 			// the gate read but the recorder cannot record would be a
 			// bug: it is an audit failure too, never a plain frame.)
-			if errors.Is(err, ErrUnrecordable) {
+			if errors.Is(err, errUnrecordable) {
 				err = fmt.Errorf("%w: the recorder refused a call the gate read: %w", ErrAuditUnavailable, err)
 			}
 			s.noteSinkErr(err)
@@ -632,7 +632,7 @@ func (s *session) noteEra(m *mcpwire.Message) {
 	if s.era != "" {
 		return // known: a request's revision changes nothing
 	}
-	if state, v := m.RequestRevision(); state == mcpwire.RevisionPresent {
+	if v, ok := m.RequestRevision(); ok {
 		s.era = mcpwire.EraModern
 		s.modernVer = v
 		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraModern), Version: v, Source: transcript.SourceRequestMeta}))

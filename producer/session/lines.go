@@ -11,11 +11,11 @@ import (
 	"github.com/tracectl/tracectl/mcpwire"
 )
 
-// MaxInterpretBytes bounds how much of one frame the proxy holds in memory
+// maxInterpretBytes bounds how much of one frame the proxy holds in memory
 // to read it: the gate's limit. A longer client frame is refused (read to
 // its end, hashed, never forwarded); a longer server frame is spooled and
 // hashed as it streams, committed by digest and length, then delivered.
-const MaxInterpretBytes = mcpwire.MaxFrameBytes
+const maxInterpretBytes = mcpwire.MaxFrameBytes
 
 // frame is one line read from a peer: its exact bytes including the
 // terminator (if any), or, for a line over the limit, what the streamed

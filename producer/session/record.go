@@ -82,7 +82,7 @@ func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error)
 	i := c.Index
 	h, wait, err := s.rec.AttemptWritten(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
 	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
-		return nil, nil, fmt.Errorf("%w: %v", ErrUnrecordable, err)
+		return nil, nil, fmt.Errorf("%w: %v", errUnrecordable, err)
 	}
 	if err != nil {
 		return nil, nil, err

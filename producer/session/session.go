@@ -63,7 +63,7 @@ type Config struct {
 	// or cancel an open call (a process adapter's grace loop waits on it).
 	Changed func()
 	// MaxInterpret bounds the bytes of one frame held in memory to read it
-	// (default, and at most, MaxInterpretBytes). A longer client frame is
+	// (default, and at most, maxInterpretBytes). A longer client frame is
 	// refused; a longer server frame is spooled, committed, then delivered.
 	MaxInterpret int
 	// SpoolDir is where a server frame over MaxInterpret is spooled while
@@ -76,14 +76,14 @@ type Config struct {
 	// MaxFrameBytes): past it the frame is only hashed.
 	MaxRetain int64
 	// MaxServerFrame bounds a server frame the session spools to deliver
-	// (default DefaultMaxServerFrame). A longer one is committed by digest
+	// (default defaultMaxServerFrame). A longer one is committed by digest
 	// and length and withheld: it cannot be committed before delivery
 	// without holding it whole.
 	MaxServerFrame int64
 }
 
-// DefaultMaxServerFrame is the default Config.MaxServerFrame.
-const DefaultMaxServerFrame = 1 << 30
+// defaultMaxServerFrame is the default Config.MaxServerFrame.
+const defaultMaxServerFrame = 1 << 30
 
 // Result summarizes a run.
 type Result struct {
@@ -194,11 +194,11 @@ func (s *session) sinkError() error {
 	return s.sinkErr
 }
 
-// ErrUnrecordable marks a tools/call the recorder refuses to record
+// errUnrecordable marks a tools/call the recorder refuses to record
 // (RecordingSink.Attempt: the producer says it is no tools/call it can
 // record). After the gate read the frame this cannot happen; if it does,
 // the call is not forwarded and the proxy treats it as an audit failure.
-var ErrUnrecordable = errors.New("tools/call cannot be recorded exactly")
+var errUnrecordable = errors.New("tools/call cannot be recorded exactly")
 
 // ErrAuditUnavailable is the producer's (producer.ErrAuditUnavailable):
 // the one sentinel, wrapped with %w from the journal to the client's error

@@ -10,14 +10,14 @@ import (
 
 // withDefaults fills the zero members of the settings every session uses.
 func (cfg Config) withDefaults() Config {
-	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > MaxInterpretBytes {
-		cfg.MaxInterpret = MaxInterpretBytes
+	if cfg.MaxInterpret <= 0 || cfg.MaxInterpret > maxInterpretBytes {
+		cfg.MaxInterpret = maxInterpretBytes
 	}
 	if cfg.MaxRetain <= 0 {
 		cfg.MaxRetain = producer.DefaultMaxFrameBytes
 	}
 	if cfg.MaxServerFrame <= 0 {
-		cfg.MaxServerFrame = DefaultMaxServerFrame
+		cfg.MaxServerFrame = defaultMaxServerFrame
 	}
 	if cfg.Event == nil {
 		cfg.Event = func(string) {}

@@ -57,7 +57,7 @@ type Config struct {
 	// so tests synchronize on events rather than on sleeps.
 	Event func(step string)
 	// MaxInterpret bounds the bytes of one frame held in memory to read it
-	// (default, and at most, MaxInterpretBytes). A longer client frame is
+	// (default, and at most, 64 MiB: the gate's limit). A longer client frame is
 	// refused; a longer server frame is spooled, committed, then delivered.
 	MaxInterpret int
 	// SpoolDir is where a server frame over MaxInterpret is spooled while
@@ -70,7 +70,7 @@ type Config struct {
 	// MaxFrameBytes): past it the frame is only hashed.
 	MaxRetain int64
 	// MaxServerFrame bounds a server frame the proxy spools to deliver
-	// (default DefaultMaxServerFrame). A longer one is committed by digest
+	// (default 1 GiB). A longer one is committed by digest
 	// and length and withheld: it cannot be committed before delivery
 	// without holding it whole.
 	MaxServerFrame int64
