@@ -27,6 +27,11 @@ const (
 	// matches Number(id): "4", " 4" and "0x4" answer request 4; the Go SDK
 	// matches 4.0 to 4).
 	RuleIDTwin Rule = "id_twin"
+	// RulePadded (stdio): a server line with white space after its JSON
+	// object. The TypeScript SDK reads it; the Go SDK's stdio reader (a
+	// json.Decoder that wants LF or CR right after each value) fails the
+	// whole connection on it.
+	RulePadded Rule = "padded"
 	// RuleForeignResponse (HTTP): a response on one request's stream to an
 	// id that is not that request's. The client routes it by id to
 	// whatever waits under it, which the stream's exchange cannot commit
@@ -52,7 +57,7 @@ const (
 // ServerRules lists the rules that refuse server frames beyond the gate's
 // own, for documentation and tests.
 var ServerRules = []Rule{
-	RuleSettledResponse, RuleIDTwin, RuleForeignResponse,
+	RuleSettledResponse, RuleIDTwin, RulePadded, RuleClientSchema, RuleForeignResponse,
 	ruleSSEBOM, ruleSSEBareCR, ruleSSEEventName, ruleSSEField, ruleSSEDataLines, ruleSSETooLarge, RuleSSEUnfinished,
 	RuleMediaType,
 }
@@ -330,4 +335,94 @@ func lenientKeys(v json.RawMessage) []string {
 		return []string{numberKey(0)}
 	}
 	return nil // an object or array id: no client matches it
+}
+
+// RuleClientSchema: a message the gate reads that a real client reads
+// differently or not at all (the differential readers in
+// internal/clientread): a top-level member JSON-RPC does not define (the
+// TypeScript SDK's schema refuses the message, so a response resolves
+// nothing), a response id not in canonical form (the Go SDK reads 1.5 as
+// 1, and 1e20 as a negative int64), an error that is not an object with an
+// integer code and a string message (the Go SDK invents the missing ones),
+// a result that is not an object, a request with a null id (the Go SDK
+// reads a notification), params that are not an object.
+const RuleClientSchema Rule = "client_schema"
+
+// ClientReadable returns a refusal under RuleClientSchema when m, a server
+// message the gate read, is one real clients read differently; nil when
+// every client reads it as the gate did.
+func (m *Message) ClientReadable() *Refusal {
+	bad := func(detail string) *Refusal {
+		return &Refusal{Rule: RuleClientSchema, Detail: detail, ID: "null"}
+	}
+	for _, mem := range m.Root.Members() {
+		switch mem.Name {
+		case MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError:
+		default:
+			return bad("member " + bounded(mem.Name) + " is not a JSON-RPC member")
+		}
+	}
+	switch m.Kind {
+	case KindResponse:
+		if m.ID.Kind() == canon.KindNull && !m.Error.Valid() {
+			return bad("a result under a null id")
+		}
+		if !canonicalID(m.ID) {
+			return bad("a response id not in canonical form")
+		}
+		if m.Result.Valid() && m.Result.Kind() != canon.KindObject {
+			return bad("result is a JSON " + m.Result.Kind().String())
+		}
+		if m.Error.Valid() {
+			code, hasCode := m.Error.Get("code")
+			msg, hasMsg := m.Error.Get("message")
+			if m.Error.Kind() != canon.KindObject || !hasCode || code.Kind() != canon.KindNumber || !plainInt(code.Raw()) || !hasMsg || msg.Kind() != canon.KindString {
+				return bad("error is not an object with an integer code and a string message")
+			}
+		}
+	case KindRequest:
+		if m.ID.Kind() == canon.KindNull {
+			return bad("a request with a null id")
+		}
+	}
+	if (m.Kind == KindRequest || m.Kind == KindNotification) && m.Params.Valid() && m.Params.Kind() != canon.KindObject {
+		return bad("params is a JSON " + m.Params.Kind().String())
+	}
+	if overflows(m.Body) {
+		return bad("a number beyond float64 (encoding/json refuses it, JavaScript reads Infinity)")
+	}
+	return nil
+}
+
+// overflows reports whether a JSON text holds a number whose magnitude is
+// beyond float64: one scan outside strings, parsing only numbers with an
+// exponent or over 300 characters.
+func overflows(b []byte) bool {
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == '-' || c >= '0' && c <= '9':
+			j, exp := i, false
+			for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] >= '0' && b[j] <= '9') {
+				exp = exp || b[j] == 'e' || b[j] == 'E'
+				j++
+			}
+			if exp || j-i > 300 {
+				if f, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil && math.IsInf(f, 0) {
+					return true
+				}
+			}
+			i = j - 1
+		}
+	}
+	return false
 }

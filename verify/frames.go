@@ -297,6 +297,9 @@ func (b *bundleCheck) onFrame(f *transcript.Frame) {
 	if len(d) == 0 && (got.Kind != f.Kind || got.Method != f.Method) {
 		b.frameRules(f, got.Kind, got.Method, subject)
 	}
+	if body != nil && f.Direction == transcript.ServerToClient && b.header != nil && b.header.Format == transcript.Format {
+		b.clientReadable(f, b.body, subject)
+	}
 	b.mismatchClaims(subject, "the frame line", d)
 }
 
@@ -404,4 +407,26 @@ func isServerRule(r string) bool {
 		}
 	}
 	return false
+}
+
+// clientReadable re-derives mediation's reading of a v4 server frame the
+// gate reads: one that real clients read differently (mcpwire's
+// ClientReadable, or white space after the object) is never delivered, and
+// one refused for that reason must be one.
+func (b *bundleCheck) clientReadable(f *transcript.Frame, body []byte, subject string) {
+	m, ref := mcpwire.Read(append(append([]byte(nil), body...), '\n'))
+	if ref != nil {
+		return
+	}
+	differs := m.ClientReadable() != nil || len(body) > 0 && body[len(body)-1] != '}'
+	switch {
+	case differs && f.Disposition == transcript.FrameForwarded:
+		b.fr.bad++
+		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+			"a server frame real clients read differently ("+string(mcpwire.RuleClientSchema)+" or "+string(mcpwire.RulePadded)+") marked forwarded: a mediating producer never delivers it")
+	case !differs && f.Disposition == transcript.FrameRefused && (f.Rule == string(mcpwire.RuleClientSchema) || f.Rule == string(mcpwire.RulePadded)):
+		b.fr.bad++
+		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+			"a server frame refused as "+f.Rule+" that every client reads as the gate does")
+	}
 }

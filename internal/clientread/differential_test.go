@@ -192,8 +192,8 @@ func FuzzDeliveredJSONBody(f *testing.F) {
 	node, why := sharedNode(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, ref := mcpwire.Read(append(append([]byte{}, body...), '\n'))
-		if ref != nil {
-			return // refused: the client gets the proxy's error, not these bytes
+		if ref != nil || m.ClientReadable() != nil {
+			return // refused (by the gate, or by mediation): the client gets the proxy's error, not these bytes
 		}
 		committed := [][]byte{m.Root.Raw()}
 		want := committedValues(t, committed)
@@ -282,7 +282,7 @@ func deliveredSSE(stream []byte) (delivered []byte, committed [][]byte) {
 			case ev.Data == nil:
 				delivered = append(delivered, ev.Raw...) // a comment, an id or retry only
 			default:
-				if m, ref := mcpwire.Read(append(append([]byte{}, ev.Data...), '\n')); ref == nil {
+				if m, ref := mcpwire.Read(append(append([]byte{}, ev.Data...), '\n')); ref == nil && m.ClientReadable() == nil {
 					delivered = append(delivered, ev.Raw...)
 					committed = append(committed, m.Body)
 				}
@@ -297,7 +297,8 @@ func deliveredSSE(stream []byte) (delivered []byte, committed [][]byte) {
 // deliveredStdio is what the session writes to the client for an upstream
 // stdio stream, and the bodies it commits as forwarded: each line through
 // its LF that the gate reads (a last line without LF is refused
-// unterminated).
+// unterminated) and mediation lets through (mcpwire's ClientReadable, and
+// nothing after the object: producer/session's padded).
 func deliveredStdio(stream []byte) (delivered []byte, committed [][]byte) {
 	for len(stream) > 0 {
 		line := stream
@@ -305,7 +306,7 @@ func deliveredStdio(stream []byte) (delivered []byte, committed [][]byte) {
 			line = stream[:i+1]
 		}
 		stream = stream[len(line):]
-		if m, ref := mcpwire.Read(line); ref == nil {
+		if m, ref := mcpwire.Read(line); ref == nil && m.ClientReadable() == nil && m.Body[len(m.Body)-1] == '}' {
 			delivered = append(delivered, line...)
 			committed = append(committed, m.Body)
 		}

@@ -209,10 +209,15 @@ func (b *bundle) settle(key string) {
 	}
 }
 
-func (b *bundle) isSettled(key string) bool {
+func (b *bundle) isSettled(keys []string) bool {
 	b.settledMu.Lock()
 	defer b.settledMu.Unlock()
-	return b.settled[key]
+	for _, k := range keys {
+		if b.settled[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // http records an HTTP line; a failure is an audit failure.

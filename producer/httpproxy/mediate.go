@@ -84,6 +84,15 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 			}
 			return nil
 		}
+		if m != nil && framing == nil {
+			framing = m.ClientReadable()
+			if framing != nil {
+				// Not a framing refusal: no withheld line, only the frame.
+				r := framing
+				framing = nil
+				return refuse(r, m.Kind == mcpwire.KindResponse && x.matches(mcpwire.ResponseKeys(m.ID)))
+			}
+		}
 		switch {
 		case m == nil:
 			return refuse(ref, x.matches(mcpwire.LenientIDs(data)))
@@ -102,7 +111,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 					r.Rule, r.Detail = mcpwire.RuleSettledResponse, "a second answer to this exchange's request"
 				case x.matches(mcpwire.ResponseKeys(m.ID)):
 					r.Rule, r.Detail, answers = mcpwire.RuleIDTwin, "id "+boundedText(m.IDText())+" is not this exchange's request id "+boundedText(x.msg.IDText())+", which a client matches it to", true
-				case b.isSettled(mk):
+				case b.isSettled(mcpwire.ResponseKeys(m.ID)):
 					r.Rule, r.Detail = mcpwire.RuleSettledResponse, "id "+boundedText(m.IDText())+" names a request already answered"
 				}
 				return refuse(r, answers)

@@ -502,6 +502,27 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 		}
 		return obs.Disposition == transcript.FrameForwarded
 	}
+	var mediated *mcpwire.Refusal
+	if m != nil {
+		mediated = m.ClientReadable()
+		if mediated == nil && padded(m.Body) {
+			mediated = &mcpwire.Refusal{Rule: mcpwire.RulePadded, Detail: "white space after the JSON object", ID: "null"}
+		}
+	}
+	if mediated != nil {
+		// Read by the gate, read differently by a client: refused like a
+		// frame the gate refused, under the id it carries.
+		obs.Disposition = transcript.FrameRefused
+		obs.Refusal = mediated
+		var vs []victim
+		if m.Kind == mcpwire.KindResponse {
+			s.mu.Lock()
+			vs = s.takeMatchingLocked(mcpwire.ResponseKeys(m.ID))
+			s.mu.Unlock()
+		}
+		commit()
+		return false, s.settleVictims(vs, index, mediated.Rule), nil, ""
+	}
 	if m == nil {
 		// Not understood: committed as refused and never delivered. If a
 		// lenient reader could take it as the answer to an open request,
@@ -652,4 +673,10 @@ func (p progressReader) Read(b []byte) (int, error) {
 		p.last.Store(time.Now().UnixNano())
 	}
 	return n, err
+}
+
+// padded reports whether a frame the gate read has bytes after its JSON
+// object (white space: anything else the gate refuses).
+func padded(body []byte) bool {
+	return len(body) > 0 && body[len(body)-1] != '}'
 }

@@ -37,9 +37,13 @@ func (s *settledSet) add(k string) {
 	}
 }
 
-func (s *settledSet) has(k string) bool {
-	_, ok := s.keys[k]
-	return ok
+func (s *settledSet) hasAny(keys []string) bool {
+	for _, k := range keys {
+		if _, ok := s.keys[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // victim is an open request a refused frame could have answered.
@@ -126,7 +130,7 @@ func (s *session) mediateResponse(m *mcpwire.Message, obs *FrameObs) []victim {
 		obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleIDTwin, Detail: "id " + boundedID(key) + " is not the open request's id " + boundedID(vs[0].key) + ", which a client matches it to", ID: "null"}
 		return vs
 	}
-	if s.settled.has(mcpwire.MatchKey(m.ID)) {
+	if s.settled.hasAny(mcpwire.ResponseKeys(m.ID)) {
 		obs.Disposition = transcript.FrameRefused
 		obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleSettledResponse, Detail: "id " + boundedID(key) + " names a request already answered", ID: "null"}
 	}
