@@ -142,7 +142,7 @@ type Era string
 
 // Eras.
 const (
-	EraLegacy  Era = "legacy"  // initialize, then notifications/initialized (revisions up to 2025-11-25)
+	EraLegacy Era = "legacy" // initialize, then notifications/initialized (revisions up to 2025-11-25)
 	EraModern Era = "modern" // the revision in every request's _meta, server/discover (2026-07-28 on)
 )
 
