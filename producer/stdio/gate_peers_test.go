@@ -447,7 +447,9 @@ func TestGateDeliversHugeServerFrame(t *testing.T) {
 		t.Fatalf("the big response (%d bytes) is not over the gate's limit (%d)", len(want), mcpwire.MaxFrameBytes)
 	}
 	var big wireLine
-	c.waitFor(`the response with id "big"`, func(l wireLine) bool {
+	// 70 MiB hashed, spooled and committed under -race on two loaded cores
+	// takes tens of seconds: the bound is for a proxy that never answers.
+	c.waitForWithin(`the response with id "big"`, 3*time.Minute, func(l wireLine) bool {
 		if bytes.HasPrefix(l.raw, []byte(`{"jsonrpc":"2.0","id":"big",`)) {
 			big = l
 			return true
@@ -583,7 +585,14 @@ func (c *rawConn) waitID(id string) wireLine {
 // decoded: match sees only their raw and body.
 func (c *rawConn) waitFor(what string, match func(wireLine) bool) wireLine {
 	c.t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
+	return c.waitForWithin(what, 20*time.Second, match)
+}
+
+// waitForWithin is waitFor with its own failure bound (not a
+// synchronisation: the wait ends at the line).
+func (c *rawConn) waitForWithin(what string, bound time.Duration, match func(wireLine) bool) wireLine {
+	c.t.Helper()
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for {
 		select {
