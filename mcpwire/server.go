@@ -355,12 +355,19 @@ func (m *Message) ClientReadable() *Refusal {
 	bad := func(detail string) *Refusal {
 		return &Refusal{Rule: RuleClientSchema, Detail: detail, ID: "null"}
 	}
-	for _, mem := range m.Root.Members() {
-		switch mem.Name {
+	var unknown []byte
+	m.Root.RangeMembers(func(name []byte, _ canon.Value) bool {
+		switch string(name) {
 		case MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError:
-		default:
-			return bad("member " + bounded(mem.Name) + " is not a JSON-RPC member")
+			return true
 		}
+		unknown = name
+		return false
+	})
+	if unknown != nil {
+		// The raw name (escapes and all) suffices for a detail: a name
+		// with an escape is not an envelope name either way.
+		return bad("member " + bounded(string(unknown)) + " is not a JSON-RPC member")
 	}
 	switch m.Kind {
 	case KindResponse:
