@@ -810,65 +810,73 @@ func (x *exchange) forward(body []byte) {
 		flush(x.w)
 		x.relaySSE(ctx, cancel, resp.Body, clientGone)
 	default:
-		// A body that stalls is abandoned like a silent stream.
-		var stalled atomic.Bool
-		bodyWait := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
-		read := make(chan struct{})
-		go func() {
-			select {
-			case <-bodyWait.C():
-				stalled.Store(true)
-				cancel()
-			case <-read:
-			}
-		}()
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-		close(read)
-		bodyWait.Stop()
-		if err != nil {
-			detail := "reading the upstream body: " + err.Error()
-			if stalled.Load() {
-				detail = "the upstream's body stalled for " + x.p.cfg.StreamIdle.String() + "; abandoned"
-			}
-			x.upstreamFailed(detail, http.StatusBadGateway)
-			return
-		}
-		if int64(len(data)) > maxBody {
-			x.upstreamFailed("the upstream's response body is over the gate's limit; withheld", http.StatusBadGateway)
-			return
-		}
-		ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
-		switch {
-		case ok2xx && mt == "application/json" && len(bytes.TrimSpace(data)) > 0:
-			// A JSON body is the request's whole answer: delivered only as
-			// the gate and mediation read it; otherwise the client gets
-			// the proxy's error in its place.
-			d := x.message(data, nil)
-			if x.failed != nil {
-				x.auditFail(x.failed)
-				return
-			}
-			if d != deliverIt {
-				x.answerRefused(-1, "")
-				return
-			}
-		case ok2xx && sniffed(ct) && mt != "application/json" && mt != "text/event-stream" && len(data) > 0 && resp.StatusCode != http.StatusAccepted:
-			// Not exactly application/json: a client matching the media
-			// type by substring would read it as a message the gate never
-			// read.
-			if err := x.b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Rule: string(mcpwire.RuleMediaType),
-				Detail: "a " + strconv.Itoa(resp.StatusCode) + " body of content type " + strconv.Quote(boundedText(ct)) + ", not exactly application/json or text/event-stream"}); err != nil {
-				x.auditFail(err)
-				return
-			}
-			x.answerRefused(-1, mcpwire.RuleMediaType)
-			return
-		}
-		x.noAnswer(fmt.Sprintf("upstream answered HTTP %d (%s) without a response to the call", resp.StatusCode, boundedText(ct)))
-		hdr.Set("Content-Length", strconv.Itoa(len(data)))
-		x.w.WriteHeader(resp.StatusCode)
-		_, _ = x.w.Write(data)
+		x.relayBody(cancel, resp, mt, ct)
 	}
+}
+
+// relayBody reads a whole upstream body (not an event stream), commits
+// the message in it, and delivers it as read, or the proxy's own answer
+// where mediation refuses it.
+func (x *exchange) relayBody(cancel context.CancelFunc, resp *http.Response, mt, ct string) {
+	hdr := x.w.Header()
+	// A body that stalls is abandoned like a silent stream.
+	var stalled atomic.Bool
+	bodyWait := x.p.cfg.NewTimer(x.p.cfg.StreamIdle)
+	read := make(chan struct{})
+	go func() {
+		select {
+		case <-bodyWait.C():
+			stalled.Store(true)
+			cancel()
+		case <-read:
+		}
+	}()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	close(read)
+	bodyWait.Stop()
+	if err != nil {
+		detail := "reading the upstream body: " + err.Error()
+		if stalled.Load() {
+			detail = "the upstream's body stalled for " + x.p.cfg.StreamIdle.String() + "; abandoned"
+		}
+		x.upstreamFailed(detail, http.StatusBadGateway)
+		return
+	}
+	if int64(len(data)) > maxBody {
+		x.upstreamFailed("the upstream's response body is over the gate's limit; withheld", http.StatusBadGateway)
+		return
+	}
+	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
+	switch {
+	case ok2xx && mt == "application/json" && len(bytes.TrimSpace(data)) > 0:
+		// A JSON body is the request's whole answer: delivered only as
+		// the gate and mediation read it; otherwise the client gets
+		// the proxy's error in its place.
+		d := x.message(data, nil)
+		if x.failed != nil {
+			x.auditFail(x.failed)
+			return
+		}
+		if d != deliverIt {
+			x.answerRefused(-1, "")
+			return
+		}
+	case ok2xx && sniffed(ct) && mt != "application/json" && mt != "text/event-stream" && len(data) > 0 && resp.StatusCode != http.StatusAccepted:
+		// Not exactly application/json: a client matching the media
+		// type by substring would read it as a message the gate never
+		// read.
+		if err := x.b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Rule: string(mcpwire.RuleMediaType),
+			Detail: "a " + strconv.Itoa(resp.StatusCode) + " body of content type " + strconv.Quote(boundedText(ct)) + ", not exactly application/json or text/event-stream"}); err != nil {
+			x.auditFail(err)
+			return
+		}
+		x.answerRefused(-1, mcpwire.RuleMediaType)
+		return
+	}
+	x.noAnswer(fmt.Sprintf("upstream answered HTTP %d (%s) without a response to the call", resp.StatusCode, boundedText(ct)))
+	hdr.Set("Content-Length", strconv.Itoa(len(data)))
+	x.w.WriteHeader(resp.StatusCode)
+	_, _ = x.w.Write(data)
 }
 
 // upstreamFailed: no answer came from the upstream at all.
