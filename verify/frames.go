@@ -319,7 +319,7 @@ func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject stri
 	switch {
 	case !c2s && f.Disposition == transcript.FrameRefused && !mediated:
 		bad("a server frame marked refused in a transcript before " + transcript.Format + ", which never refuses server frames")
-	case !c2s && kind == transcript.FrameUnread && f.Disposition == transcript.FrameForwarded && mediated && f.Rule != string(mcpwire.RuleTooLarge):
+	case !c2s && kind == transcript.FrameUnread && f.Disposition == transcript.FrameForwarded && mediated:
 		bad("a server frame the gate cannot read (" + f.Rule + ") marked forwarded: a mediating producer never delivers it")
 	case !c2s && f.Disposition == transcript.FrameRefused && kind != transcript.FrameUnread && !isServerRule(f.Rule):
 		bad("a server frame the gate reads as a " + kind + " marked refused without a mediation rule (" + boundedQuote(f.Rule) + ")")

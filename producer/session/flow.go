@@ -332,8 +332,8 @@ func (s *session) refuse(r *mcpwire.Refusal) error {
 
 // serverToClient commits every server frame before it is delivered:
 // responses to attempts durably (strict), the rest written to the journal.
-// A frame over the limit is spooled while it is hashed, committed, then
-// delivered from the spool. What its queue (sq) holds is delivered before
+// A frame over the limit is spooled while it is hashed, committed and
+// withheld. What its queue (sq) holds is delivered before
 // it returns.
 func (s *session) serverToClient(r io.Reader) error {
 	defer s.sq.close()
@@ -363,64 +363,44 @@ func (s *session) serverToClient(r io.Reader) error {
 // from its spool; a frame longer than MaxServerFrame could not be spooled
 // whole, so it is committed withheld: never delivered uncommitted.
 func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
-	// Delivered from the spool by this goroutine: after every frame read
-	// before it.
-	s.sq.drain()
-	// Delivered only from a whole spool: a frame that outgrew it, or whose
-	// spool failed, is committed withheld, never claimed forwarded.
-	disp := transcript.FrameForwarded
-	if sp.f == nil || sp.err != nil {
-		disp = transcript.FrameWithheld
-	}
-	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: disp})
-	if err == nil {
-		s.releaseUnread(sp.head)
-	}
+	// The gate cannot read a frame this long, so no client may receive it
+	// (spec/transcript.md, "Server to client"): it is committed by digest
+	// and length (retained from the spool when the spool holds it whole)
+	// and withheld. If it begins like the answer to a call in flight, that
+	// call is settled by the proxy: the client gets -32093 at once rather
+	// than waiting for an answer that will not come.
+	err := s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: sp.body(f.length), Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameWithheld})
 	if err != nil {
 		s.noteSinkErr(err)
-		return // never delivered uncommitted
+		return
 	}
-	if disp == transcript.FrameWithheld {
-		if !errors.Is(sp.err, errSpoolFull) {
-			s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
+	if sp.err != nil && !errors.Is(sp.err, errSpoolFull) {
+		// The bytes were to be retained and could not be: fail closed, as
+		// a payload the recorder cannot write.
+		s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
+	}
+	for _, b := range s.settleVictims(s.unreadVictims(sp.head), index, mcpwire.RuleTooLarge) {
+		if err := s.sq.toClient(b); err != nil {
+			return
 		}
-		return
-	}
-	s.outMu.Lock()
-	defer s.outMu.Unlock()
-	if s.clientGone {
-		return
-	}
-	if _, err := io.Copy(s.clientOut, io.NewSectionReader(sp.f, 0, 1<<62)); err != nil {
-		s.clientGone = true
-		s.noteSinkErr(s.cfg.Sink.ClientGone("write to client: " + err.Error()))
 	}
 }
 
-// releaseUnread: a frame too long to read that begins like the response to
-// a call in flight ({"jsonrpc":"2.0","id":<that id>,...) ends the proxy's
-// wait for that call. The call is not given a response (its bytes were
-// never read, so the evidence cannot say what they answered): its outcome
-// stays unknown and it is resolved so at seal. It no longer holds the
-// shutdown grace, and its id no longer collides with a later call.
-func (s *session) releaseUnread(head []byte) {
+// unreadVictims: the call in flight a frame too long to read answers when
+// it begins exactly {"jsonrpc":"2.0","id":<that id>,...: taken for the
+// proxy to settle (its p.mu held, as takeMatchingLocked leaves it).
+func (s *session) unreadVictims(head []byte) []victim {
 	key, ok := leadingID(head)
 	if !ok {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.inflight[key]
 	if !ok || p.what != reqCall || p.conflicted() {
-		return
+		return nil
 	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
-	if p.token != "" && s.progress[p.token] == p.ref {
-		delete(s.progress, p.token)
-	}
-	delete(s.inflight, key)
+	return s.takeMatchingLocked([]string{p.match})
 }
 
 // leadingID reads the id of a response that begins exactly

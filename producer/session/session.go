@@ -64,7 +64,7 @@ type Config struct {
 	Changed func()
 	// MaxInterpret bounds the bytes of one frame held in memory to read it
 	// (default, and at most, maxInterpretBytes). A longer client frame is
-	// refused; a longer server frame is spooled, committed, then delivered.
+	// refused; a longer server frame is spooled, committed and withheld.
 	MaxInterpret int
 	// SpoolDir is where a server frame over MaxInterpret is spooled while
 	// it is hashed and committed (default os.TempDir()). The spool file is

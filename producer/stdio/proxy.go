@@ -58,7 +58,7 @@ type Config struct {
 	Event func(step string)
 	// MaxInterpret bounds the bytes of one frame held in memory to read it
 	// (default, and at most, 64 MiB: the gate's limit). A longer client frame is
-	// refused; a longer server frame is spooled, committed, then delivered.
+	// refused; a longer server frame is spooled, committed and withheld.
 	MaxInterpret int
 	// SpoolDir is where a server frame over MaxInterpret is spooled while
 	// it is hashed and committed (default os.TempDir()). The spool file is
