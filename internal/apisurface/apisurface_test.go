@@ -21,9 +21,9 @@ import (
 // maxExported is the bound. The goal is 700. The cut stopped at 876; the
 // recording session core (producer/session: the API its three transports
 // adapt) and mediation's vocabulary in mcpwire (match keys, the SSE
-// reader, the injected error codes) then added 36. Lower it whenever the
+// reader, the injected error codes, the client-schema rule) then added 39. Lower it whenever the
 // surface shrinks, never raise it without a reason in the commit.
-const maxExported = 912
+const maxExported = 915
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")
