@@ -27,6 +27,18 @@ const (
 	// matches Number(id): "4", " 4" and "0x4" answer request 4; the Go SDK
 	// matches 4.0 to 4).
 	RuleIDTwin Rule = "id_twin"
+	// RuleUnsolicited: a response under an id no request is open under, by
+	// any client's matching. Ids are sequential, so a server can answer a
+	// request the client has registered and sent but the proxy has not
+	// read yet: the client would act on an answer no attempt binds.
+	RuleUnsolicited Rule = "unsolicited_response"
+	// RuleHTTPStatus (HTTP): a JSON-RPC message in a body the clients treat
+	// by its status, not as a message, and differently from one another: a
+	// non-2xx body (the Go SDK and the TypeScript SDK v2 read a JSON-RPC
+	// error from it, v1 does not), a 2xx other than 200 (the TypeScript SDK
+	// discards a 202's body, the Go SDK reads it), an event stream on any
+	// status but 200.
+	RuleHTTPStatus Rule = "http_status"
 	// RulePadded (stdio): a server line with white space after its JSON
 	// object. The TypeScript SDK reads it; the Go SDK's stdio reader (a
 	// json.Decoder that wants LF or CR right after each value) fails the
@@ -57,7 +69,7 @@ const (
 // ServerRules lists the rules that refuse server frames beyond the gate's
 // own, for documentation and tests.
 var ServerRules = []Rule{
-	RuleSettledResponse, RuleIDTwin, RulePadded, RuleClientSchema, RuleForeignResponse,
+	RuleSettledResponse, RuleIDTwin, RuleUnsolicited, RulePadded, RuleClientSchema, RuleForeignResponse, RuleHTTPStatus,
 	ruleSSEBOM, ruleSSEBareCR, ruleSSEEventName, ruleSSEField, ruleSSEDataLines, ruleSSETooLarge, RuleSSEUnfinished,
 	RuleMediaType,
 }

@@ -235,6 +235,11 @@ func (b *bundleCheck) trackOpen(ev any) {
 					return
 				}
 			}
+			if b.header.Format == transcript.Format {
+				fr.bad++
+				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+					"a response under id "+quote(t)+", which names no open request, delivered: a mediating producer refuses it (unsolicited_response), since a client whose request the producer had not read yet would take it as the answer")
+			}
 		}
 	}
 }

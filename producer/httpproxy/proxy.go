@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -804,7 +805,7 @@ func (x *exchange) forward(body []byte) {
 	}
 	dropHop(hdr)
 	switch {
-	case mt == "text/event-stream":
+	case mt == "text/event-stream" && resp.StatusCode == http.StatusOK:
 		hdr.Del("Content-Length")
 		x.w.WriteHeader(resp.StatusCode)
 		flush(x.w)
@@ -847,6 +848,10 @@ func (x *exchange) relayBody(cancel context.CancelFunc, resp *http.Response, mt,
 		return
 	}
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if resp.StatusCode != http.StatusOK && (mt == "text/event-stream" || json.Valid(bytes.TrimPrefix(bytes.TrimSpace(data), []byte("\xef\xbb\xbf")))) {
+		x.withholdStatus(resp, ct, data)
+		return
+	}
 	switch {
 	case ok2xx && mt == "application/json" && len(bytes.TrimSpace(data)) > 0:
 		// A JSON body is the request's whole answer: delivered only as
@@ -877,6 +882,31 @@ func (x *exchange) relayBody(cancel context.CancelFunc, resp *http.Response, mt,
 	hdr.Set("Content-Length", strconv.Itoa(len(data)))
 	x.w.WriteHeader(resp.StatusCode)
 	_, _ = x.w.Write(data)
+}
+
+// withholdStatus: a JSON (or event-stream) body on a status other than 200,
+// which clients read by the status and differently from one another (the
+// Go SDK and the TypeScript SDK v2 take a JSON-RPC error from a non-2xx
+// body, v1 does not; the TypeScript SDK discards a 202's body, the Go SDK
+// reads it): never delivered (mcpwire.RuleHTTPStatus). A non-2xx keeps its
+// status and headers (an OAuth 401 still works) with a body of the proxy's
+// own; a 2xx answers a request with -32093.
+func (x *exchange) withholdStatus(resp *http.Response, ct string, data []byte) {
+	detail := "a " + strconv.Itoa(resp.StatusCode) + " body of content type " + strconv.Quote(boundedText(ct)) + " (" + strconv.Itoa(len(data)) + " bytes), which clients read by its status, differently"
+	if err := x.b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Rule: string(mcpwire.RuleHTTPStatus), Detail: detail}); err != nil {
+		x.auditFail(err)
+		return
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		x.answerRefused(-1, mcpwire.RuleHTTPStatus)
+		return
+	}
+	x.noAnswer("the upstream answered HTTP " + strconv.Itoa(resp.StatusCode) + "; its body was withheld (" + string(mcpwire.RuleHTTPStatus) + ")")
+	hdr := x.w.Header()
+	hdr.Del("Content-Length")
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	x.w.WriteHeader(resp.StatusCode)
+	_, _ = io.WriteString(x.w, "tracectl: the upstream's HTTP "+strconv.Itoa(resp.StatusCode)+" body was withheld: clients read a JSON-RPC message in it differently (http_status)\n")
 }
 
 // upstreamFailed: no answer came from the upstream at all.

@@ -117,8 +117,8 @@ func (s *session) settleVictims(vs []victim, index int64, rule mcpwire.Rule) [][
 // answered that id itself), refused as an id twin (a client could take it
 // for an open request's answer: that request is taken, see
 // takeMatchingLocked), refused as settled (a client could take it for a
-// second answer to an answered request), or forwarded (an id no request
-// was sent under: every client drops it).
+// second answer to an answered request), or refused as unsolicited (an id
+// no request is open under).
 func (s *session) mediateResponse(m *mcpwire.Message, obs *FrameObs) []victim {
 	key := m.IDText()
 	if s.answered[key] {
@@ -130,10 +130,15 @@ func (s *session) mediateResponse(m *mcpwire.Message, obs *FrameObs) []victim {
 		obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleIDTwin, Detail: "id " + boundedID(key) + " is not the open request's id " + boundedID(vs[0].key) + ", which a client matches it to", ID: "null"}
 		return vs
 	}
+	obs.Disposition = transcript.FrameRefused
 	if s.settled.hasAny(mcpwire.ResponseKeys(m.ID)) {
-		obs.Disposition = transcript.FrameRefused
 		obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleSettledResponse, Detail: "id " + boundedID(key) + " names a request already answered", ID: "null"}
+		return nil
 	}
+	// An id no request is open under: a client that sent that request and
+	// whose request the proxy has not read yet (ids are sequential, so a
+	// server can answer ahead) would take it as the answer.
+	obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleUnsolicited, Detail: "id " + boundedID(key) + " names no open request", ID: "null"}
 	return nil
 }
 
