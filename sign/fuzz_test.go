@@ -140,7 +140,7 @@ func FuzzLoadPrivateKeyPEM(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := LoadPrivateKeyPEM(data, nil)
+		s, err := loadPrivateKeyPEM(data, nil)
 		if err != nil {
 			return
 		}

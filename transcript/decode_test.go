@@ -174,7 +174,7 @@ func TestDecodeLineLengthLimit(t *testing.T) {
 	if len(at) != MaxLineBytes {
 		t.Fatalf("built %d bytes", len(at))
 	}
-	// The detail is over MaxDetailBytes: invalid_member, not too_long.
+	// The detail is over maxDetailBytes: invalid_member, not too_long.
 	if _, err := DecodeLine(at); codeOf(err) != CodeInvalidMember {
 		t.Errorf("MaxLineBytes: %v, want invalid_member (too long a detail)", err)
 	}

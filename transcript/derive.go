@@ -186,10 +186,10 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 			q.ProtoState = ProtoMalformed
 		}
 	}
-	q.Correlation.Traceparent, _ = corrValue(meta, MetaTraceparent, CheckTraceparent)
-	q.Correlation.Tracestate, _ = corrValue(meta, MetaTracestate, CheckTracestate)
-	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, MetaCorrelationID, CheckCorrelationID)
-	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, MetaRetryOf, CheckCorrelationID)
+	q.Correlation.Traceparent, _ = corrValue(meta, MetaTraceparent, checkTraceparent)
+	q.Correlation.Tracestate, _ = corrValue(meta, MetaTracestate, checkTracestate)
+	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, MetaCorrelationID, checkCorrelationID)
+	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, MetaRetryOf, checkCorrelationID)
 	return q, nil
 }
 
