@@ -19,11 +19,11 @@ const (
 
 // Why a tool cannot be compared (ToolDiff.Reason).
 const (
-	CannotOldUnsupported = "old_unsupported" // the old declaration cannot be canonicalized
-	CannotNewUnsupported = "new_unsupported"
-	CannotOldIncomplete  = "old_incomplete" // absent from an incomplete old snapshot: maybe never collected
-	CannotNewIncomplete  = "new_incomplete" // absent from an incomplete new snapshot: not proof of removal
-	CannotAmbiguousName  = "ambiguous_name" // the name occurs more than once on a side
+	cannotOldUnsupported = "old_unsupported" // the old declaration cannot be canonicalized
+	cannotNewUnsupported = "new_unsupported"
+	cannotOldIncomplete  = "old_incomplete" // absent from an incomplete old snapshot: maybe never collected
+	cannotNewIncomplete  = "new_incomplete" // absent from an incomplete new snapshot: not proof of removal
+	cannotAmbiguousName  = "ambiguous_name" // the name occurs more than once on a side
 )
 
 // Diff verdicts.
@@ -96,21 +96,21 @@ func Diff(old, new DiffInput) *DiffResult {
 		d := ToolDiff{Name: name}
 		switch {
 		case len(o) > 1 || len(n) > 1:
-			d.Change, d.Reason = ChangeCannotCompare, CannotAmbiguousName
+			d.Change, d.Reason = ChangeCannotCompare, cannotAmbiguousName
 		case len(o) == 0:
 			d.Change = ChangeAdded
 			if !old.Manifest.Complete {
-				d.Change, d.Reason = ChangeCannotCompare, CannotOldIncomplete
+				d.Change, d.Reason = ChangeCannotCompare, cannotOldIncomplete
 			}
 		case len(n) == 0:
 			d.Change = ChangeRemoved
 			if !new.Manifest.Complete {
-				d.Change, d.Reason = ChangeCannotCompare, CannotNewIncomplete
+				d.Change, d.Reason = ChangeCannotCompare, cannotNewIncomplete
 			}
 		case o[0].Declaration.Status != DeclOK:
-			d.Change, d.Reason = ChangeCannotCompare, CannotOldUnsupported
+			d.Change, d.Reason = ChangeCannotCompare, cannotOldUnsupported
 		case n[0].Declaration.Status != DeclOK:
-			d.Change, d.Reason = ChangeCannotCompare, CannotNewUnsupported
+			d.Change, d.Reason = ChangeCannotCompare, cannotNewUnsupported
 		case o[0].Declaration.Digest == n[0].Declaration.Digest:
 			d.Change = ChangeUnchanged
 		default:

@@ -62,9 +62,9 @@ func TestDiff(t *testing.T) {
 		{"added and removed", []string{baseTools[0], baseTools[2], baseTools[3], tool("fresh")}, 2, VerdictDrifted,
 			map[string]ToolDiff{"uncalled": {Change: ChangeRemoved}, "fresh": {Change: ChangeAdded}}},
 		{"new side unsupported", with(baseTools, 1, `"type":"object"`, `"type":"object","type":"object"`), 2, VerdictIncomplete,
-			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: CannotNewUnsupported}}},
+			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: cannotNewUnsupported}}},
 		{"duplicate name", append(slices.Clone(baseTools), baseTools[1]), 2, VerdictIncomplete,
-			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: CannotAmbiguousName}}},
+			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: cannotAmbiguousName}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestDiffIncompleteSnapshot(t *testing.T) {
 	for _, d := range r.Tools {
 		switch d.Name {
 		case "structured", "vendor":
-			if d.Change != ChangeCannotCompare || d.Reason != CannotNewIncomplete {
+			if d.Change != ChangeCannotCompare || d.Reason != cannotNewIncomplete {
 				t.Errorf("%s: %+v (absent from an incomplete snapshot is not removed)", d.Name, d)
 			}
 		default:

@@ -111,7 +111,7 @@ func TestVerifyPages(t *testing.T) {
 	t.Run("manifest lying about a cursor", func(t *testing.T) {
 		m2 := *m
 		m2.Pages = append([]Page{}, m.Pages...)
-		m2.Pages[0].NextCursor = Field{State: StatePresent, Value: ptr("zz")}
+		m2.Pages[0].NextCursor = Field{State: statePresent, Value: ptr("zz")}
 		probs := VerifyPages(&m2, load)
 		if len(probs) != 1 || probs[0].Kind != ProblemMismatch || probs[0].Pointer != "/pages/0/next_cursor" {
 			t.Fatalf("%v", probs)

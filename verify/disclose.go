@@ -38,14 +38,14 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 	}
 	data, err := readFile(fsys, transcript.DisclosureFile, maxDisclosureBytes)
 	if err != nil {
-		if !b.refused(transcript.DisclosureFile, CheckProof, transcript.DisclosureFile, err) {
-			r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
+		if !b.refused(transcript.DisclosureFile, checkProof, transcript.DisclosureFile, err) {
+			r.add(CodeInclusionProofFailed, checkProof, StatusFail, transcript.DisclosureFile, err.Error())
 		}
 		return result(r)
 	}
 	p, err := transcript.ParseProof(data)
 	if err != nil {
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
+		r.add(CodeInclusionProofFailed, checkProof, StatusFail, transcript.DisclosureFile, err.Error())
 		return result(r)
 	}
 	b.disc.disclosed = true

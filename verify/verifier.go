@@ -38,7 +38,7 @@ func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
 	r := newReport(KindRecord, v.o.At)
 	rec := v.checkRecord(r, record)
 	if rec != nil && rec.ToolTranscript != nil {
-		r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+		r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			"the record commits to a transcript ("+rec.ToolTranscript.Hash+") that was not given: verify the bundle directory to check the calls")
 	}
 	return result(r)

@@ -205,7 +205,7 @@ func TestVerifyFlags(t *testing.T) {
 // through escapeTerminal.
 func TestTextReportEscapes(t *testing.T) {
 	rep := &verify.Report{Verdict: verify.Failed, Kind: verify.KindBundle, Signer: "k\x1b[2J", Findings: []verify.Finding{
-		{Code: verify.CodeHistoryConflict, Check: verify.CheckIdentity, Status: verify.StatusFail, Subject: "attempt \x1b]0;pwned\x07", Detail: "bidi \u202e txt"},
+		{Code: verify.CodeHistoryConflict, Check: verify.Check("identity"), Status: verify.StatusFail, Subject: "attempt \x1b]0;pwned\x07", Detail: "bidi \u202e txt"},
 	}, Omitted: map[verify.Code]int64{verify.CodeOutcomeUnknown: 5}}
 	out := textReport(rep)
 	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
