@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/internal/snapdiff"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -263,8 +264,8 @@ func TestCaptureSDKServer(t *testing.T) {
 	}
 	// Both eras serve the same declarations: no drift between them.
 	if a, b := byEra[snapshot.ProtocolModern], byEra[snapshot.ProtocolLegacy]; a != nil && b != nil {
-		r := snapshot.Diff(snapshot.DiffInput{Manifest: a.Manifest, Load: loader(a)}, snapshot.DiffInput{Manifest: b.Manifest, Load: loader(b)})
-		if r.Verdict != snapshot.VerdictIdentical {
+		r := snapdiff.Diff(snapdiff.Input{Manifest: a.Manifest, Load: loader(a)}, snapdiff.Input{Manifest: b.Manifest, Load: loader(b)})
+		if r.Verdict != snapdiff.VerdictIdentical {
 			t.Errorf("modern vs legacy: %s", r.Verdict)
 		}
 		if a.Digest == b.Digest {

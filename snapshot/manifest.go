@@ -11,12 +11,10 @@ import (
 	"github.com/tracectl/tracectl/canon"
 )
 
-// Format identifiers. Each hashed object names its own format inside it, so a
-// manifest digest can never be mistaken for the digest of another object.
-const (
-	ManifestFormat = "tracectl.snapshot.manifest/v1"
-	FileFormat     = "tracectl.snapshot.file/v1"
-)
+// ManifestFormat is the manifest's format id. Each hashed object names its
+// own format inside it, so a manifest digest can never be mistaken for the
+// digest of another object.
+const ManifestFormat = "tracectl.snapshot.manifest/v1"
 
 // Field states: how a member was (or was not) present on the wire.
 const (

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tracectl/tracectl/internal/snapfile"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -69,7 +70,7 @@ func snapshotWithTool(t *testing.T, path, name, desc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := snapshot.EncodeFile(s)
+	b, err := snapfile.Encode(s)
 	if err != nil {
 		t.Fatal(err)
 	}
