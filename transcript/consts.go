@@ -68,9 +68,9 @@ const (
 
 // Tool name problems (Attempt.ToolInvalid).
 const (
-	ToolAbsent    = "absent"
-	ToolNotString = "not_string"
-	ToolTooLong   = "too_long"
+	toolAbsent    = "absent"
+	toolNotString = "not_string"
+	toolTooLong   = "too_long"
 )
 
 // Notification directions.

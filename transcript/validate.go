@@ -398,7 +398,7 @@ func (a *Attempt) validateTool() *invalid {
 		if a.Tool != "" {
 			return bad("tool is empty when tool_invalid is set")
 		}
-		return oneOf("tool_invalid", a.ToolInvalid, ToolAbsent, ToolNotString, ToolTooLong)
+		return oneOf("tool_invalid", a.ToolInvalid, toolAbsent, toolNotString, toolTooLong)
 	}
 	return short("tool", a.Tool, MaxToolNameBytes)
 }

@@ -97,7 +97,7 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 			k.entries = append(k.entries, ce)
 			continue
 		}
-		scratch := newReport(KindRecord, v.o.At)
+		scratch := newReport(kindRecord, v.o.At)
 		rec := v.checkRecord(scratch, data)
 		for _, f := range scratch.Findings {
 			// Freshness is judged for the record that is the bundle's
@@ -291,7 +291,7 @@ func (k *checkpointCheck) finishUnsealed(b *bundleCheck, c *transcript.Committer
 // unsealedBundle verifies a bundle without record.json by its checkpoints.
 // ok is false when it has none (the caller reports the missing record).
 func (v *Verifier) unsealedBundle(ctx context.Context, fsys fs.FS) (rep *Report, ok bool, err error) {
-	r := newReport(KindBundle, v.o.At)
+	r := newReport(kindBundle, v.o.At)
 	r.AcceptedProfiles = slices.Clone(v.o.AcceptProfiles)
 	k := v.readCheckpoints(r, fsys)
 	if k == nil {

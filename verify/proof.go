@@ -24,7 +24,7 @@ import (
 // The error is nil iff the verdict is Verified; otherwise it is a
 // *VerdictError carrying the same Report, or ctx.Err().
 func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, error) {
-	r := newReport(KindProof, v.o.At)
+	r := newReport(kindProof, v.o.At)
 	rec := v.checkRecord(r, record)
 	p, err := transcript.ParseProof(proof)
 	if err != nil {

@@ -165,12 +165,12 @@ type Counts struct {
 
 // Kinds of input a Report describes.
 const (
-	KindBundle = "bundle" // a bundle directory: record, transcript, blobs
-	KindRecord = "record" // a Trust Record alone
-	KindProof  = "proof"  // a Trust Record and an inclusion proof
-	// KindDisclosure: a disclosed bundle (tracectl disclose): the record,
+	kindBundle = "bundle" // a bundle directory: record, transcript, blobs
+	kindRecord = "record" // a Trust Record alone
+	kindProof  = "proof"  // a Trust Record and an inclusion proof
+	// kindDisclosure: a disclosed bundle (tracectl disclose): the record,
 	// an inclusion proof of some lines, and those lines' payloads.
-	KindDisclosure = "disclosure"
+	kindDisclosure = "disclosure"
 )
 
 // Trust bases.
@@ -183,7 +183,7 @@ const (
 // Report is the result of Verify.
 type Report struct {
 	MediaType     string    `json:"media_type"`
-	Kind          string    `json:"kind"` // bundle | record | proof
+	Kind          string    `json:"kind"` // bundle | record | proof | disclosure
 	Verdict       Verdict   `json:"verdict"`
 	ReferenceTime time.Time `json:"reference_time"`
 	TrustBasis    string    `json:"trust_basis"` // trusted_key | embedded_key_only | none

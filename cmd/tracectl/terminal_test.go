@@ -213,7 +213,7 @@ var hostileStrings = []string{
 }
 
 func hostileReport() *verify.Report {
-	rep := &verify.Report{MediaType: verify.MediaType, Verdict: verify.Failed, Kind: verify.KindBundle, TrustBasis: verify.TrustKey,
+	rep := &verify.Report{MediaType: verify.MediaType, Verdict: verify.Failed, Kind: "bundle", TrustBasis: verify.TrustKey,
 		ReferenceTime: time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), Signer: "signer\x1b[0m\n"}
 	for i, s := range hostileStrings {
 		rep.Findings = append(rep.Findings, verify.Finding{Code: verify.CodeEvidenceMismatch, Check: verify.Check("payload"), Status: verify.StatusFail,

@@ -23,7 +23,7 @@ import (
 // parallel work, dropping a sentinel error, a stable code, half an enum, or
 // a name spec/ or another package uses. Lower it whenever the surface
 // shrinks, never raise it without a reason in the commit.
-const maxExported = 861
+const maxExported = 851
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")
