@@ -18,10 +18,11 @@ import (
 	"testing"
 )
 
-// maxExported is the bound. The goal is 700; 876 is where the cut stopped
-// with everything that can go unexported without touching files under
-// parallel work, dropping a sentinel error, a stable code, half an enum, or
-// a name spec/ or another package uses. Lower it whenever the surface
+// maxExported is the bound. The goal is 700; 851 is where the second cut
+// stopped: what is left is named by another package (most of it by
+// producer, verify or the packages under parallel work), is a sentinel
+// error, a code spec/verification.md lists, an enum value other packages
+// use, or a type an exported API hands out. Lower it whenever the surface
 // shrinks, never raise it without a reason in the commit.
 const maxExported = 851
 
