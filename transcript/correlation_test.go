@@ -26,7 +26,7 @@ func TestCheckTraceparent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := checkTraceparent(tt.in); got != tt.want {
-			t.Errorf("CheckTraceparent(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("checkTraceparent(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -55,7 +55,7 @@ func TestCheckTracestate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := checkTracestate(tt.in); got != tt.want {
-			t.Errorf("CheckTracestate(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("checkTracestate(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -78,7 +78,7 @@ func TestCheckCorrelationID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := checkCorrelationID(tt.in); got != tt.want {
-			t.Errorf("CheckCorrelationID(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("checkCorrelationID(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
