@@ -14,12 +14,12 @@ import (
 
 // Canonicalize returns the RFC 8785 form of data under p with default limits.
 func Canonicalize(data []byte, p Policy) ([]byte, error) {
-	return AppendCanonical(nil, data, p, Limits{})
+	return appendCanonical(nil, data, p, Limits{})
 }
 
-// AppendCanonical appends the canonical form of data to dst. On error dst is
+// appendCanonical appends the canonical form of data to dst. On error dst is
 // returned unchanged: no partial output.
-func AppendCanonical(dst, data []byte, p Policy, lim Limits) ([]byte, error) {
+func appendCanonical(dst, data []byte, p Policy, lim Limits) ([]byte, error) {
 	if !p.valid() {
 		return dst, fmt.Errorf("canon: invalid policy %d", p)
 	}
@@ -114,7 +114,7 @@ var ErrNotCanonical = errors.New("not in canonical form")
 
 // Check returns nil iff data is exactly its own canonical form under p.
 func Check(data []byte, p Policy) error {
-	c, err := AppendCanonical(nil, data, p, Limits{})
+	c, err := appendCanonical(nil, data, p, Limits{})
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func TestRejections(t *testing.T) {
 			if p == 0 {
 				p = PolicyMCPDecl
 			}
-			got, err := AppendCanonical([]byte("keep"), []byte(tt.in), p, tt.lim)
+			got, err := appendCanonical([]byte("keep"), []byte(tt.in), p, tt.lim)
 			checkErr(t, err, tt.code, tt.ptr, tt.off)
 			if string(got) != "keep" {
 				t.Errorf("dst changed on error: %q", got)
@@ -189,9 +189,9 @@ func TestLimitsInclusive(t *testing.T) {
 		{` [1, 2] `, Limits{MaxBytes: 8}, `[1,2]`},
 	}
 	for _, tt := range tests {
-		got, err := AppendCanonical(nil, []byte(tt.in), PolicyV02, tt.lim)
+		got, err := appendCanonical(nil, []byte(tt.in), PolicyV02, tt.lim)
 		if err != nil || string(got) != tt.want {
-			t.Errorf("AppendCanonical(%q, %+v) = %q, %v; want %q", tt.in, tt.lim, got, err, tt.want)
+			t.Errorf("appendCanonical(%q, %+v) = %q, %v; want %q", tt.in, tt.lim, got, err, tt.want)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func TestDepthLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		in := nested(tt.depth)
-		got, err := AppendCanonical(nil, []byte(in), PolicyV02, tt.lim)
+		got, err := appendCanonical(nil, []byte(in), PolicyV02, tt.lim)
 		if tt.ok {
 			if err != nil || string(got) != in {
 				t.Errorf("depth %d with %+v: %v", tt.depth, tt.lim, err)

@@ -30,7 +30,7 @@ type request struct {
 	id         transcript.JSONRPCID
 	idKey      string // exact id text: what a notifications/cancelled names ("" when absent)
 	tool       string
-	toolBad    string // transcript.ToolAbsent / ToolNotString / ToolTooLong
+	toolBad    string // tool_invalid: "absent", "not_string" or "too_long"
 	argsDigest string
 	argsBad    string // canon code when arguments cannot be canonicalized
 	protoState string // transcript.ProtoPresent / ProtoAbsent / ProtoMalformed

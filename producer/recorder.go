@@ -131,9 +131,6 @@ type Handle struct {
 // ID returns the attempt id (unique in the execution scope, never reused).
 func (h *Handle) ID() string { return h.st.id }
 
-// Seq returns the attempt line's seq.
-func (h *Handle) Seq() int64 { return h.st.seq }
-
 // Open creates the bundle directory dir (it must not exist; mode 0700), its
 // journal transcript.jsonl (exclusively, mode 0600, locked) and the header
 // line, durable before Open returns.

@@ -129,7 +129,7 @@ func FuzzParsePublicKey(f *testing.F) {
 	})
 }
 
-// FuzzLoadPrivateKeyPEM: never panics. No password source is given, so an
+// FuzzLoadPrivateKeyPEM (loadPrivateKeyPEM): never panics. No password source is given, so an
 // encrypted key stops before any key derivation.
 func FuzzLoadPrivateKeyPEM(f *testing.F) {
 	for _, name := range []string{"sec1-p256.pem", "pkcs8-encrypted-ed25519.pem", "rsa.pem"} {
@@ -140,7 +140,7 @@ func FuzzLoadPrivateKeyPEM(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := LoadPrivateKeyPEM(data, nil)
+		s, err := loadPrivateKeyPEM(data, nil)
 		if err != nil {
 			return
 		}

@@ -102,8 +102,8 @@ func algOf(pub crypto.PublicKey) (Alg, error) {
 // Signer signs a record's signature preimage: the RFC 8785 bytes of the
 // record without its signature member. It returns the raw signature in the
 // encoding spec/signing.md fixes for Alg (Ed25519's 64 bytes; ECDSA r||s).
-// Implementations: NewSigner (an in-memory key), LoadKeyFile and
-// LoadPrivateKeyPEM (PEM files), LoadKMS (sigstore KMS references).
+// Implementations: NewSigner (an in-memory key), LoadKeyFile (PEM files),
+// LoadKMS (sigstore KMS references).
 type Signer interface {
 	Alg() Alg
 	Public() crypto.PublicKey
@@ -231,13 +231,13 @@ func readBounded(path string) ([]byte, error) {
 }
 
 // LoadKeyFile reads a PEM private key file (at most MaxKeyFileBytes) and
-// returns its Signer. See LoadPrivateKeyPEM.
+// returns its Signer. See loadPrivateKeyPEM.
 func LoadKeyFile(path string, password func() ([]byte, error)) (Signer, error) {
 	b, err := readBounded(path)
 	if err != nil {
 		return nil, fmt.Errorf("load key: %w", err)
 	}
-	s, err := LoadPrivateKeyPEM(b, password)
+	s, err := loadPrivateKeyPEM(b, password)
 	if err != nil {
 		return nil, fmt.Errorf("load key %s: %w", path, err)
 	}
@@ -252,12 +252,12 @@ var encryptedPEMTypes = map[string]bool{
 	"ENCRYPTED PRIVATE KEY":                                true,
 }
 
-// LoadPrivateKeyPEM parses one PEM private key: PKCS#8 ("PRIVATE KEY"),
+// loadPrivateKeyPEM parses one PEM private key: PKCS#8 ("PRIVATE KEY"),
 // SEC 1 ("EC PRIVATE KEY"), PKCS#8-encrypted ("ENCRYPTED PRIVATE KEY") or
 // sigstore-encrypted ("ENCRYPTED SIGSTORE PRIVATE KEY", and cosign's older
 // name). password is called at most once, and only for an encrypted key; a
 // nil password with an encrypted key is ErrPasswordRequired.
-func LoadPrivateKeyPEM(data []byte, password func() ([]byte, error)) (Signer, error) {
+func loadPrivateKeyPEM(data []byte, password func() ([]byte, error)) (Signer, error) {
 	block, rest := pem.Decode(data)
 	if block == nil {
 		return nil, errors.New("no PEM block found")

@@ -162,7 +162,7 @@ func TestEncryptedKeyPassword(t *testing.T) {
 		{"password source fails", func() ([]byte, error) { return nil, readErr }, readErr},
 		{"wrong password", func() ([]byte, error) { return []byte("wrong"), nil }, ErrKeyDecrypt},
 	} {
-		_, err := LoadPrivateKeyPEM(pem, tc.password)
+		_, err := loadPrivateKeyPEM(pem, tc.password)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}

@@ -316,12 +316,12 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 		return hs, fmt.Errorf("server/discover response: %w", err)
 	}
 	root := doc.Root()
-	if e, st := member(root, "error"); st == StatePresent {
+	if e, st := member(root, "error"); st == statePresent {
 		code, _ := member(e, "code")
 		return hs, &notModernError{"server/discover answered with error " + string(code.Raw())}
 	}
 	res, st := member(root, "result")
-	if st != StatePresent || res.Kind() != canon.KindObject {
+	if st != statePresent || res.Kind() != canon.KindObject {
 		return hs, errors.New("server/discover: response without a result object")
 	}
 	sv, _ := member(res, "supportedVersions")
@@ -381,7 +381,7 @@ func (s *server) legacy(ctx context.Context, o CaptureOptions) (handshake, error
 		return hs, fmt.Errorf("initialize response: %w", err)
 	}
 	res, st := member(doc.Root(), "result")
-	if st != StatePresent || res.Kind() != canon.KindObject {
+	if st != statePresent || res.Kind() != canon.KindObject {
 		return hs, fmt.Errorf("initialize failed: %s", bounded(resp))
 	}
 	pv := strMember(res, "protocolVersion")
@@ -405,7 +405,7 @@ func (s *server) legacy(ctx context.Context, o CaptureOptions) (handshake, error
 
 func strMember(obj canon.Value, name string) *string {
 	v, st := member(obj, name)
-	if st != StatePresent {
+	if st != statePresent {
 		return nil
 	}
 	s, ok := v.Str()
@@ -614,16 +614,16 @@ func classify(b []byte) msg {
 		return m // unreadable: taken as the answer, and judged by the collector
 	}
 	root := doc.Root()
-	if v, st := member(root, "method"); st == StatePresent {
+	if v, st := member(root, "method"); st == statePresent {
 		if s, ok := v.Str(); ok {
 			m.response, m.method = false, s
-			if id, st := member(root, "id"); st == StatePresent {
+			if id, st := member(root, "id"); st == statePresent {
 				m.id = id.Raw()
 			}
 			return m
 		}
 	}
-	if id, st := member(root, "id"); st == StatePresent && id.Kind() != canon.KindNull {
+	if id, st := member(root, "id"); st == statePresent && id.Kind() != canon.KindNull {
 		m.id = id.Raw()
 	}
 	return m

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/internal/snapdiff"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -198,8 +199,8 @@ func TestCaptureSDKServer(t *testing.T) {
 		proto, era, version, watch, source string
 		resultType                         string
 	}{
-		{snapshot.ProtocolModern, snapshot.EraModern, snapshot.ModernVersion, snapshot.WatchSubscribed, "discover_response", snapshot.StatePresent},
-		{snapshot.ProtocolLegacy, snapshot.EraLegacy, snapshot.LegacyVersion, snapshot.WatchSession, "initialize_response", snapshot.StateAbsent},
+		{snapshot.ProtocolModern, snapshot.EraModern, snapshot.ModernVersion, snapshot.WatchSubscribed, "discover_response", "present"},
+		{snapshot.ProtocolLegacy, snapshot.EraLegacy, snapshot.LegacyVersion, snapshot.WatchSession, "initialize_response", "absent"},
 	} {
 		t.Run(tc.proto, func(t *testing.T) {
 			s := capture(t, snapshot.CaptureOptions{Protocol: tc.proto}, bin, "-tools", "2500", "-page-size", fmt.Sprint(pageSize), "-ttl-ms", "1500")
@@ -227,7 +228,7 @@ func TestCaptureSDKServer(t *testing.T) {
 			}
 			for i, p := range m.Pages {
 				last := i == len(m.Pages)-1
-				if (p.Cursor.State == snapshot.StateAbsent) != (i == 0) || (p.NextCursor.State == snapshot.StateAbsent) != last {
+				if (p.Cursor.State == "absent") != (i == 0) || (p.NextCursor.State == "absent") != last {
 					t.Errorf("page %d cursors: %+v -> %+v", i, p.Cursor, p.NextCursor)
 				}
 				if p.TTLMs.Integer == nil || *p.TTLMs.Integer != 1500 || p.CacheScope.Value == nil || *p.CacheScope.Value != "public" {
@@ -263,8 +264,8 @@ func TestCaptureSDKServer(t *testing.T) {
 	}
 	// Both eras serve the same declarations: no drift between them.
 	if a, b := byEra[snapshot.ProtocolModern], byEra[snapshot.ProtocolLegacy]; a != nil && b != nil {
-		r := snapshot.Diff(snapshot.DiffInput{Manifest: a.Manifest, Load: loader(a)}, snapshot.DiffInput{Manifest: b.Manifest, Load: loader(b)})
-		if r.Verdict != snapshot.VerdictIdentical {
+		r := snapdiff.Diff(snapdiff.Input{Manifest: a.Manifest, Load: loader(a)}, snapdiff.Input{Manifest: b.Manifest, Load: loader(b)})
+		if r.Verdict != snapdiff.VerdictIdentical {
 			t.Errorf("modern vs legacy: %s", r.Verdict)
 		}
 		if a.Digest == b.Digest {
@@ -435,7 +436,7 @@ func TestCaptureRawScripts(t *testing.T) {
 			}
 		}},
 		{script: "dup-envelope", reasons: []string{snapshot.StopInvalidPage}, pages: 1, check: func(t *testing.T, s *snapshot.Snapshot) {
-			if p := s.Manifest.Pages[0]; p.Invalid != snapshot.InvalidAmbiguous {
+			if p := s.Manifest.Pages[0]; p.Invalid != "ambiguous_envelope" {
 				t.Errorf("page: %+v", p)
 			}
 		}},

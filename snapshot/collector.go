@@ -124,13 +124,13 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	}
 	c.cached = nil
 	n := len(c.pages)
-	if n > 0 && r.cursor.State == StateAbsent {
+	if n > 0 && r.cursor.State == stateAbsent {
 		c.setStop(StopRestarted, fmt.Sprintf("request %d carries no cursor: the client started a new collection", n))
 		return ErrFinished
 	}
 	if n > 0 {
 		prev := c.pages[n-1].NextCursor
-		if r.cursor.State != StatePresent || *r.cursor.Value != *prev.Value {
+		if r.cursor.State != statePresent || *r.cursor.Value != *prev.Value {
 			c.setStop(StopUnexpectedCursor, fmt.Sprintf("request %d cursor is not page %d's nextCursor", n, n-1))
 			return nil
 		}
@@ -158,15 +158,15 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	c.tools = append(c.tools, f.tools...)
 	c.raw = append(c.raw, PageBytes{Request: req, Response: resp})
 	c.retained += p.Request.Length + p.Response.Length
-	if r.cursor.State == StatePresent {
+	if r.cursor.State == statePresent {
 		c.requested[*r.cursor.Value] = n
 	}
 	switch {
-	case p.Outcome == OutcomeError:
+	case p.Outcome == outcomeError:
 		c.setStop(StopJSONRPCError, fmt.Sprintf("page %d: %s", n, f.stopDetail))
-	case p.Outcome == OutcomeInvalid:
+	case p.Outcome == outcomeInvalid:
 		c.setStop(StopInvalidPage, fmt.Sprintf("page %d: %s: %s", n, p.Invalid, f.stopDetail))
-	case p.NextCursor.State == StateAbsent:
+	case p.NextCursor.State == stateAbsent:
 		c.terminal = true
 	default:
 		next := *p.NextCursor.Value
@@ -248,7 +248,7 @@ func (c *Collector) Snapshot() (*Snapshot, error) {
 	}
 	col := &m.Collection
 	col.Mode = c.o.Mode
-	col.FirstRequestWithoutCursor = len(c.pages) > 0 && c.pages[0].Cursor.State == StateAbsent
+	col.FirstRequestWithoutCursor = len(c.pages) > 0 && c.pages[0].Cursor.State == stateAbsent
 	col.TerminalReached = c.terminal
 	col.Stop = c.stop
 	col.ListChangedWatch = c.o.ListChangedWatch

@@ -222,15 +222,15 @@ func TestCollectorRecordsFields(t *testing.T) {
 		name      string
 		got, want Field
 	}{
-		{"page 0 cursor", p0.Cursor, Field{State: StateAbsent}},
-		{"page 0 next", p0.NextCursor, Field{State: StatePresent, Value: &empty}},
-		{"page 0 ttl", p0.TTLMs, Field{State: StateUnsupported, Kind: "number"}},
-		{"page 0 scope", p0.CacheScope, Field{State: StateInvalid, Kind: "number"}},
-		{"page 0 resultType", p0.ResultType, Field{State: StatePresent, Value: ptr("complete")}},
-		{"page 1 cursor", p1.Cursor, Field{State: StatePresent, Value: &empty}},
-		{"page 1 ttl", p1.TTLMs, Field{State: StateAbsent}},
-		{"page 1 scope", p1.CacheScope, Field{State: StateAbsent}},
-		{"page 1 resultType", p1.ResultType, Field{State: StateAbsent}},
+		{"page 0 cursor", p0.Cursor, Field{State: stateAbsent}},
+		{"page 0 next", p0.NextCursor, Field{State: statePresent, Value: &empty}},
+		{"page 0 ttl", p0.TTLMs, Field{State: stateUnsupported, Kind: "number"}},
+		{"page 0 scope", p0.CacheScope, Field{State: stateInvalid, Kind: "number"}},
+		{"page 0 resultType", p0.ResultType, Field{State: statePresent, Value: ptr("complete")}},
+		{"page 1 cursor", p1.Cursor, Field{State: statePresent, Value: &empty}},
+		{"page 1 ttl", p1.TTLMs, Field{State: stateAbsent}},
+		{"page 1 scope", p1.CacheScope, Field{State: stateAbsent}},
+		{"page 1 resultType", p1.ResultType, Field{State: stateAbsent}},
 	}
 	for _, c := range checks {
 		if !sameJSON(c.got, c.want) {
@@ -246,25 +246,25 @@ func TestCollectorInvalidPages(t *testing.T) {
 	tests := []struct {
 		name, resp, invalid string
 	}{
-		{"not json", `{"jsonrpc":"2.0",`, InvalidNotJSON},
-		{"not an object", `[1]`, InvalidNotResponse},
-		{"no jsonrpc", `{"id":1,"result":{"tools":[]}}`, InvalidNotResponse},
-		{"both result and error", `{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"error":{"code":1}}`, InvalidNotResponse},
-		{"duplicate nextCursor", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"nextCursor":"a","nextCursor":"b"}}`, InvalidAmbiguous},
-		{"duplicate result", `{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":{"tools":[]}}`, InvalidAmbiguous},
-		{"id mismatch", `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`, InvalidIDMismatch},
-		{"string id for integer request", `{"jsonrpc":"2.0","id":"1","result":{"tools":[]}}`, InvalidIDMismatch},
-		{"tools missing", `{"jsonrpc":"2.0","id":1,"result":{}}`, InvalidToolsNotArray},
-		{"tool not an object", `{"jsonrpc":"2.0","id":1,"result":{"tools":[1]}}`, InvalidToolNotObject},
-		{"nextCursor null", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"nextCursor":null}}`, InvalidNextCursor},
-		{"input_required", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","tools":[]}}`, InvalidResultType},
-		{"error code not integer", `{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"x"}}`, InvalidErrorNotReadable},
+		{"not json", `{"jsonrpc":"2.0",`, invalidNotJSON},
+		{"not an object", `[1]`, invalidNotResponse},
+		{"no jsonrpc", `{"id":1,"result":{"tools":[]}}`, invalidNotResponse},
+		{"both result and error", `{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"error":{"code":1}}`, invalidNotResponse},
+		{"duplicate nextCursor", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"nextCursor":"a","nextCursor":"b"}}`, invalidAmbiguous},
+		{"duplicate result", `{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":{"tools":[]}}`, invalidAmbiguous},
+		{"id mismatch", `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`, invalidIDMismatch},
+		{"string id for integer request", `{"jsonrpc":"2.0","id":"1","result":{"tools":[]}}`, invalidIDMismatch},
+		{"tools missing", `{"jsonrpc":"2.0","id":1,"result":{}}`, invalidToolsNotArray},
+		{"tool not an object", `{"jsonrpc":"2.0","id":1,"result":{"tools":[1]}}`, invalidToolNotObject},
+		{"nextCursor null", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"nextCursor":null}}`, invalidNextCursor},
+		{"input_required", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","tools":[]}}`, invalidResultType},
+		{"error code not integer", `{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"x"}}`, invalidErrorNotReadable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := collect(t, Limits{}, ex{listReq("1", nil), tt.resp})
 			m := s.Manifest
-			if len(m.Pages) != 1 || m.Pages[0].Outcome != OutcomeInvalid || m.Pages[0].Invalid != tt.invalid {
+			if len(m.Pages) != 1 || m.Pages[0].Outcome != outcomeInvalid || m.Pages[0].Invalid != tt.invalid {
 				t.Fatalf("page %+v, want invalid %s", m.Pages, tt.invalid)
 			}
 			if m.Complete || m.Collection.Stop == nil || m.Collection.Stop.Reason != StopInvalidPage {

@@ -1,6 +1,7 @@
 // Package snapshot records complete, paginated MCP tools/list collections as
-// declaration snapshots, checks them against their retained pages, and
-// compares two snapshots for declaration drift (spec/snapshot.md).
+// declaration snapshots and checks them against their retained pages
+// (spec/snapshot.md). The CLI compares two snapshots for declaration drift
+// with internal/snapdiff.
 //
 // What it guarantees:
 //   - Pages are evidence: the exact request and response bytes of every

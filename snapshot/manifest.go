@@ -11,40 +11,38 @@ import (
 	"github.com/tracectl/tracectl/canon"
 )
 
-// Format identifiers. Each hashed object names its own format inside it, so a
-// manifest digest can never be mistaken for the digest of another object.
-const (
-	ManifestFormat = "tracectl.snapshot.manifest/v1"
-	FileFormat     = "tracectl.snapshot.file/v1"
-)
+// ManifestFormat is the manifest's format id. Each hashed object names its
+// own format inside it, so a manifest digest can never be mistaken for the
+// digest of another object.
+const ManifestFormat = "tracectl.snapshot.manifest/v1"
 
 // Field states: how a member was (or was not) present on the wire.
 const (
-	StateAbsent      = "absent"      // the member is not there
-	StatePresent     = "present"     // there, with a value of the expected type (recorded)
-	StateInvalid     = "invalid"     // there, but of the wrong JSON type (its kind is recorded)
-	StateUnsupported = "unsupported" // a number the v0.2 boundary cannot hold (e.g. ttlMs 1.5 or 1e20)
-	StateAmbiguous   = "ambiguous"   // the member name occurs more than once
+	stateAbsent      = "absent"      // the member is not there
+	statePresent     = "present"     // there, with a value of the expected type (recorded)
+	stateInvalid     = "invalid"     // there, but of the wrong JSON type (its kind is recorded)
+	stateUnsupported = "unsupported" // a number the v0.2 boundary cannot hold (e.g. ttlMs 1.5 or 1e20)
+	stateAmbiguous   = "ambiguous"   // the member name occurs more than once
 )
 
 // Page outcomes.
 const (
-	OutcomeResult  = "result"  // a valid tools/list result
-	OutcomeError   = "error"   // a JSON-RPC error response
-	OutcomeInvalid = "invalid" // anything else (see Page.Invalid)
+	outcomeResult  = "result"  // a valid tools/list result
+	outcomeError   = "error"   // a JSON-RPC error response
+	outcomeInvalid = "invalid" // anything else (see Page.Invalid)
 )
 
 // Reasons a response is not a valid tools/list page (Page.Invalid).
 const (
-	InvalidNotJSON          = "not_json"           // the line is not strict RFC 8259 JSON (Page.InvalidCode has the canon code)
-	InvalidNotResponse      = "not_response"       // not an object with jsonrpc "2.0" and exactly one of result and error
-	InvalidAmbiguous        = "ambiguous_envelope" // a member of the envelope or result occurs twice
-	InvalidIDMismatch       = "id_mismatch"        // the response id is not the request id, byte for byte
-	InvalidToolsNotArray    = "tools_not_array"    // result.tools missing or not an array
-	InvalidToolNotObject    = "tool_not_object"    // an element of tools is not an object
-	InvalidNextCursor       = "next_cursor_invalid"
-	InvalidResultType       = "result_type_not_complete" // resultType other than "complete" (e.g. input_required)
-	InvalidErrorNotReadable = "error_not_readable"       // an error response whose code is not a v0.2 integer
+	invalidNotJSON          = "not_json"           // the line is not strict RFC 8259 JSON (Page.InvalidCode has the canon code)
+	invalidNotResponse      = "not_response"       // not an object with jsonrpc "2.0" and exactly one of result and error
+	invalidAmbiguous        = "ambiguous_envelope" // a member of the envelope or result occurs twice
+	invalidIDMismatch       = "id_mismatch"        // the response id is not the request id, byte for byte
+	invalidToolsNotArray    = "tools_not_array"    // result.tools missing or not an array
+	invalidToolNotObject    = "tool_not_object"    // an element of tools is not an object
+	invalidNextCursor       = "next_cursor_invalid"
+	invalidResultType       = "result_type_not_complete" // resultType other than "complete" (e.g. input_required)
+	invalidErrorNotReadable = "error_not_readable"       // an error response whose code is not a v0.2 integer
 )
 
 // Stop reasons: why collection ended before a terminal page. Each is also an
@@ -89,10 +87,10 @@ const (
 
 // Tool name problems (Tool.NameProblem).
 const (
-	NameMissing   = "missing"
-	NameNotString = "not_string"
-	NameAmbiguous = "ambiguous"
-	NameNotObject = "not_object" // the tool itself is not an object
+	nameMissing   = "missing"
+	nameNotString = "not_string"
+	nameAmbiguous = "ambiguous"
+	nameNotObject = "not_object" // the tool itself is not an object
 )
 
 // Cache provenance.
@@ -427,13 +425,13 @@ func incompleteReasons(c *Collection, pages int, duplicateNames bool) []string {
 var (
 	stopReasons = []string{StopRepeatedCursor, StopUnexpectedCursor, StopPageLimit, StopPageBytesLimit,
 		StopTotalBytesLimit, StopJSONRPCError, StopInvalidPage, StopTransportClosed, StopTimeout, StopCancelled, StopRestarted, StopNextPageNotObserved}
-	invalidReasons = []string{InvalidNotJSON, InvalidNotResponse, InvalidAmbiguous, InvalidIDMismatch,
-		InvalidToolsNotArray, InvalidToolNotObject, InvalidNextCursor, InvalidResultType, InvalidErrorNotReadable}
+	invalidReasons = []string{invalidNotJSON, invalidNotResponse, invalidAmbiguous, invalidIDMismatch,
+		invalidToolsNotArray, invalidToolNotObject, invalidNextCursor, invalidResultType, invalidErrorNotReadable}
 	watches    = []string{WatchSession, WatchSubscribed, WatchNotOffered, WatchNotAcked, WatchUnknown}
 	eras       = []string{EraModern, EraLegacy, EraUnknown}
 	jsonKinds  = []string{"null", "boolean", "number", "string", "array", "object"}
 	srcs       = []string{"discover_response", "initialize_response", "none"}
-	nameProbls = []string{NameMissing, NameNotString, NameAmbiguous, NameNotObject}
+	nameProbls = []string{nameMissing, nameNotString, nameAmbiguous, nameNotObject}
 )
 
 // validate checks everything a manifest must satisfy on its own.
@@ -511,12 +509,12 @@ func (m *Manifest) validate() error {
 		if err := p.validate(i == len(m.Pages)-1); err != nil {
 			return fmt.Errorf("pages/%d: %w", i, err)
 		}
-		if p.Outcome == OutcomeResult && p.NextCursor.State == StateAbsent && i != len(m.Pages)-1 {
+		if p.Outcome == outcomeResult && p.NextCursor.State == stateAbsent && i != len(m.Pages)-1 {
 			return fmt.Errorf("pages/%d: terminal page before the last page", i)
 		}
 		if i > 0 {
 			prev := m.Pages[i-1].NextCursor
-			if p.Cursor.State != StatePresent || prev.State != StatePresent || *p.Cursor.Value != *prev.Value {
+			if p.Cursor.State != statePresent || prev.State != statePresent || *p.Cursor.Value != *prev.Value {
 				return fmt.Errorf("pages/%d: cursor is not pages/%d's nextCursor", i, i-1)
 			}
 		}
@@ -530,12 +528,12 @@ func (m *Manifest) validate() error {
 		return errors.New("retained bytes exceed max_total_bytes")
 	}
 	if len(m.Pages) > 0 {
-		first := m.Pages[0].Cursor.State == StateAbsent
+		first := m.Pages[0].Cursor.State == stateAbsent
 		if first != c.FirstRequestWithoutCursor {
 			return errors.New("first_request_without_cursor disagrees with pages/0")
 		}
 		last := m.Pages[len(m.Pages)-1]
-		terminal := last.Outcome == OutcomeResult && last.NextCursor.State == StateAbsent
+		terminal := last.Outcome == outcomeResult && last.NextCursor.State == stateAbsent
 		if terminal != c.TerminalReached {
 			return errors.New("terminal_reached disagrees with the last page")
 		}
@@ -613,33 +611,33 @@ func (p *Page) validate(last bool) error {
 		if err := f.f.validate(f.int); err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
 		}
-		if p.Outcome == OutcomeError && f.f.State != StateAbsent {
+		if p.Outcome == outcomeError && f.f.State != stateAbsent {
 			return fmt.Errorf("%s on an error page", f.name)
 		}
 	}
 	switch p.Outcome {
-	case OutcomeResult:
+	case outcomeResult:
 		if p.Invalid != "" || p.InvalidCode != "" || p.ErrorCode != nil {
 			return errors.New("result page with invalid or error members")
 		}
-		if p.NextCursor.State != StateAbsent && p.NextCursor.State != StatePresent {
+		if p.NextCursor.State != stateAbsent && p.NextCursor.State != statePresent {
 			return errors.New("result page with an unusable next_cursor")
 		}
-		if p.ResultType.State != StateAbsent && (p.ResultType.State != StatePresent || *p.ResultType.Value != "complete") {
+		if p.ResultType.State != stateAbsent && (p.ResultType.State != statePresent || *p.ResultType.Value != "complete") {
 			return errors.New("result page whose result_type is not complete")
 		}
-	case OutcomeError:
+	case outcomeError:
 		if p.Invalid != "" || p.InvalidCode != "" || p.ErrorCode == nil || p.Tools != 0 {
 			return errors.New("error page needs error_code only")
 		}
 		if !last {
 			return errors.New("error page before the last page")
 		}
-	case OutcomeInvalid:
+	case outcomeInvalid:
 		if !slices.Contains(invalidReasons, p.Invalid) || p.ErrorCode != nil {
 			return fmt.Errorf("invalid %q unknown", p.Invalid)
 		}
-		if (p.Invalid == InvalidNotJSON) != (p.InvalidCode != "") {
+		if (p.Invalid == invalidNotJSON) != (p.InvalidCode != "") {
 			return errors.New("invalid_code goes with not_json only")
 		}
 		if !last {
@@ -656,19 +654,19 @@ func (p *Page) validate(last bool) error {
 
 func (f Field) validate(integer bool) error {
 	switch f.State {
-	case StateAbsent, StateAmbiguous:
+	case stateAbsent, stateAmbiguous:
 		if f.Value != nil || f.Integer != nil || f.Kind != "" {
 			return fmt.Errorf("state %s with a value", f.State)
 		}
-	case StatePresent:
+	case statePresent:
 		if f.Kind != "" || (integer && (f.Integer == nil || f.Value != nil)) || (!integer && (f.Value == nil || f.Integer != nil)) {
 			return errors.New("present without exactly its value")
 		}
-	case StateInvalid, StateUnsupported:
+	case stateInvalid, stateUnsupported:
 		if f.Value != nil || f.Integer != nil || !slices.Contains(jsonKinds, f.Kind) {
 			return fmt.Errorf("state %s needs its kind only", f.State)
 		}
-		if f.State == StateUnsupported && (!integer || f.Kind != "number") {
+		if f.State == stateUnsupported && (!integer || f.Kind != "number") {
 			return errors.New("unsupported applies to integer members holding numbers")
 		}
 	default:

@@ -111,7 +111,7 @@ func TestVerifyPages(t *testing.T) {
 	t.Run("manifest lying about a cursor", func(t *testing.T) {
 		m2 := *m
 		m2.Pages = append([]Page{}, m.Pages...)
-		m2.Pages[0].NextCursor = Field{State: StatePresent, Value: ptr("zz")}
+		m2.Pages[0].NextCursor = Field{State: statePresent, Value: ptr("zz")}
 		probs := VerifyPages(&m2, load)
 		if len(probs) != 1 || probs[0].Kind != ProblemMismatch || probs[0].Pointer != "/pages/0/next_cursor" {
 			t.Fatalf("%v", probs)
@@ -153,34 +153,5 @@ func TestReuse(t *testing.T) {
 	changed := MarkListChangedBeforeDispatch(r)
 	if changed.Complete || changed.IncompleteReason() != ReasonListChangedBeforeDispatch || !r.Complete {
 		t.Errorf("mark: %v %q (original complete %v)", changed.Complete, changed.IncompleteReasons, r.Complete)
-	}
-}
-
-func TestFileRoundTrip(t *testing.T) {
-	s := twoPages(t)
-	data, err := EncodeFile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ParseFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Digest != s.Digest || !bytes.Equal(f.ManifestBytes, s.Bytes) || len(f.Blobs) != 4 {
-		t.Fatalf("file: digest %s blobs %d", f.Digest, len(f.Blobs))
-	}
-	if p := VerifyPages(f.Manifest, f.Load); len(p) != 0 {
-		t.Fatal(p)
-	}
-	bad := []struct{ name, data string }{
-		{"trailing newline", string(data) + "\n"},
-		{"format", strings.Replace(string(data), FileFormat, "x", 1)},
-		{"non-canonical base64 position", strings.Replace(string(data), `{"blobs":{`, `{"blobs":{"sha256:`+strings.Repeat("f", 64)+`":"",`, 1)},
-		{"bad base64", strings.Replace(string(data), `":"`, `":"*`, 1)},
-	}
-	for _, b := range bad {
-		if _, err := ParseFile([]byte(b.data)); !errors.Is(err, ErrFile) {
-			t.Errorf("%s: got %v, want ErrFile", b.name, err)
-		}
 	}
 }

@@ -32,24 +32,24 @@ func parseRequest(line []byte, maxBytes int64) (request, error) {
 	}
 	root := doc.Root()
 	m, st := member(root, "method")
-	if s, ok := m.Str(); st != StatePresent || !ok || s != mcpwire.MethodToolsList {
+	if s, ok := m.Str(); st != statePresent || !ok || s != mcpwire.MethodToolsList {
 		return r, ErrNotToolsList
 	}
-	if id, st := member(root, "id"); st == StatePresent {
+	if id, st := member(root, "id"); st == statePresent {
 		r.id = id.Raw()
 	}
 	params, st := member(root, "params")
 	switch {
-	case st == StateAbsent:
-		r.cursor = Field{State: StateAbsent}
-	case st == StatePresent && params.Kind() == canon.KindObject:
+	case st == stateAbsent:
+		r.cursor = Field{State: stateAbsent}
+	case st == statePresent && params.Kind() == canon.KindObject:
 		r.cursor = stringField(member(params, "cursor"))
-	case st == StatePresent && params.Kind() == canon.KindNull:
-		r.cursor = Field{State: StateAbsent}
+	case st == statePresent && params.Kind() == canon.KindNull:
+		r.cursor = Field{State: stateAbsent}
 	default:
-		r.cursor = Field{State: StateInvalid, Kind: kindName(params)}
-		if st == StateAmbiguous {
-			r.cursor = Field{State: StateAmbiguous}
+		r.cursor = Field{State: stateInvalid, Kind: kindName(params)}
+		if st == stateAmbiguous {
+			r.cursor = Field{State: stateAmbiguous}
 		}
 	}
 	return r, nil
@@ -77,11 +77,11 @@ func analyzeResponse(line, reqID []byte, pageIndex int64, maxBytes int64) pageFa
 // AllowDuplicateKeys), or the error parsing it gave.
 func analyzeDoc(doc *canon.Doc, err error, reqID []byte, pageIndex int64) pageFacts {
 	f := pageFacts{page: Page{
-		NextCursor: Field{State: StateAbsent}, TTLMs: Field{State: StateAbsent},
-		CacheScope: Field{State: StateAbsent}, ResultType: Field{State: StateAbsent},
+		NextCursor: Field{State: stateAbsent}, TTLMs: Field{State: stateAbsent},
+		CacheScope: Field{State: stateAbsent}, ResultType: Field{State: stateAbsent},
 	}}
 	invalid := func(why, detail string) pageFacts {
-		f.page.Outcome, f.page.Invalid, f.stopDetail, f.nextRaw = OutcomeInvalid, why, detail, nil
+		f.page.Outcome, f.page.Invalid, f.stopDetail, f.nextRaw = outcomeInvalid, why, detail, nil
 		return f
 	}
 	if err != nil {
@@ -91,57 +91,57 @@ func analyzeDoc(doc *canon.Doc, err error, reqID []byte, pageIndex int64) pageFa
 			code = string(ce.Code)
 		}
 		f.page.InvalidCode = code
-		return invalid(InvalidNotJSON, err.Error())
+		return invalid(invalidNotJSON, err.Error())
 	}
 	root := doc.Root()
 	if root.Kind() != canon.KindObject {
-		return invalid(InvalidNotResponse, "response is a JSON "+kindName(root))
+		return invalid(invalidNotResponse, "response is a JSON "+kindName(root))
 	}
 	v, st := member(root, "jsonrpc")
-	if s, _ := v.Str(); st != StatePresent || s != "2.0" {
-		if st == StateAmbiguous {
-			return invalid(InvalidAmbiguous, `"jsonrpc" occurs more than once`)
+	if s, _ := v.Str(); st != statePresent || s != "2.0" {
+		if st == stateAmbiguous {
+			return invalid(invalidAmbiguous, `"jsonrpc" occurs more than once`)
 		}
-		return invalid(InvalidNotResponse, `jsonrpc is not "2.0"`)
+		return invalid(invalidNotResponse, `jsonrpc is not "2.0"`)
 	}
 	id, idSt := member(root, "id")
-	if idSt == StateAmbiguous {
-		return invalid(InvalidAmbiguous, `"id" occurs more than once`)
+	if idSt == stateAmbiguous {
+		return invalid(invalidAmbiguous, `"id" occurs more than once`)
 	}
 	res, resSt := member(root, "result")
 	errv, errSt := member(root, "error")
-	if resSt == StateAmbiguous || errSt == StateAmbiguous {
-		return invalid(InvalidAmbiguous, `"result" or "error" occurs more than once`)
+	if resSt == stateAmbiguous || errSt == stateAmbiguous {
+		return invalid(invalidAmbiguous, `"result" or "error" occurs more than once`)
 	}
-	if (resSt == StatePresent) == (errSt == StatePresent) {
-		return invalid(InvalidNotResponse, "want exactly one of result and error")
+	if (resSt == statePresent) == (errSt == statePresent) {
+		return invalid(invalidNotResponse, "want exactly one of result and error")
 	}
-	if errSt == StatePresent {
+	if errSt == statePresent {
 		// An error may omit the id only when the request's could not be
 		// read; it is still the answer to this page request.
-		if idSt == StatePresent && reqID != nil && id.Kind() != canon.KindNull && !bytes.Equal(id.Raw(), reqID) {
-			return invalid(InvalidIDMismatch, "error response id "+bounded(id.Raw())+" is not the request id "+bounded(reqID))
+		if idSt == statePresent && reqID != nil && id.Kind() != canon.KindNull && !bytes.Equal(id.Raw(), reqID) {
+			return invalid(invalidIDMismatch, "error response id "+bounded(id.Raw())+" is not the request id "+bounded(reqID))
 		}
 		code, cst := member(errv, "code")
 		n, ok := v02Int(code)
-		if errv.Kind() != canon.KindObject || cst != StatePresent || !ok {
-			return invalid(InvalidErrorNotReadable, "error without an integer code")
+		if errv.Kind() != canon.KindObject || cst != statePresent || !ok {
+			return invalid(invalidErrorNotReadable, "error without an integer code")
 		}
-		f.page.Outcome, f.page.ErrorCode = OutcomeError, &n
+		f.page.Outcome, f.page.ErrorCode = outcomeError, &n
 		msg, _ := member(errv, "message")
 		s, _ := msg.Str()
 		f.stopDetail = fmt.Sprintf("code %d: %s", n, boundedString(s))
 		return f
 	}
-	if idSt != StatePresent || (reqID != nil && !bytes.Equal(id.Raw(), reqID)) {
-		return invalid(InvalidIDMismatch, "result id "+bounded(id.Raw())+" is not the request id "+bounded(reqID))
+	if idSt != statePresent || (reqID != nil && !bytes.Equal(id.Raw(), reqID)) {
+		return invalid(invalidIDMismatch, "result id "+bounded(id.Raw())+" is not the request id "+bounded(reqID))
 	}
 	if res.Kind() != canon.KindObject {
-		return invalid(InvalidNotResponse, "result is a JSON "+kindName(res))
+		return invalid(invalidNotResponse, "result is a JSON "+kindName(res))
 	}
 	nc, ncSt := member(res, "nextCursor")
 	f.page.NextCursor = stringField(nc, ncSt)
-	if f.page.NextCursor.State == StatePresent {
+	if f.page.NextCursor.State == statePresent {
 		f.nextRaw = nc.Raw()
 	}
 	f.page.TTLMs = intField(member(res, "ttlMs"))
@@ -150,7 +150,7 @@ func analyzeDoc(doc *canon.Doc, err error, reqID []byte, pageIndex int64) pageFa
 	tools, tst := member(res, "tools")
 	// Record the tools even when the page turns out invalid below: they are
 	// what was served.
-	if tst == StatePresent && tools.Kind() == canon.KindArray {
+	if tst == statePresent && tools.Kind() == canon.KindArray {
 		f.tools = make([]Tool, 0, tools.Len())
 		for i, t := range tools.Elems() {
 			f.tools = append(f.tools, declare(t, pageIndex, int64(i)))
@@ -158,21 +158,21 @@ func analyzeDoc(doc *canon.Doc, err error, reqID []byte, pageIndex int64) pageFa
 		f.page.Tools = int64(len(f.tools))
 	}
 	switch {
-	case f.page.NextCursor.State == StateAmbiguous || f.page.ResultType.State == StateAmbiguous || tst == StateAmbiguous:
-		return invalid(InvalidAmbiguous, "a result member occurs more than once")
-	case tst != StatePresent || tools.Kind() != canon.KindArray:
-		return invalid(InvalidToolsNotArray, "result.tools is not an array")
-	case f.page.NextCursor.State == StateInvalid:
-		return invalid(InvalidNextCursor, "nextCursor is a JSON "+f.page.NextCursor.Kind)
-	case f.page.ResultType.State != StateAbsent && (f.page.ResultType.State != StatePresent || *f.page.ResultType.Value != "complete"):
-		return invalid(InvalidResultType, "resultType is not \"complete\"")
+	case f.page.NextCursor.State == stateAmbiguous || f.page.ResultType.State == stateAmbiguous || tst == stateAmbiguous:
+		return invalid(invalidAmbiguous, "a result member occurs more than once")
+	case tst != statePresent || tools.Kind() != canon.KindArray:
+		return invalid(invalidToolsNotArray, "result.tools is not an array")
+	case f.page.NextCursor.State == stateInvalid:
+		return invalid(invalidNextCursor, "nextCursor is a JSON "+f.page.NextCursor.Kind)
+	case f.page.ResultType.State != stateAbsent && (f.page.ResultType.State != statePresent || *f.page.ResultType.Value != "complete"):
+		return invalid(invalidResultType, "resultType is not \"complete\"")
 	}
 	for _, t := range f.tools {
-		if t.NameProblem == NameNotObject {
-			return invalid(InvalidToolNotObject, fmt.Sprintf("tools/%d is not an object", t.Index))
+		if t.NameProblem == nameNotObject {
+			return invalid(invalidToolNotObject, fmt.Sprintf("tools/%d is not an object", t.Index))
 		}
 	}
-	f.page.Outcome = OutcomeResult
+	f.page.Outcome = outcomeResult
 	return f
 }
 
@@ -180,16 +180,16 @@ func analyzeDoc(doc *canon.Doc, err error, reqID []byte, pageIndex int64) pageFa
 func declare(t canon.Value, page, index int64) Tool {
 	out := Tool{Page: page, Index: index}
 	if t.Kind() != canon.KindObject {
-		out.NameProblem = NameNotObject
+		out.NameProblem = nameNotObject
 	} else {
 		n, st := member(t, "name")
 		switch s, ok := n.Str(); {
-		case st == StateAbsent:
-			out.NameProblem = NameMissing
-		case st == StateAmbiguous:
-			out.NameProblem = NameAmbiguous
+		case st == stateAbsent:
+			out.NameProblem = nameMissing
+		case st == stateAmbiguous:
+			out.NameProblem = nameAmbiguous
 		case !ok:
-			out.NameProblem = NameNotString
+			out.NameProblem = nameNotString
 		default:
 			out.Name = &s
 		}
@@ -213,7 +213,7 @@ func declare(t canon.Value, page, index int64) Tool {
 // present once, or ambiguous (present more than once).
 func member(obj canon.Value, name string) (canon.Value, string) {
 	if v, ok := obj.Get(name); ok {
-		return v, StatePresent
+		return v, statePresent
 	}
 	if obj.HasDuplicates() {
 		n := 0
@@ -223,34 +223,34 @@ func member(obj canon.Value, name string) (canon.Value, string) {
 			}
 		}
 		if n > 1 {
-			return canon.Value{}, StateAmbiguous
+			return canon.Value{}, stateAmbiguous
 		}
 	}
-	return canon.Value{}, StateAbsent
+	return canon.Value{}, stateAbsent
 }
 
 func stringField(v canon.Value, st string) Field {
 	switch {
-	case st != StatePresent:
+	case st != statePresent:
 		return Field{State: st}
 	case v.Kind() == canon.KindString:
 		s, _ := v.Str()
-		return Field{State: StatePresent, Value: &s}
+		return Field{State: statePresent, Value: &s}
 	}
-	return Field{State: StateInvalid, Kind: kindName(v)}
+	return Field{State: stateInvalid, Kind: kindName(v)}
 }
 
 func intField(v canon.Value, st string) Field {
 	switch {
-	case st != StatePresent:
+	case st != statePresent:
 		return Field{State: st}
 	case v.Kind() != canon.KindNumber:
-		return Field{State: StateInvalid, Kind: kindName(v)}
+		return Field{State: stateInvalid, Kind: kindName(v)}
 	}
 	if n, ok := v02Int(v); ok {
-		return Field{State: StatePresent, Integer: &n}
+		return Field{State: statePresent, Integer: &n}
 	}
-	return Field{State: StateUnsupported, Kind: "number"}
+	return Field{State: stateUnsupported, Kind: "number"}
 }
 
 // v02Int reads a number the way the v0.2 boundary does: an integer by value

@@ -107,7 +107,7 @@ func VerifyPages(m *Manifest, load LoadFunc) []Problem {
 		if resp == nil {
 			continue
 		}
-		if req == nil && p.Invalid == InvalidIDMismatch {
+		if req == nil && p.Invalid == invalidIDMismatch {
 			continue // without the request, the id comparison cannot be redone
 		}
 		f := analyzeResponse(resp, reqID, int64(i), CeilingMaxPageBytes)

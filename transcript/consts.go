@@ -26,9 +26,9 @@ const (
 	// versions, serverInfo name and version, result types, methods. Longer
 	// values are left out; the payload digest still commits to them.
 	MaxReportedBytes = 256
-	// MaxDetailBytes bounds producer-written prose (observation and recovery
+	// maxDetailBytes bounds producer-written prose (observation and recovery
 	// details). Prose is not evidence, so it is cut at a rune boundary.
-	MaxDetailBytes = 1024
+	maxDetailBytes = 1024
 	// MaxPathBytes bounds the recorded server executable path (PATH_MAX).
 	MaxPathBytes = 4096
 )
@@ -68,9 +68,9 @@ const (
 
 // Tool name problems (Attempt.ToolInvalid).
 const (
-	ToolAbsent    = "absent"
-	ToolNotString = "not_string"
-	ToolTooLong   = "too_long"
+	toolAbsent    = "absent"
+	toolNotString = "not_string"
+	toolTooLong   = "too_long"
 )
 
 // Notification directions.
@@ -97,7 +97,7 @@ const ResultTypeError = "error"
 // keys use its own prefix; io.modelcontextprotocol/ is reserved by MCP.
 const (
 	MetaProtocolVersion = mcpwire.MetaProtocolVersion
-	MetaCorrelationID   = mcpwire.MetaCorrelationID // caller correlation id (safe shape, CheckCorrelationID)
+	MetaCorrelationID   = mcpwire.MetaCorrelationID // caller correlation id (safe shape, checkCorrelationID)
 	MetaRetryOf         = mcpwire.MetaRetryOf       // caller-declared retry: the correlation id of the earlier call
 	MetaTraceparent     = mcpwire.MetaTraceparent
 	MetaTracestate      = mcpwire.MetaTracestate

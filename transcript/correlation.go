@@ -18,10 +18,10 @@ const (
 	maxTracestateMembers = 32
 )
 
-// CheckCorrelationID returns "" when s has the safe shape of a caller
+// checkCorrelationID returns "" when s has the safe shape of a caller
 // correlation id (1 to 128 characters of [A-Za-z0-9_-]),
 // or the reason it does not (CorrTooLong, CorrBadCharset, CorrBadShape).
-func CheckCorrelationID(s string) string {
+func checkCorrelationID(s string) string {
 	if s == "" {
 		return CorrBadShape
 	}
@@ -37,11 +37,11 @@ func CheckCorrelationID(s string) string {
 	return ""
 }
 
-// CheckTraceparent returns "" when s is a W3C traceparent
+// checkTraceparent returns "" when s is a W3C traceparent
 // (version-traceid-parentid-flags, lowercase hex, ids not all zero, version
 // not ff; version 00 exactly 55 characters, later versions at least 55 with
 // a '-' after the flags), or the reason it is not.
-func CheckTraceparent(s string) string {
+func checkTraceparent(s string) string {
 	if len(s) > maxTraceparentLen {
 		return CorrTooLong
 	}
@@ -69,10 +69,10 @@ func CheckTraceparent(s string) string {
 	return ""
 }
 
-// CheckTracestate returns "" when s is a W3C tracestate list (at most
+// checkTracestate returns "" when s is a W3C tracestate list (at most
 // 32 key=value members, no key twice, empty members
 // allowed between commas), or the reason it is not.
-func CheckTracestate(s string) string {
+func checkTracestate(s string) string {
 	if len(s) > maxTracestateLen {
 		return CorrTooLong
 	}

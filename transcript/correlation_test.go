@@ -25,8 +25,8 @@ func TestCheckTraceparent(t *testing.T) {
 		{ok + "-" + strings.Repeat("a", maxTraceparentLen), CorrTooLong},
 	}
 	for _, tt := range tests {
-		if got := CheckTraceparent(tt.in); got != tt.want {
-			t.Errorf("CheckTraceparent(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := checkTraceparent(tt.in); got != tt.want {
+			t.Errorf("checkTraceparent(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -54,8 +54,8 @@ func TestCheckTracestate(t *testing.T) {
 		{"k=" + strings.Repeat("v", maxTracestateLen), CorrTooLong},
 	}
 	for _, tt := range tests {
-		if got := CheckTracestate(tt.in); got != tt.want {
-			t.Errorf("CheckTracestate(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := checkTracestate(tt.in); got != tt.want {
+			t.Errorf("checkTracestate(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -77,8 +77,8 @@ func TestCheckCorrelationID(t *testing.T) {
 		{"a.b", CorrBadCharset},
 	}
 	for _, tt := range tests {
-		if got := CheckCorrelationID(tt.in); got != tt.want {
-			t.Errorf("CheckCorrelationID(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := checkCorrelationID(tt.in); got != tt.want {
+			t.Errorf("checkCorrelationID(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func validEvents() []Event {
 		RetryOf:       &CorrValue{Valid: false, Reason: CorrTooLong},
 	}
 	a3 := sampleAttempt(3, "a3")
-	a3.Tool, a3.ToolInvalid, a3.ArgsDigest, a3.ArgsUnsupport = "", ToolTooLong, "", "unsupported_number"
+	a3.Tool, a3.ToolInvalid, a3.ArgsDigest, a3.ArgsUnsupport = "", toolTooLong, "", "unsupported_number"
 	a3.RPCID = JSONRPCID{Present: false}
 	a3.Protocol = AttemptProto{Era: EraLegacy, State: ProtoNegotiated, Value: "2025-11-25"}
 	a3.Snapshot = SnapshotRef{NoneReason: NoneNoSnapshot}
@@ -117,7 +117,7 @@ func TestDecodeLineRejects(t *testing.T) {
 		{"retry without basis", attempt(func(a *Attempt) { a.RetryOf = "a0" }), CodeInvalidMember},
 		{"bad basis", withEdit(a, func() { a.RetryOf, a.RetryBasis = "a0", "guessed" }), CodeInvalidMember},
 		{"self retry", attempt(func(a *Attempt) { a.RetryOf, a.RetryBasis = "a1", BasisCallerDeclared }), CodeInvalidMember},
-		{"tool and tool_invalid", attempt(func(a *Attempt) { a.ToolInvalid = ToolAbsent }), CodeInvalidMember},
+		{"tool and tool_invalid", attempt(func(a *Attempt) { a.ToolInvalid = toolAbsent }), CodeInvalidMember},
 		{"absent id with text", attempt(func(a *Attempt) { a.RPCID.Present = false }), CodeInvalidMember},
 		{"id text and digest", attempt(func(a *Attempt) { a.RPCID.Digest = dig1 }), CodeInvalidMember},
 		{"id text over limit", attempt(func(a *Attempt) { a.RPCID.Text = strings.Repeat("1", MaxRPCIDTextBytes+1) }), CodeInvalidMember},
@@ -174,7 +174,7 @@ func TestDecodeLineLengthLimit(t *testing.T) {
 	if len(at) != MaxLineBytes {
 		t.Fatalf("built %d bytes", len(at))
 	}
-	// The detail is over MaxDetailBytes: invalid_member, not too_long.
+	// The detail is over maxDetailBytes: invalid_member, not too_long.
 	if _, err := DecodeLine(at); codeOf(err) != CodeInvalidMember {
 		t.Errorf("MaxLineBytes: %v, want invalid_member (too long a detail)", err)
 	}

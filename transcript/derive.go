@@ -28,7 +28,7 @@ type RequestFacts struct {
 	RPCID           JSONRPCID   // jsonrpc_id
 	IDText          string      // exact id text: what a notifications/cancelled names ("" when absent)
 	Tool            string      // tool; "" when ToolInvalid is set
-	ToolInvalid     string      // tool_invalid: ToolAbsent, ToolNotString or ToolTooLong
+	ToolInvalid     string      // tool_invalid: "absent", "not_string" or "too_long"
 	ArgsDigest      string      // arguments_digest
 	ArgsUnsupported string      // arguments_unsupported: the canon code
 	ProtoState      string      // ProtoPresent, ProtoAbsent or ProtoMalformed (never ProtoNegotiated: that is the producer's session state)
@@ -140,13 +140,13 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 
 	switch name, present, _ := member(params, "name"); {
 	case !present:
-		q.ToolInvalid = ToolAbsent
+		q.ToolInvalid = toolAbsent
 	case name.Kind() != canon.KindString:
-		q.ToolInvalid = ToolNotString
+		q.ToolInvalid = toolNotString
 	default:
 		s, _ := name.Str()
 		if len(s) > MaxToolNameBytes {
-			q.ToolInvalid = ToolTooLong
+			q.ToolInvalid = toolTooLong
 		} else {
 			q.Tool = s
 		}
@@ -186,10 +186,10 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 			q.ProtoState = ProtoMalformed
 		}
 	}
-	q.Correlation.Traceparent, _ = corrValue(meta, MetaTraceparent, CheckTraceparent)
-	q.Correlation.Tracestate, _ = corrValue(meta, MetaTracestate, CheckTracestate)
-	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, MetaCorrelationID, CheckCorrelationID)
-	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, MetaRetryOf, CheckCorrelationID)
+	q.Correlation.Traceparent, _ = corrValue(meta, MetaTraceparent, checkTraceparent)
+	q.Correlation.Tracestate, _ = corrValue(meta, MetaTracestate, checkTracestate)
+	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, MetaCorrelationID, checkCorrelationID)
+	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, MetaRetryOf, checkCorrelationID)
 	return q, nil
 }
 

@@ -101,12 +101,6 @@ func (*Frame) event()         {}
 func (*SessionEvent) event()  {}
 func (*HTTPEvent) event()     {}
 
-// Line is the part every transcript line shares.
-type Line struct {
-	Type string `json:"type"`
-	Seq  int64  `json:"seq"` // 0-based line number; contiguous
-}
-
 // Header is line 0.
 type Header struct {
 	Type   string `json:"type"` // "header"

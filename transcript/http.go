@@ -137,7 +137,7 @@ func (v *HTTPEvent) validate() *invalid {
 		short("content_type", v.ContentType, MaxReportedBytes),
 		optDigest("session", v.Session),
 		short("url", v.URL, MaxPathBytes),
-		short("detail", v.Detail, MaxDetailBytes),
+		short("detail", v.Detail, maxDetailBytes),
 	)
 	if e != nil {
 		return e

@@ -61,7 +61,7 @@ func TestSpecInSync(t *testing.T) {
 		ReasonProducerCrashed, ReasonSealedInFlight, ReasonServerExited, OutcomeUnknown,
 		BasisCallerDeclared, BasisInferred, BasisContinuation, BasisProducer,
 		CorrNotString, CorrTooLong, CorrBadCharset, CorrBadShape,
-		NoneNoSnapshot, NoneInvalidated, ToolAbsent, ToolNotString, ToolTooLong,
+		NoneNoSnapshot, NoneInvalidated, toolAbsent, toolNotString, toolTooLong,
 		IDString, IDNumber, IDNull, IDOther, TermLF, TermCRLF, TermNone,
 		EraModern, EraLegacy, EraUnknown, ProtoPresent, ProtoAbsent, ProtoMalformed, ProtoNegotiated,
 		SourceInitialize, SourceDiscover, SourceRequestMeta, ServerToClient, ClientToServer,

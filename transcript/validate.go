@@ -25,7 +25,7 @@ func bad(format string, args ...any) *invalid {
 func validate(ev Event) *invalid { return ev.validate() }
 
 func (e *SessionEvent) validate() *invalid {
-	return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, MaxDetailBytes))
+	return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, maxDetailBytes))
 }
 
 func oneOf(name, v string, allowed ...string) *invalid {
@@ -398,7 +398,7 @@ func (a *Attempt) validateTool() *invalid {
 		if a.Tool != "" {
 			return bad("tool is empty when tool_invalid is set")
 		}
-		return oneOf("tool_invalid", a.ToolInvalid, ToolAbsent, ToolNotString, ToolTooLong)
+		return oneOf("tool_invalid", a.ToolInvalid, toolAbsent, toolNotString, toolTooLong)
 	}
 	return short("tool", a.Tool, MaxToolNameBytes)
 }
@@ -431,10 +431,10 @@ func (s *SnapshotRef) validate() *invalid {
 
 func (c *Correlation) validate() *invalid {
 	return first(
-		c.Traceparent.validate("correlation.traceparent", CheckTraceparent),
-		c.Tracestate.validate("correlation.tracestate", CheckTracestate),
-		c.CorrelationID.validate("correlation.correlation_id", CheckCorrelationID),
-		c.RetryOf.validate("correlation.retry_of", CheckCorrelationID),
+		c.Traceparent.validate("correlation.traceparent", checkTraceparent),
+		c.Tracestate.validate("correlation.tracestate", checkTracestate),
+		c.CorrelationID.validate("correlation.correlation_id", checkCorrelationID),
+		c.RetryOf.validate("correlation.retry_of", checkCorrelationID),
 	)
 }
 
@@ -464,7 +464,7 @@ func (o *Observation) validate() *invalid {
 		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse),
 		oneOf("basis", o.Basis, BasisProducer),
 		short("result_type", o.ResultType, MaxReportedBytes),
-		short("detail", o.Detail, MaxDetailBytes),
+		short("detail", o.Detail, maxDetailBytes),
 		frameIndex(o.Frame),
 	)
 	if e != nil {
@@ -520,7 +520,7 @@ func (r *Recovery) validate() *invalid {
 	return first(
 		event(r.Type, TypeRecovery, r.Seq, r.AtMs),
 		optDigest("torn_digest", r.TornDigest),
-		short("detail", r.Detail, MaxDetailBytes),
+		short("detail", r.Detail, maxDetailBytes),
 	)
 }
 
@@ -542,14 +542,14 @@ func (s *Seal) validate() *invalid {
 }
 
 // Detail makes producer prose fit a line: invalid UTF-8 becomes U+FFFD
-// (prose is not evidence) and the text is cut to MaxDetailBytes at a rune
+// (prose is not evidence) and the text is cut to maxDetailBytes at a rune
 // boundary.
 func Detail(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxDetailBytes {
+	if len(s) <= maxDetailBytes {
 		return s
 	}
-	cut := MaxDetailBytes - len("...")
+	cut := maxDetailBytes - len("...")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

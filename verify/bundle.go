@@ -172,9 +172,9 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	f, err := openRegular(b.fsys, transcript.TranscriptFile)
 	if err != nil {
 		switch {
-		case b.refused(transcript.TranscriptFile, CheckTranscript, transcript.TranscriptFile, err):
+		case b.refused(transcript.TranscriptFile, checkTranscript, transcript.TranscriptFile, err):
 		case b.rec != nil && b.rec.ToolTranscript != nil:
-			b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+			b.r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 				"the record commits to a transcript ("+b.rec.ToolTranscript.Hash+") that cannot be read: "+err.Error())
 		case b.rec != nil:
 			// Neither a commitment nor a transcript: a bare record in a
@@ -184,7 +184,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 	}
 	defer f.Close()
 	if b.rec != nil && b.rec.ToolTranscript == nil {
-		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, "/tool_transcript",
+		b.r.add(CodeBindingFailure, checkTranscript, StatusFail, "/tool_transcript",
 			"the bundle holds a transcript but the record commits to none: nothing in it is inside the signed boundary")
 	}
 
@@ -263,7 +263,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 			}
 		}
 	case endReadErr:
-		b.r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+		b.r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			fmt.Sprintf("read error at line %d: %v", idx, end.err))
 		b.tr.commitOK = false
 	}
@@ -284,7 +284,7 @@ func (b *bundleCheck) overLimit(detail string) {
 	b.tr.commitOK = false
 	b.tr.interpret = false
 	b.tr.limited = true
-	b.r.add(CodeLimitExceeded, CheckTranscript, StatusUnsupported, transcript.TranscriptFile,
+	b.r.add(CodeLimitExceeded, checkTranscript, StatusUnsupported, transcript.TranscriptFile,
 		detail+": the rest was not read, so the commitment was not recomputed; raise the limit to verify it")
 }
 
@@ -315,7 +315,7 @@ func (b *bundleCheck) malformed(idx int64, code, detail string) {
 		b.malformedAt = idx
 	}
 	b.tr.interpret = false
-	b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, lineSubject(idx), code+": "+detail)
+	b.r.add(CodeTranscriptMalformed, checkTranscript, StatusFail, lineSubject(idx), code+": "+detail)
 }
 
 func lineSubject(idx int64) string { return "line " + strconv.FormatInt(idx, 10) }
@@ -398,13 +398,13 @@ func (b *bundleCheck) decodeError(idx int64, line []byte, err error) {
 	var ce *canon.Error
 	switch {
 	case le.Code == transcript.CodeNotCanonical && errors.As(err, &ce) && ce.Code == canon.CodeDuplicateKey:
-		b.r.add(CodeDuplicateKey, CheckTranscript, StatusFail, lineSubject(idx)+" "+pointer(ce.Pointer), "an ambiguous object in committed evidence: "+ce.Detail)
+		b.r.add(CodeDuplicateKey, checkTranscript, StatusFail, lineSubject(idx)+" "+pointer(ce.Pointer), "an ambiguous object in committed evidence: "+ce.Detail)
 	case le.Code == transcript.CodeNotCanonical && errors.As(err, &ce) && ce.Code == canon.CodeUnsupportedNumber:
-		b.r.add(CodeValueUnsupported, CheckTranscript, StatusFail, lineSubject(idx)+" "+pointer(ce.Pointer), "a number the line's declared policy ("+canon.PolicyV02ID+") cannot hold: "+ce.Detail)
+		b.r.add(CodeValueUnsupported, checkTranscript, StatusFail, lineSubject(idx)+" "+pointer(ce.Pointer), "a number the line's declared policy ("+canon.PolicyV02ID+") cannot hold: "+ce.Detail)
 	case le.Code == transcript.CodeUnsupportedFormat:
-		b.r.add(CodeFormatUnsupported, CheckTranscript, StatusUnsupported, lineSubject(idx), le.Detail)
+		b.r.add(CodeFormatUnsupported, checkTranscript, StatusUnsupported, lineSubject(idx), le.Detail)
 	case le.Code == transcript.CodeInvalidMember && claimsServerProof(line):
-		b.r.add(CodeServerProofMissing, CheckOutcome, StatusFail, lineSubject(idx),
+		b.r.add(CodeServerProofMissing, checkOutcome, StatusFail, lineSubject(idx),
 			"an observation claims a basis other than producer_observation, and the format carries no server proof to check it against")
 	default:
 		b.malformed(idx, le.Code, le.Detail)
@@ -451,14 +451,14 @@ func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
 		}
 	}
 	if tp := h.Producer.KeyThumbprint; tp != "" && b.r.Signer != "" && tp != b.r.Signer {
-		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, "line 0 /producer/key_thumbprint",
+		b.r.add(CodeBindingFailure, checkTranscript, StatusFail, "line 0 /producer/key_thumbprint",
 			"the transcript names signing key "+tp+", the record is signed by "+b.r.Signer)
 	}
 }
 
 func (b *bundleCheck) conflict(code Code, subject, detail string) {
 	b.hist.conflicts++
-	b.r.add(code, CheckIdentity, StatusFail, subject, detail)
+	b.r.add(code, checkIdentity, StatusFail, subject, detail)
 }
 
 func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
@@ -485,12 +485,12 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 			if _, seen := b.hist.retriedBy[a.RetryOf]; !seen {
 				b.hist.retriedBy[a.RetryOf] = a.AttemptID
 			}
-			b.r.add(CodeRetryLinked, CheckIdentity, StatusInfo, subject,
+			b.r.add(CodeRetryLinked, checkIdentity, StatusInfo, subject,
 				fmt.Sprintf("a new attempt retrying %s (%s); %s keeps its own outcome (%s)", a.RetryOf, a.RetryBasis, a.RetryOf, outcomeName(prev.state)))
 		}
 	}
 	if b.tr.serverDigest != "" && a.ServerDigest != b.tr.serverDigest {
-		b.r.add(CodeBindingFailure, CheckTranscript, StatusFail, subject,
+		b.r.add(CodeBindingFailure, checkTranscript, StatusFail, subject,
 			"binds server "+a.ServerDigest+", the header's server is "+b.tr.serverDigest)
 	}
 	// A response must answer the request's id as the bytes give it (a
@@ -622,9 +622,9 @@ func (b *bundleCheck) onRecovery(rc *transcript.Recovery) {
 	detail := "the producer recovered after an interruption: " + rc.Detail
 	if rc.TornFile != "" {
 		detail += fmt.Sprintf("; a torn line of %d bytes was quarantined, not used", rc.TornLength)
-		b.blob(rc.TornFile, rc.TornDigest, rc.TornLength, CheckPayload, fmt.Sprintf("quarantined line (seq %d)", rc.Seq), true, false)
+		b.blob(rc.TornFile, rc.TornDigest, rc.TornLength, checkPayload, fmt.Sprintf("quarantined line (seq %d)", rc.Seq), true, false)
 	}
-	b.r.add(CodeRecoveryRecorded, CheckOutcome, StatusInfo, "line "+strconv.FormatInt(rc.Seq, 10), detail)
+	b.r.add(CodeRecoveryRecorded, checkOutcome, StatusInfo, "line "+strconv.FormatInt(rc.Seq, 10), detail)
 }
 
 // finish runs the checks that need the whole transcript.
@@ -633,13 +633,13 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 	// Snapshot bindings that named a snapshot not seen before the attempt.
 	for _, p := range b.snap.pending {
 		if s, ok := b.snap.snapshots[p.snapshot]; ok {
-			r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, "attempt "+p.attempt,
+			r.add(CodeSnapshotWrong, checkSnapshot, StatusFail, "attempt "+p.attempt,
 				fmt.Sprintf("bound to snapshot %s, which was recorded at seq %d, after the attempt's dispatch at seq %d", p.snapshot, s.seq, p.seq))
 		} else if b.partial {
-			r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, "attempt "+p.attempt,
+			r.add(CodeEvidenceUnavailable, checkSnapshot, StatusUnavailable, "attempt "+p.attempt,
 				"bound to snapshot "+p.snapshot+", whose snapshot line the proof does not disclose")
 		} else {
-			r.add(CodeBindingFailure, CheckSnapshot, StatusFail, "attempt "+p.attempt,
+			r.add(CodeBindingFailure, checkSnapshot, StatusFail, "attempt "+p.attempt,
 				"bound to snapshot "+p.snapshot+", which the signed transcript does not record")
 		}
 	}
@@ -650,7 +650,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			b.redactionFindings()
 			b.packFindings()
 			if b.pl.bad == 0 && r.Counts.Payloads > 0 {
-				r.add(CodePayloadsVerified, CheckPayload, StatusPass, "",
+				r.add(CodePayloadsVerified, checkPayload, StatusPass, "",
 					fmt.Sprintf("%d disclosed payloads present with their committed digests and lengths", r.Counts.Payloads))
 			}
 		}
@@ -678,14 +678,14 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			// The commitment could not be recomputed: the transcript finding
 			// already says why.
 		case r.Root != tt.Hash:
-			r.add(CodeBindingFailure, CheckTranscript, StatusFail, "/tool_transcript/hash",
+			r.add(CodeBindingFailure, checkTranscript, StatusFail, "/tool_transcript/hash",
 				fmt.Sprintf("the transcript's %d lines commit to %s, the record signs %s", c.Count(), r.Root, tt.Hash))
 		default:
-			r.add(CodeTranscriptBound, CheckTranscript, StatusPass, "/tool_transcript/hash",
+			r.add(CodeTranscriptBound, checkTranscript, StatusPass, "/tool_transcript/hash",
 				fmt.Sprintf("the %d lines commit to the signed %s", c.Count(), tt.Hash))
 		}
 		if tt.CallCount != nil && *tt.CallCount != r.Counts.Attempts && b.tr.interpret {
-			r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, "/tool_transcript/call_count",
+			r.add(CodeCallCountMismatch, checkTranscript, StatusFail, "/tool_transcript/call_count",
 				fmt.Sprintf("call_count %d, the transcript records %d attempts", *tt.CallCount, r.Counts.Attempts))
 		}
 	}
@@ -696,11 +696,11 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 
 	b.undeclaredInfo()
 	if b.hist.conflicts == 0 && r.Counts.Attempts > 0 {
-		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
+		r.add(CodeHistoryConsistent, checkIdentity, StatusPass, "",
 			fmt.Sprintf("%d attempt ids unique, every retry link points backward, no outcome replaced", r.Counts.Attempts))
 	}
 	if b.pl.bad == 0 && r.Counts.Payloads > 0 {
-		r.add(CodePayloadsVerified, CheckPayload, StatusPass, "",
+		r.add(CodePayloadsVerified, checkPayload, StatusPass, "",
 			fmt.Sprintf("%d payloads present with the committed digest and length", r.Counts.Payloads))
 	}
 	b.outcomes()
@@ -724,15 +724,15 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 		if b.tr.serverInfo != "" {
 			seen += ", " + b.tr.serverInfo
 		}
-		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "server",
+		r.add(CodeProducerObservation, checkOutcome, StatusInfo, "server",
 			"the server's identity is as the producer observed it ("+seen+"); no server authentication was recorded")
 	}
 	if r.Counts.Responses > 0 {
-		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "responses",
+		r.add(CodeProducerObservation, checkOutcome, StatusInfo, "responses",
 			"responses are bound to their attempts as the producer recorded them; the server did not sign them")
 	}
 	if r.Counts.Snapshots > 0 {
-		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "snapshots",
+		r.add(CodeProducerObservation, checkOutcome, StatusInfo, "snapshots",
 			"a complete snapshot is what the producer observed: not an atomic catalog revision, not proof that the server is truthful or executed the declarations")
 	}
 }
@@ -779,7 +779,7 @@ func (b *bundleCheck) outcomes() {
 			byState, _ := b.attempts.get(by)
 			detail += fmt.Sprintf("; retried by %s (%s), which does not show this attempt did not execute", by, outcomeName(byState.state))
 		}
-		b.r.add(CodeOutcomeUnknown, CheckOutcome, StatusInfo, "attempt "+u.id, detail)
+		b.r.add(CodeOutcomeUnknown, checkOutcome, StatusInfo, "attempt "+u.id, detail)
 	}
 	b.r.omit(CodeOutcomeUnknown, StatusInfo, omitted)
 }
@@ -800,7 +800,7 @@ func (b *bundleCheck) checkSeal() {
 	})
 	subject := "line " + strconv.FormatInt(s.Seq, 10)
 	if s.Attempts != cnt.Attempts {
-		b.r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, subject,
+		b.r.add(CodeCallCountMismatch, checkTranscript, StatusFail, subject,
 			fmt.Sprintf("the seal counts %d attempts, the transcript records %d", s.Attempts, cnt.Attempts))
 	}
 	// With conflicting identities or history the outcome counts have no

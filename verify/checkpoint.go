@@ -68,7 +68,7 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 	}
 	k := &checkpointCheck{v: v}
 	if over {
-		r.add(CodeLimitExceeded, CheckTranscript, StatusUnsupported, checkpointDir,
+		r.add(CodeLimitExceeded, checkTranscript, StatusUnsupported, checkpointDir,
 			fmt.Sprintf("more than %d entries (MaxCheckpoints): no checkpoint was checked", MaxCheckpoints))
 		return k
 	}
@@ -82,7 +82,7 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 		judged++
 		n, ok := checkpointLines(name)
 		if !ok {
-			r.add(CodeCheckpointInvalid, CheckTranscript, StatusFail, boundedQuote(file),
+			r.add(CodeCheckpointInvalid, checkTranscript, StatusFail, boundedQuote(file),
 				"not a checkpoint name (<lines>.json, lines a decimal without leading zeros): a producer writes no other file here")
 			continue
 		}
@@ -97,13 +97,13 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 			k.entries = append(k.entries, ce)
 			continue
 		}
-		scratch := newReport(KindRecord, v.o.At)
+		scratch := newReport(kindRecord, v.o.At)
 		rec := v.checkRecord(scratch, data)
 		for _, f := range scratch.Findings {
 			// Freshness is judged for the record that is the bundle's
 			// signature (record.json, or the last checkpoint of an unsealed
 			// bundle), not for every checkpoint of a long session.
-			if f.Status == StatusFail && f.Check != CheckFreshness {
+			if f.Status == StatusFail && f.Check != checkFreshness {
 				ce.problems = append(ce.problems, string(f.Code)+" at "+f.Subject+": "+f.Detail)
 			}
 		}
@@ -230,7 +230,7 @@ func (k *checkpointCheck) finish(b *bundleCheck, c *transcript.Committer) {
 			ce.problems = append(ce.problems, "signed by "+ce.signer+", the bundle's record by "+signer)
 		}
 		if len(ce.problems) > 0 {
-			r.add(CodeCheckpointInvalid, CheckTranscript, StatusFail, ce.file, strings.Join(ce.problems, "; "))
+			r.add(CodeCheckpointInvalid, checkTranscript, StatusFail, ce.file, strings.Join(ce.problems, "; "))
 			continue
 		}
 		valid = append(valid, ce)
@@ -245,7 +245,7 @@ func (k *checkpointCheck) finish(b *bundleCheck, c *transcript.Committer) {
 		if len(valid) == 1 {
 			what = "1 checkpoint commits to the prefix it names"
 		}
-		r.add(CodeCheckpointBound, CheckTranscript, StatusPass, checkpointDir,
+		r.add(CodeCheckpointBound, checkTranscript, StatusPass, checkpointDir,
 			fmt.Sprintf("%s, signed by the record's key; the last, %s, to the first %d lines", what, last.file, last.lines))
 	}
 }
@@ -258,7 +258,7 @@ func (k *checkpointCheck) finishUnsealed(b *bundleCheck, c *transcript.Committer
 	var last *checkpointEntry
 	for _, ce := range valid {
 		if last != nil && ce.signer != last.signer {
-			r.add(CodeCheckpointInvalid, CheckTranscript, StatusFail, ce.file, "signed by "+ce.signer+", an earlier checkpoint by "+last.signer)
+			r.add(CodeCheckpointInvalid, checkTranscript, StatusFail, ce.file, "signed by "+ce.signer+", an earlier checkpoint by "+last.signer)
 			continue
 		}
 		last = ce
@@ -268,14 +268,14 @@ func (k *checkpointCheck) finishUnsealed(b *bundleCheck, c *transcript.Committer
 		total-- // the torn line is committed to by no one
 	}
 	if last == nil {
-		r.add(CodeTailUnsigned, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+		r.add(CodeTailUnsigned, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			fmt.Sprintf("the bundle has no record.json and no valid checkpoint: none of its %d lines is signed", total))
 		return
 	}
 	if data, err := readFile(b.fsys, last.file, sign.MaxRecordBytes); err == nil {
 		k.v.checkRecord(r, data)
 	}
-	r.add(CodeCheckpointBound, CheckTranscript, StatusPass, last.file,
+	r.add(CodeCheckpointBound, checkTranscript, StatusPass, last.file,
 		fmt.Sprintf("the first %d lines (%s) commit to the signed %s: signed evidence", last.lines, attemptsText(last.attempts), last.hash))
 	detail := fmt.Sprintf("the bundle has no record.json: the producer stopped before it sealed; lines %d to %d (%s) are after the last checkpoint, unsigned evidence (tracectl seal --recover seals and signs the transcript as it is now, keeping the checkpoints)",
 		last.lines, total-1, attemptsText(r.Counts.Attempts-last.attempts))
@@ -285,13 +285,13 @@ func (k *checkpointCheck) finishUnsealed(b *bundleCheck, c *transcript.Committer
 	if k.torn > 0 {
 		detail += fmt.Sprintf("; a torn final line of %d bytes follows (seal --recover quarantines it)", k.torn)
 	}
-	r.add(CodeTailUnsigned, CheckTranscript, StatusUnavailable, transcript.TranscriptFile+" line "+strconv.FormatInt(last.lines, 10), detail)
+	r.add(CodeTailUnsigned, checkTranscript, StatusUnavailable, transcript.TranscriptFile+" line "+strconv.FormatInt(last.lines, 10), detail)
 }
 
 // unsealedBundle verifies a bundle without record.json by its checkpoints.
 // ok is false when it has none (the caller reports the missing record).
 func (v *Verifier) unsealedBundle(ctx context.Context, fsys fs.FS) (rep *Report, ok bool, err error) {
-	r := newReport(KindBundle, v.o.At)
+	r := newReport(kindBundle, v.o.At)
 	r.AcceptedProfiles = slices.Clone(v.o.AcceptProfiles)
 	k := v.readCheckpoints(r, fsys)
 	if k == nil {
@@ -307,7 +307,7 @@ func (v *Verifier) unsealedBundle(ctx context.Context, fsys fs.FS) (rep *Report,
 		return nil, true, err
 	}
 	if !r.Has(CodeTailUnsigned) {
-		r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+		r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			"the bundle has checkpoints but its transcript cannot be read")
 	}
 	rep, err = result(r)

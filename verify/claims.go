@@ -62,7 +62,7 @@ func (b *bundleCheck) mismatchClaims(subject, what string, d diffs) {
 		return
 	}
 	b.pl.bad++
-	b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject,
+	b.r.add(CodeEvidenceMismatch, checkPayload, StatusFail, subject,
 		what+" contradicts its retained bytes: "+strings.Join(d, "; "))
 }
 
@@ -245,7 +245,7 @@ func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, rd *res
 		what = "the response bytes answer id " + quote(string(got)) + ", not the attempt's request id"
 	}
 	b.pl.bad++
-	b.r.add(CodeResponseIDMismatch, CheckPayload, StatusFail, subject,
+	b.r.add(CodeResponseIDMismatch, checkPayload, StatusFail, subject,
 		fmt.Sprintf("the %s observation at seq %d commits to a response for another request: %s", o.Kind, o.Seq, what))
 }
 

@@ -83,7 +83,7 @@ func TestClaimsAgainstBytes(t *testing.T) {
 		{name: "invalid tool and unsupported arguments as derived", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":1.5},"name":3}}`, resp: claimResp},
 
 		{name: "tool", req: claimReq, resp: claimResp, amod: func(a *transcript.Attempt) { a.Tool = "tool_2" }, member: "tool:"},
-		{name: "tool_invalid", req: claimReq, resp: claimResp, amod: func(a *transcript.Attempt) { a.Tool, a.ToolInvalid = "", transcript.ToolAbsent }, member: "tool_invalid:"},
+		{name: "tool_invalid", req: claimReq, resp: claimResp, amod: func(a *transcript.Attempt) { a.Tool, a.ToolInvalid = "", "absent" }, member: "tool_invalid:"},
 		{name: "arguments_digest", req: claimReq, resp: claimResp,
 			amod: func(a *transcript.Attempt) { a.ArgsDigest = "sha256:" + strings.Repeat("0", 64) }, member: "arguments_digest:"},
 		{name: "arguments_unsupported", req: claimReq, resp: claimResp,

@@ -130,7 +130,7 @@ func (b *bundleCheck) scanTree(ctx context.Context) error {
 						b.scanned = map[string]bool{}
 					}
 					b.scanned[name] = true
-					b.r.add(CodeFileRefused, CheckTranscript, StatusFail, name,
+					b.r.add(CodeFileRefused, checkTranscript, StatusFail, name,
 						fmt.Sprintf("%s in the bundle: never followed or read; a producer writes only regular files and directories", typeName(t)))
 				case t.IsDir():
 					if depth+1 > maxScanDepth {

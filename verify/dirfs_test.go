@@ -315,7 +315,7 @@ func TestSparsePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := rep.Find(verify.CodeLimitExceeded)
-	if rep.Verdict != verify.Incomplete || len(f) != 1 || f[0].Check != verify.CheckPayload {
+	if rep.Verdict != verify.Incomplete || len(f) != 1 || f[0].Check != "payload" {
 		t.Fatalf("verdict %s, limit_exceeded %+v\n%s", rep.Verdict, f, dump(rep))
 	}
 	// The limit and the limit + 1: the largest payload of the standard

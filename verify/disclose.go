@@ -30,7 +30,7 @@ func (v *Verifier) isDisclosure(fsys fs.FS) bool {
 // against the bundle's pack, salts included. What the bundle does not
 // disclose is stated as the scope (proof_scope_limited), never as missing.
 func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*Report, error) {
-	r := newReport(KindDisclosure, v.o.At)
+	r := newReport(kindDisclosure, v.o.At)
 	rec := v.checkRecord(r, record)
 	b := newBundleCheck(v, r, fsys, rec)
 	if err := b.scanTree(ctx); err != nil {
@@ -38,14 +38,14 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 	}
 	data, err := readFile(fsys, transcript.DisclosureFile, maxDisclosureBytes)
 	if err != nil {
-		if !b.refused(transcript.DisclosureFile, CheckProof, transcript.DisclosureFile, err) {
-			r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
+		if !b.refused(transcript.DisclosureFile, checkProof, transcript.DisclosureFile, err) {
+			r.add(CodeInclusionProofFailed, checkProof, StatusFail, transcript.DisclosureFile, err.Error())
 		}
 		return result(r)
 	}
 	p, err := transcript.ParseProof(data)
 	if err != nil {
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, transcript.DisclosureFile, err.Error())
+		r.add(CodeInclusionProofFailed, checkProof, StatusFail, transcript.DisclosureFile, err.Error())
 		return result(r)
 	}
 	b.disc.disclosed = true

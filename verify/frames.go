@@ -47,7 +47,7 @@ const (
 // onSession reports a session event.
 func (b *bundleCheck) onSession(e *transcript.SessionEvent) {
 	if e.Event == transcript.SessionClientGone {
-		b.r.add(CodeClientGone, CheckTranscript, StatusInfo, lineSubject(e.Seq),
+		b.r.add(CodeClientGone, checkTranscript, StatusInfo, lineSubject(e.Seq),
 			"the client went away (a write to it failed): the frames after this line were committed as the server sent them, not delivered")
 	}
 }
@@ -94,14 +94,14 @@ func (b *bundleCheck) frames(idx int64, ev any) {
 	if !b.header.FramesCommitted {
 		if index != nil || isFrameLine(ev) {
 			b.fr.bad++
-			b.r.add(CodeFrameSequence, CheckTranscript, StatusFail, subject,
+			b.r.add(CodeFrameSequence, checkTranscript, StatusFail, subject,
 				"a frame index or frame line in a transcript whose header does not commit to frames")
 		}
 		return
 	}
 	if index == nil {
 		b.fr.bad++
-		b.r.add(CodeFrameSequence, CheckTranscript, StatusFail, subject,
+		b.r.add(CodeFrameSequence, checkTranscript, StatusFail, subject,
 			"the header commits to every frame, and this line commits to a frame without its index")
 		return
 	}
@@ -115,7 +115,7 @@ func (b *bundleCheck) frames(idx int64, ev any) {
 		if *index < want {
 			what = "a frame committed twice or out of order"
 		}
-		b.r.add(CodeFrameSequence, CheckTranscript, StatusFail, subject,
+		b.r.add(CodeFrameSequence, checkTranscript, StatusFail, subject,
 			fmt.Sprintf("%s frame %d where frame %d comes next: %s", dir, *index, want, what))
 	}
 	b.fr.next[dir] = max(want, *index+1)
@@ -214,7 +214,7 @@ func (b *bundleCheck) trackOpen(ev any) {
 			subject := fmt.Sprintf("frame %s %d (seq %d)", e.Direction, e.Index, e.Seq)
 			if fr.openByID[t] == 1 && !fr.shared[t] && e.Disposition == transcript.FrameForwarded {
 				fr.bad++
-				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+				b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, subject,
 					"a response to the one call waiting under id "+quote(t)+", committed as a plain frame: a call's response is committed by its observation, so its outcome cannot be hidden as unknown")
 				return
 			}
@@ -224,20 +224,20 @@ func (b *bundleCheck) trackOpen(ev any) {
 			for _, k := range responseKeys(t) {
 				if fr.openByMatch[k] > 0 {
 					fr.bad++
-					b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+					b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, subject,
 						"a response under id "+quote(t)+", which a client matches to a call waiting under another spelling of it, delivered as a plain frame: the client may have taken it as the call's answer, which the evidence does not bind")
 					return
 				}
 				if a, ok := fr.settledBy[k]; ok {
 					fr.bad++
-					b.r.add(CodeResponseAfterSettlement, CheckTranscript, StatusFail, subject,
+					b.r.add(CodeResponseAfterSettlement, checkTranscript, StatusFail, subject,
 						"a response under id "+quote(t)+" delivered after attempt "+a+" had its answer under that id (as a client matches ids): the client may have acted on this one, which the evidence does not bind")
 					return
 				}
 			}
 			if b.header.Format == transcript.Format {
 				fr.bad++
-				b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+				b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, subject,
 					"a response under id "+quote(t)+", which names no open request, delivered: a mediating producer refuses it (unsolicited_response), since a client whose request the producer had not read yet would take it as the answer")
 			}
 		}
@@ -314,7 +314,7 @@ func (b *bundleCheck) onFrame(f *transcript.Frame) {
 func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject string) {
 	bad := func(why string) {
 		b.fr.bad++
-		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject, why)
+		b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, subject, why)
 	}
 	c2s := f.Direction == transcript.ClientToServer
 	if b.headerRefused(f) {
@@ -358,15 +358,15 @@ func (b *bundleCheck) finishFrames() {
 		return
 	}
 	if b.fr.refused > 0 {
-		b.r.add(CodeFramesRefused, CheckTranscript, StatusInfo, "frames",
+		b.r.add(CodeFramesRefused, checkTranscript, StatusInfo, "frames",
 			fmt.Sprintf("%d client frames were refused by the producer's gate: committed, answered with an error, never forwarded to the server", b.fr.refused))
 	}
 	if b.fr.refusedS2C > 0 {
-		b.r.add(CodeServerFramesRefused, CheckTranscript, StatusInfo, "frames",
+		b.r.add(CodeServerFramesRefused, checkTranscript, StatusInfo, "frames",
 			fmt.Sprintf("%d server frames were refused (by the gate, or as answers a client could misattribute): committed, never delivered to the client", b.fr.refusedS2C))
 	}
 	if b.fr.bad == 0 && b.malformedAt < 0 {
-		b.r.add(CodeFramesAccounted, CheckTranscript, StatusPass, "frames",
+		b.r.add(CodeFramesAccounted, checkTranscript, StatusPass, "frames",
 			fmt.Sprintf("%d client and %d server frames, each committed once, in order", b.fr.next[transcript.ClientToServer], b.fr.next[transcript.ServerToClient]))
 	}
 }
@@ -376,7 +376,7 @@ func (b *bundleCheck) finishFrames() {
 func (b *bundleCheck) notificationRules(n *transcript.Notification) {
 	if n.Direction == transcript.ClientToServer && n.Method == mcpwire.MethodToolsCall {
 		b.fr.bad++
-		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq),
+		b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, fmt.Sprintf("notification %s (seq %d)", n.Method, n.Seq),
 			"a client tools/call committed as a notification line: a call is committed by an attempt line, before it is forwarded")
 	}
 }
@@ -427,11 +427,11 @@ func (b *bundleCheck) clientReadable(f *transcript.Frame, body []byte, subject s
 	switch {
 	case differs && f.Disposition == transcript.FrameForwarded:
 		b.fr.bad++
-		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+		b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, subject,
 			"a server frame real clients read differently ("+string(mcpwire.RuleClientSchema)+" or "+string(mcpwire.RulePadded)+") marked forwarded: a mediating producer never delivers it")
 	case !differs && f.Disposition == transcript.FrameRefused && (f.Rule == string(mcpwire.RuleClientSchema) || f.Rule == string(mcpwire.RulePadded)):
 		b.fr.bad++
-		b.r.add(CodeFrameMisrecorded, CheckTranscript, StatusFail, subject,
+		b.r.add(CodeFrameMisrecorded, checkTranscript, StatusFail, subject,
 			"a server frame refused as "+f.Rule+" that every client reads as the gate does")
 	}
 }

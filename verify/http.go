@@ -76,15 +76,15 @@ func (b *bundleCheck) finishHTTP() {
 		return
 	}
 	for _, u := range h.upstreams {
-		b.r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "upstream",
+		b.r.add(CodeProducerObservation, checkOutcome, StatusInfo, "upstream",
 			"the HTTP upstream as the producer observed it: "+u)
 	}
 	if n := int64(len(h.refused)); n > 0 {
-		b.r.add(CodeFramesRefused, CheckTranscript, StatusInfo, "http",
+		b.r.add(CodeFramesRefused, checkTranscript, StatusInfo, "http",
 			fmt.Sprintf("%d client requests refused for routing headers missing or disagreeing with their bodies: committed, answered with an error, never forwarded", n))
 	}
 	if h.creds > 0 {
-		b.r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "http",
+		b.r.add(CodeProducerObservation, checkOutcome, StatusInfo, "http",
 			fmt.Sprintf("%d requests carried credential headers: their presence is recorded, never their values", h.creds))
 	}
 }

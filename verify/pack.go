@@ -46,22 +46,22 @@ func (b *bundleCheck) openPack() *packState {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return p
-	case b.refused(transcript.PackFile, CheckPayload, transcript.PackFile, err):
+	case b.refused(transcript.PackFile, checkPayload, transcript.PackFile, err):
 		return p
 	case err != nil:
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
 		return p
 	}
 	ra := transcript.ReaderAt(f)
 	if ra == nil {
 		f.Close()
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile, "the file system gives no random access to the payload pack")
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile, "the file system gives no random access to the payload pack")
 		return p
 	}
 	ix, err := transcript.IndexPack(f, maxPackEntriesPerLine*max(b.v.o.Limits.MaxTranscriptLines, 1))
 	if err != nil {
 		f.Close()
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
 		return p
 	}
 	p.f, p.ra, p.ix = f, ra, ix
@@ -146,7 +146,7 @@ func (b *bundleCheck) packFindings() {
 	}
 	pr := p.ix.Problem
 	if pr.Torn && !b.tr.sealed {
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, transcript.PackFile,
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile,
 			pr.Error()+": an unsealed bundle's last entry, cut short by a crash (tracectl seal --recover removes it)")
 		return
 	}
@@ -154,7 +154,7 @@ func (b *bundleCheck) packFindings() {
 	if pr.Torn {
 		detail += "; a sealed bundle's pack is whole entries (seal and recovery leave no torn tail)"
 	}
-	b.r.add(CodePackMalformed, CheckPayload, StatusFail, transcript.PackFile, detail)
+	b.r.add(CodePackMalformed, checkPayload, StatusFail, transcript.PackFile, detail)
 }
 
 // closePack releases the pack; Bundle calls it however verification ends

@@ -44,7 +44,7 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 			// Not retained although the declared policy keeps every
 			// payload: missing, whatever the caller accepts.
 			b.pl.bad++
-			b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, subject,
+			b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, subject,
 				"not retained, although the header declares retention "+b.retention()+": the bytes are missing")
 			return nil, false
 		}
@@ -58,12 +58,12 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 	}
 	path := transcript.BlobPath(p.Digest)
 	if len(p.Redactions) == 0 {
-		return b.blob(path, p.Digest, p.Length, CheckPayload, subject, false, keep)
+		return b.blob(path, p.Digest, p.Length, checkPayload, subject, false, keep)
 	}
 	// A redacted copy: its bytes open its commitment, and the list says
 	// exactly which values it hides (redact.Check: each listed pointer
 	// holds its class's marker, and the copy parses).
-	body, ok = b.blob(path, p.Digest, p.Length, CheckPayload, subject, false, true)
+	body, ok = b.blob(path, p.Digest, p.Length, checkPayload, subject, false, true)
 	if !ok {
 		return nil, false
 	}
@@ -73,12 +73,12 @@ func (b *bundleCheck) payload(p transcript.Payload, subject string, keep bool) (
 	}
 	if body == nil {
 		b.pl.bad++
-		b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject, "a redacted copy longer than a producer reads: its redaction list cannot be checked")
+		b.r.add(CodeEvidenceMismatch, checkPayload, StatusFail, subject, "a redacted copy longer than a producer reads: its redaction list cannot be checked")
 		return nil, false
 	}
 	if err := redact.Check(body, reds, canon.Limits{MaxBytes: transcript.MaxDeriveBytes}); err != nil {
 		b.pl.bad++
-		b.r.add(CodeEvidenceMismatch, CheckPayload, StatusFail, subject, "the redaction list does not describe the retained copy: "+err.Error())
+		b.r.add(CodeEvidenceMismatch, checkPayload, StatusFail, subject, "the redaction list does not describe the retained copy: "+err.Error())
 		return nil, false
 	}
 	b.red.redacted++
@@ -113,7 +113,7 @@ func (b *bundleCheck) redactionFindings() {
 	if b.red.claimsCovered > 0 {
 		detail += fmt.Sprintf("; %d claims not re-derived because a redaction covers their source", b.red.claimsCovered)
 	}
-	b.r.add(CodePayloadRedacted, CheckPayload, StatusInfo, "redacted payloads", detail)
+	b.r.add(CodePayloadRedacted, checkPayload, StatusInfo, "redacted payloads", detail)
 }
 
 // blob checks that the file at path holds exactly length bytes hashing to
@@ -126,12 +126,12 @@ func (b *bundleCheck) redactionFindings() {
 // returned when they match.
 func (b *bundleCheck) blob(path, digest string, length int64, check Check, subject string, quarantine, keep bool) ([]byte, bool) {
 	mismatch := CodeEvidenceMismatch
-	if check == CheckSnapshot {
+	if check == checkSnapshot {
 		mismatch = CodeSnapshotMismatch
 	}
 	if path == "" {
 		b.pl.bad++
-		b.r.add(CodeTranscriptMalformed, CheckTranscript, StatusFail, subject, "malformed digest "+digest)
+		b.r.add(CodeTranscriptMalformed, checkTranscript, StatusFail, subject, "malformed digest "+digest)
 		return nil, false
 	}
 	if max := b.v.o.Limits.MaxPayloadBytes; length > max {
@@ -256,7 +256,7 @@ func (b *bundleCheck) checked(check Check, subject, path string, e *transcript.P
 		path = "the " + entryWhere(*e)
 	}
 	mismatch := CodeEvidenceMismatch
-	if check == CheckSnapshot {
+	if check == checkSnapshot {
 		mismatch = CodeSnapshotMismatch
 	}
 	if err != nil {
@@ -278,7 +278,7 @@ func (b *bundleCheck) checked(check Check, subject, path string, e *transcript.P
 		b.r.add(mismatch, check, StatusFail, subject, fmt.Sprintf("%s hashes to %s, the transcript commits to %s", path, "sha256:"+hex.EncodeToString(sum), digest))
 		return nil, false
 	}
-	if !quarantine && check == CheckPayload {
+	if !quarantine && check == checkPayload {
 		b.r.Counts.Payloads++
 	}
 	b.pl.salt = salt
@@ -313,21 +313,21 @@ func (b *bundleCheck) retention() string {
 // (Options.AcceptWithheld), one finding stating what was verified instead.
 func (b *bundleCheck) withheldFindings() {
 	if b.v.o.AcceptWithheld && b.pl.withheld+b.pl.overLimitPayloads+b.red.unredactable > 0 {
-		b.r.add(CodeWithheldAccepted, CheckPayload, StatusInfo, "withheld payloads",
+		b.r.add(CodeWithheldAccepted, checkPayload, StatusInfo, "withheld payloads",
 			fmt.Sprintf("%d payloads withheld by the producer's declared policy (%d by digest-only retention, first: %s; %d longer than the frame limit; %d that could not be redacted exactly), accepted (--accept-withheld): their digests and lengths are verified as committed, not their bytes, nor the claims their bytes would support",
 				b.pl.withheld+b.pl.overLimitPayloads+b.red.unredactable, b.pl.withheld, b.pl.withheldFirst, b.pl.overLimitPayloads, b.red.unredactable))
 		return
 	}
 	if b.red.unredactable > 0 {
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, "withheld payloads",
 			fmt.Sprintf("%d payloads withheld by the declared redaction policy (%s): they may hold a secret and could not be redacted exactly, so none of their bytes were kept (--accept-withheld accepts them)", b.red.unredactable, b.header.Redaction.Policy))
 	}
 	if b.pl.withheld > 0 {
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, "withheld payloads",
 			fmt.Sprintf("%d payloads withheld by the producer's declared digest-only retention (first: %s), not missing: only their digests and lengths are committed, so their bytes and the claims about them were not checked (--accept-withheld accepts them)", b.pl.withheld, b.pl.withheldFirst))
 	}
 	if b.pl.overLimitPayloads > 0 {
-		b.r.add(CodeEvidenceUnavailable, CheckPayload, StatusUnavailable, "withheld payloads",
+		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, "withheld payloads",
 			fmt.Sprintf("%d payloads withheld: longer than the header's frame limit; only their digests and lengths are committed (--accept-withheld accepts them)", b.pl.overLimitPayloads))
 	}
 }

@@ -24,11 +24,11 @@ import (
 // The error is nil iff the verdict is Verified; otherwise it is a
 // *VerdictError carrying the same Report, or ctx.Err().
 func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, error) {
-	r := newReport(KindProof, v.o.At)
+	r := newReport(kindProof, v.o.At)
 	rec := v.checkRecord(r, record)
 	p, err := transcript.ParseProof(proof)
 	if err != nil {
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "", err.Error())
+		r.add(CodeInclusionProofFailed, checkProof, StatusFail, "", err.Error())
 		return result(r)
 	}
 	b := newBundleCheck(v, r, nil, rec)
@@ -47,16 +47,16 @@ func (b *bundleCheck) proofLines(ctx context.Context, p *transcript.Proof) error
 	case rec == nil:
 		return nil
 	case rec.ToolTranscript == nil:
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript", "the record commits to no transcript: nothing to prove inclusion in")
+		r.add(CodeInclusionProofFailed, checkProof, StatusFail, "/tool_transcript", "the record commits to no transcript: nothing to prove inclusion in")
 		return nil
 	}
 	if err := transcript.CheckProof(p, rec.ToolTranscript.Hash); err != nil {
-		r.add(CodeInclusionProofFailed, CheckProof, StatusFail, "/tool_transcript/hash", err.Error())
+		r.add(CodeInclusionProofFailed, checkProof, StatusFail, "/tool_transcript/hash", err.Error())
 		return nil
 	}
 	r.Root = p.Root
 	for _, e := range p.Entries {
-		r.add(CodeInclusionProofOK, CheckProof, StatusPass, lineSubject(e.Index),
+		r.add(CodeInclusionProofOK, checkProof, StatusPass, lineSubject(e.Index),
 			fmt.Sprintf("included in the signed transcript of %d lines", p.TreeSize))
 	}
 	b.partial, b.tr.interpret = true, true
@@ -81,7 +81,7 @@ func (b *bundleCheck) finishPartial() {
 	ids := make([]string, 0, b.attempts.len())
 	b.attempts.each(func(id string, _ attemptState) { ids = append(ids, id) }) // in line order
 	if b.hist.conflicts == 0 && len(ids) > 0 && b.tr.interpret {
-		r.add(CodeHistoryConsistent, CheckIdentity, StatusPass, "",
+		r.add(CodeHistoryConsistent, checkIdentity, StatusPass, "",
 			fmt.Sprintf("the %d disclosed attempts have unique ids, backward retry links and no replaced outcome", len(ids)))
 	}
 	first := len(r.Findings)
@@ -92,11 +92,11 @@ func (b *bundleCheck) finishPartial() {
 		}
 	}
 	if b.header != nil {
-		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "server",
+		r.add(CodeProducerObservation, checkOutcome, StatusInfo, "server",
 			"the server's identity is as the producer observed it; no server authentication was recorded")
 	}
 	if r.Counts.Responses > 0 {
-		r.add(CodeProducerObservation, CheckOutcome, StatusInfo, "responses",
+		r.add(CodeProducerObservation, checkOutcome, StatusInfo, "responses",
 			"responses are bound to their attempts as the producer recorded them; the server did not sign them")
 	}
 	// The last line is always disclosed (it authenticates the tree size);
@@ -106,7 +106,7 @@ func (b *bundleCheck) finishPartial() {
 	if tt := b.rec.ToolTranscript; b.tr.seal != nil && tt.CallCount != nil {
 		unchecked = "the other lines and payload bytes"
 		if *tt.CallCount != b.tr.seal.Attempts {
-			r.add(CodeCallCountMismatch, CheckTranscript, StatusFail, "/tool_transcript/call_count",
+			r.add(CodeCallCountMismatch, checkTranscript, StatusFail, "/tool_transcript/call_count",
 				fmt.Sprintf("call_count %d, the disclosed seal counts %d attempts", *tt.CallCount, b.tr.seal.Attempts))
 		}
 	}
@@ -126,7 +126,7 @@ func (b *bundleCheck) finishPartial() {
 		// is its scope, stated here, not missing evidence.
 		unchecked = fmt.Sprintf("%s (%d payload and manifest commitments, disclosed by digest only)", unchecked, b.disc.undisclosed)
 	}
-	r.add(CodeProofScopeLimited, CheckProof, StatusInfo, "",
+	r.add(CodeProofScopeLimited, checkProof, StatusInfo, "",
 		scope+": "+unchecked+" were not checked; a verified proof shows only that the disclosed lines are in the transcript the trusted record signs")
 }
 

@@ -20,7 +20,7 @@ func (v *Verifier) checkRecord(r *Report, data []byte) *sign.Record {
 	if p, ok := sign.PeekProfile(data); ok {
 		r.Profile = p
 		if !slices.Contains(v.o.AcceptProfiles, p) {
-			r.add(CodeProfileUnsupported, CheckRecord, StatusFail, "/eat_profile",
+			r.add(CodeProfileUnsupported, checkRecord, StatusFail, "/eat_profile",
 				fmt.Sprintf("eat_profile %s is not in the accepted set [%s]", boundedQuote(p), strings.Join(v.o.AcceptProfiles, ", ")))
 			return nil
 		}
@@ -38,18 +38,18 @@ func (v *Verifier) checkRecord(r *Report, data []byte) *sign.Record {
 	switch err := sign.VerifySignature(data, rec); {
 	case err == nil:
 		sigOK = true
-		r.add(CodeSignatureValid, CheckSignature, StatusPass, "/signature", "the signature verifies under cnf.jwk over the record's canonical bytes")
+		r.add(CodeSignatureValid, checkSignature, StatusPass, "/signature", "the signature verifies under cnf.jwk over the record's canonical bytes")
 	case errors.Is(err, sign.ErrSignatureMissing):
-		r.add(CodeSignatureMissing, CheckSignature, StatusFail, "/signature", err.Error())
+		r.add(CodeSignatureMissing, checkSignature, StatusFail, "/signature", err.Error())
 	case errors.Is(err, sign.ErrSignatureMalformed):
-		r.add(CodeSignatureMalformed, CheckSignature, StatusFail, "/signature", err.Error())
+		r.add(CodeSignatureMalformed, checkSignature, StatusFail, "/signature", err.Error())
 	default:
-		r.add(CodeSignatureInvalid, CheckSignature, StatusFail, "/signature", err.Error())
+		r.add(CodeSignatureInvalid, checkSignature, StatusFail, "/signature", err.Error())
 	}
 
 	if v.o.TrustedKey == nil {
 		// Options guarantee AllowEmbeddedKey here.
-		r.add(CodeTrustedKeyMissing, CheckTrust, StatusUnavailable, "/cnf/jwk",
+		r.add(CodeTrustedKeyMissing, checkTrust, StatusUnavailable, "/cnf/jwk",
 			"no trusted key was given: the embedded key proves only that the record is internally consistent")
 		if sigOK {
 			r.TrustBasis = TrustEmbedded
@@ -57,12 +57,12 @@ func (v *Verifier) checkRecord(r *Report, data []byte) *sign.Record {
 	} else {
 		switch err := sign.CheckTrust(rec, v.o.TrustedKey); {
 		case err == nil:
-			r.add(CodeTrustedKeyMatch, CheckTrust, StatusPass, "/cnf/jwk", "cnf.jwk has the trusted key's thumbprint "+r.Signer)
+			r.add(CodeTrustedKeyMatch, checkTrust, StatusPass, "/cnf/jwk", "cnf.jwk has the trusted key's thumbprint "+r.Signer)
 			if sigOK {
 				r.TrustBasis = TrustKey
 			}
 		default:
-			r.add(CodeCnfKeyMismatch, CheckTrust, StatusFail, "/cnf/jwk", err.Error())
+			r.add(CodeCnfKeyMismatch, checkTrust, StatusFail, "/cnf/jwk", err.Error())
 		}
 	}
 
@@ -77,21 +77,21 @@ func recordFindings(r *Report, err error) {
 	switch {
 	case errors.As(err, &se):
 		for _, p := range se.Problems {
-			r.add(CodeSchemaInvalid, CheckRecord, StatusFail, pointer(p.Pointer), p.Problem)
+			r.add(CodeSchemaInvalid, checkRecord, StatusFail, pointer(p.Pointer), p.Problem)
 		}
 	case errors.Is(err, sign.ErrProfileUnsupported):
-		r.add(CodeProfileUnsupported, CheckRecord, StatusFail, "/eat_profile", err.Error())
+		r.add(CodeProfileUnsupported, checkRecord, StatusFail, "/eat_profile", err.Error())
 	case errors.Is(err, sign.ErrOriginPlatform):
-		r.add(CodeOriginPlatform, CheckRecord, StatusFail, "/runtime/platform", err.Error())
+		r.add(CodeOriginPlatform, checkRecord, StatusFail, "/runtime/platform", err.Error())
 	case errors.Is(err, sign.ErrCanonicalization):
 		subject := ""
 		if errors.As(err, &ce) {
 			subject = pointer(ce.Pointer)
 		}
-		r.add(CodeCanonicalizationFailed, CheckRecord, StatusFail, subject, err.Error())
+		r.add(CodeCanonicalizationFailed, checkRecord, StatusFail, subject, err.Error())
 	default:
 		// ErrMalformed and anything else: not a JSON object of any shape.
-		r.add(CodeSchemaInvalid, CheckRecord, StatusFail, `""`, err.Error())
+		r.add(CodeSchemaInvalid, checkRecord, StatusFail, `""`, err.Error())
 	}
 }
 
@@ -110,23 +110,23 @@ func (v *Verifier) checkFreshness(r *Report, iat int64) {
 	at := v.o.At
 	if v.o.AtIssued {
 		r.ReferenceTime = issued
-		r.add(CodeRecordFresh, CheckFreshness, StatusPass, "/iat",
+		r.add(CodeRecordFresh, checkFreshness, StatusPass, "/iat",
 			fmt.Sprintf("verified as of its own issue time %s (AtIssued, --at issued): its age today was not judged", issued.Format(time.RFC3339)))
 		return
 	}
 	switch {
 	case issued.After(at.Add(v.o.FutureSkew)):
-		r.add(CodeRecordInFuture, CheckFreshness, StatusFail, "/iat",
+		r.add(CodeRecordInFuture, checkFreshness, StatusFail, "/iat",
 			fmt.Sprintf("issued %s, %s after the reference time %s (skew allowed: %s)", issued.Format(time.RFC3339), issued.Sub(at), at.UTC().Format(time.RFC3339), v.o.FutureSkew))
 	case v.o.AllowAnyAge:
-		r.add(CodeMaxAgeDisabled, CheckFreshness, StatusInfo, "/iat",
+		r.add(CodeMaxAgeDisabled, checkFreshness, StatusInfo, "/iat",
 			fmt.Sprintf("issued %s; the maximum age was disabled, so the record's age was not judged", issued.Format(time.RFC3339)))
 	case at.Sub(issued) > v.o.MaxAge:
-		r.add(CodeRecordStale, CheckFreshness, StatusFail, "/iat",
+		r.add(CodeRecordStale, checkFreshness, StatusFail, "/iat",
 			fmt.Sprintf("issued %s, %s before the reference time %s (maximum age %s); this says the record is old, not that it was tampered with: to check an archived record as of when it was issued use --at issued (Options.AtIssued), or allow its age with --max-age (for example %s; 0 for no limit)",
 				issued.Format(time.RFC3339), at.Sub(issued).Round(time.Second), at.UTC().Format(time.RFC3339), v.o.MaxAge, suggestAge(at.Sub(issued))))
 	default:
-		r.add(CodeRecordFresh, CheckFreshness, StatusPass, "/iat",
+		r.add(CodeRecordFresh, checkFreshness, StatusPass, "/iat",
 			fmt.Sprintf("issued %s, within %s of the reference time", issued.Format(time.RFC3339), v.o.MaxAge))
 	}
 }

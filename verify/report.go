@@ -107,27 +107,27 @@ func AllCodes() []Code {
 	}
 }
 
-// Check names the check a finding belongs to. The text report groups
-// findings by check, in the order of the constants below.
+// Check names the check a finding belongs to: one of Checks(). The text
+// report groups findings by check, in that order.
 type Check string
 
 const (
-	CheckRecord     Check = "record"     // profile, shape, canonicalization of the Trust Record
-	CheckSignature  Check = "signature"  // the embedded signature
-	CheckTrust      Check = "trust"      // the caller's trusted key against cnf.jwk
-	CheckFreshness  Check = "freshness"  // iat against the reference time
-	CheckTranscript Check = "transcript" // lines, commitment, call count
-	CheckIdentity   Check = "identity"   // attempt identities, retry links, outcome history
-	CheckSnapshot   Check = "snapshot"   // declaration snapshots bound by attempts
-	CheckPayload    Check = "payload"    // request, response and other committed payload bytes
-	CheckOutcome    Check = "outcome"    // what the outcomes and observations do and do not prove
-	CheckProof      Check = "proof"      // inclusion proofs
+	checkRecord     Check = "record"     // profile, shape, canonicalization of the Trust Record
+	checkSignature  Check = "signature"  // the embedded signature
+	checkTrust      Check = "trust"      // the caller's trusted key against cnf.jwk
+	checkFreshness  Check = "freshness"  // iat against the reference time
+	checkTranscript Check = "transcript" // lines, commitment, call count
+	checkIdentity   Check = "identity"   // attempt identities, retry links, outcome history
+	checkSnapshot   Check = "snapshot"   // declaration snapshots bound by attempts
+	checkPayload    Check = "payload"    // request, response and other committed payload bytes
+	checkOutcome    Check = "outcome"    // what the outcomes and observations do and do not prove
+	checkProof      Check = "proof"      // inclusion proofs
 )
 
 // Checks returns every check in report order.
 func Checks() []Check {
-	return []Check{CheckRecord, CheckSignature, CheckTrust, CheckFreshness, CheckTranscript,
-		CheckIdentity, CheckSnapshot, CheckPayload, CheckOutcome, CheckProof}
+	return []Check{checkRecord, checkSignature, checkTrust, checkFreshness, checkTranscript,
+		checkIdentity, checkSnapshot, checkPayload, checkOutcome, checkProof}
 }
 
 // Status of a finding.
@@ -165,12 +165,12 @@ type Counts struct {
 
 // Kinds of input a Report describes.
 const (
-	KindBundle = "bundle" // a bundle directory: record, transcript, blobs
-	KindRecord = "record" // a Trust Record alone
-	KindProof  = "proof"  // a Trust Record and an inclusion proof
-	// KindDisclosure: a disclosed bundle (tracectl disclose): the record,
+	kindBundle = "bundle" // a bundle directory: record, transcript, blobs
+	kindRecord = "record" // a Trust Record alone
+	kindProof  = "proof"  // a Trust Record and an inclusion proof
+	// kindDisclosure: a disclosed bundle (tracectl disclose): the record,
 	// an inclusion proof of some lines, and those lines' payloads.
-	KindDisclosure = "disclosure"
+	kindDisclosure = "disclosure"
 )
 
 // Trust bases.
@@ -183,7 +183,7 @@ const (
 // Report is the result of Verify.
 type Report struct {
 	MediaType     string    `json:"media_type"`
-	Kind          string    `json:"kind"` // bundle | record | proof
+	Kind          string    `json:"kind"` // bundle | record | proof | disclosure
 	Verdict       Verdict   `json:"verdict"`
 	ReferenceTime time.Time `json:"reference_time"`
 	TrustBasis    string    `json:"trust_basis"` // trusted_key | embedded_key_only | none

@@ -46,7 +46,7 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	bad := false
 	mismatch := func(detail string) {
 		bad = true
-		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, detail)
+		b.r.add(CodeSnapshotMismatch, checkSnapshot, StatusFail, subject, detail)
 	}
 	// The line's incomplete_reason is every reason joined (what the proxy
 	// writes, snapshot.ReasonText) or, as earlier producers wrote it, the
@@ -62,15 +62,15 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 	}
 	load := func(d string) ([]byte, error) {
 		data, where, err := b.readPayload(d, snapshot.CeilingMaxPageBytes)
-		b.refused(where, CheckSnapshot, subject, err)
+		b.refused(where, checkSnapshot, subject, err)
 		return data, err
 	}
 	for _, p := range snapshot.VerifyPages(m, load) {
 		bad = true
 		if p.Kind == snapshot.ProblemUnavailable {
-			b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject+" "+p.Pointer, p.Detail)
+			b.r.add(CodeEvidenceUnavailable, checkSnapshot, StatusUnavailable, subject+" "+p.Pointer, p.Detail)
 		} else {
-			b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject+" "+p.Pointer, p.Detail)
+			b.r.add(CodeSnapshotMismatch, checkSnapshot, StatusFail, subject+" "+p.Pointer, p.Detail)
 		}
 	}
 	for i, t := range m.Tools {
@@ -79,7 +79,7 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 			if t.Declaration.Pointer != nil {
 				ptr = *t.Declaration.Pointer
 			}
-			b.r.add(CodeValueUnsupported, CheckSnapshot, StatusUnsupported, fmt.Sprintf("%s /tools/%d", subject, i),
+			b.r.add(CodeValueUnsupported, checkSnapshot, StatusUnsupported, fmt.Sprintf("%s /tools/%d", subject, i),
 				fmt.Sprintf("declaration %s cannot be canonicalized under %s (%s at %s): its page bytes are committed, its declaration digest is not", toolName(t), canon.PolicyMCPDeclID, t.Declaration.Code, pointer(ptr)))
 		}
 	}
@@ -92,7 +92,7 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 			o := m.Cache.Original
 			detail += fmt.Sprintf("; reused from capture %s (%s) under freshness policy %q", o.CaptureID, o.ManifestDigest, o.FreshnessPolicy.Name)
 		}
-		b.r.add(CodeSnapshotVerified, CheckSnapshot, StatusPass, subject, detail)
+		b.r.add(CodeSnapshotVerified, checkSnapshot, StatusPass, subject, detail)
 	}
 }
 
@@ -110,20 +110,20 @@ func toolName(t snapshot.Tool) string {
 func (b *bundleCheck) manifest(e *transcript.SnapshotEvent, subject string) *snapshot.Manifest {
 	data, path, err := b.readPayload(e.ManifestDigest, snapshot.MaxManifestBytes)
 	switch {
-	case b.refused(path, CheckSnapshot, subject, err):
+	case b.refused(path, checkSnapshot, subject, err):
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, "the manifest "+e.ManifestDigest+" is missing from the bundle")
+		b.r.add(CodeEvidenceUnavailable, checkSnapshot, StatusUnavailable, subject, "the manifest "+e.ManifestDigest+" is missing from the bundle")
 		return nil
 	case errors.Is(err, ErrTooLarge):
-		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, path+" is larger than any manifest ("+err.Error()+")")
+		b.r.add(CodeSnapshotMismatch, checkSnapshot, StatusFail, subject, path+" is larger than any manifest ("+err.Error()+")")
 		return nil
 	case err != nil:
-		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, "the manifest cannot be read: "+err.Error())
+		b.r.add(CodeEvidenceUnavailable, checkSnapshot, StatusUnavailable, subject, "the manifest cannot be read: "+err.Error())
 		return nil
 	}
 	if got := canon.SHA256(data); got != e.ManifestDigest {
-		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, fmt.Sprintf("the manifest bytes hash to %s, the transcript commits to %s", got, e.ManifestDigest))
+		b.r.add(CodeSnapshotMismatch, checkSnapshot, StatusFail, subject, fmt.Sprintf("the manifest bytes hash to %s, the transcript commits to %s", got, e.ManifestDigest))
 		return nil
 	}
 	m, err := snapshot.ParseManifest(data)
@@ -137,17 +137,17 @@ func (b *bundleCheck) manifest(e *transcript.SnapshotEvent, subject string) *sna
 		root := doc.Root()
 		if f, ok := root.Get("format"); ok {
 			if s, _ := f.Str(); s != snapshot.ManifestFormat {
-				b.r.add(CodeFormatUnsupported, CheckSnapshot, StatusUnsupported, subject, fmt.Sprintf("manifest format %q, this verifier reads %q", s, snapshot.ManifestFormat))
+				b.r.add(CodeFormatUnsupported, checkSnapshot, StatusUnsupported, subject, fmt.Sprintf("manifest format %q, this verifier reads %q", s, snapshot.ManifestFormat))
 				return nil
 			}
 		}
 		if reuseWithoutOrigin(root) {
-			b.r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, subject,
+			b.r.add(CodeSnapshotWrong, checkSnapshot, StatusFail, subject,
 				"a reused snapshot that does not name its original capture and the freshness policy it was reused under")
 			return nil
 		}
 	}
-	b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject, "the committed manifest is not valid: "+err.Error())
+	b.r.add(CodeSnapshotMismatch, checkSnapshot, StatusFail, subject, "the committed manifest is not valid: "+err.Error())
 	return nil
 }
 
@@ -201,21 +201,21 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 		return
 	}
 	if ref.ManifestDigest != s.digest {
-		b.r.add(CodeBindingFailure, CheckSnapshot, StatusFail, subject,
+		b.r.add(CodeBindingFailure, checkSnapshot, StatusFail, subject,
 			fmt.Sprintf("binds snapshot %s as %s, the transcript records it as %s", ref.SnapshotID, ref.ManifestDigest, s.digest))
 		return
 	}
 	if ref.Complete != s.complete {
-		b.r.add(CodeSnapshotMismatch, CheckSnapshot, StatusFail, subject,
+		b.r.add(CodeSnapshotMismatch, checkSnapshot, StatusFail, subject,
 			fmt.Sprintf("binds snapshot %s as complete=%v, the snapshot is complete=%v", ref.SnapshotID, ref.Complete, s.complete))
 	}
 	if s.atMs > a.AtMs {
-		b.r.add(CodeSnapshotWrong, CheckSnapshot, StatusFail, subject,
+		b.r.add(CodeSnapshotWrong, checkSnapshot, StatusFail, subject,
 			fmt.Sprintf("bound to snapshot %s captured at %d ms, after the attempt's dispatch at %d ms", ref.SnapshotID, s.atMs, a.AtMs))
 	}
 	if !s.complete && !s.reported {
 		s.reported = true
-		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
+		b.r.add(CodeSnapshotIncomplete, checkSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
 			fmt.Sprintf("an incomplete collection %s, used by attempt %s (and possibly later ones): declarations outside it are not in evidence", s.reasons, a.AttemptID))
 	}
 	changed := b.snap.lastChanged > s.seq
@@ -236,7 +236,7 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	}
 	if (changed || ref.ListChangedSince) && s.staleAt != b.snap.lastChanged {
 		s.staleAt = b.snap.lastChanged
-		b.r.add(CodeSnapshotIncomplete, CheckSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
+		b.r.add(CodeSnapshotIncomplete, checkSnapshot, StatusUnavailable, "snapshot "+ref.SnapshotID,
 			fmt.Sprintf("a tools/list_changed notification came after the capture and before attempt %s: the declarations may have changed", a.AttemptID))
 	}
 }
@@ -252,7 +252,7 @@ func (b *bundleCheck) undeclaredOutcome(o *transcript.Observation) {
 		return
 	}
 	delete(b.snap.undeclared, o.AttemptID)
-	b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusFail, "attempt "+o.AttemptID,
+	b.r.add(CodeToolNotDeclared, checkSnapshot, StatusFail, "attempt "+o.AttemptID,
 		what+", and the server answered it with a result ("+o.Kind+" at seq "+fmt.Sprint(o.Seq)+"): a tool ran that the declarations in evidence do not hold")
 }
 
@@ -265,7 +265,7 @@ func (b *bundleCheck) undeclaredInfo() {
 	}
 	b.attempts.each(func(id string, _ attemptState) {
 		if what, ok := b.snap.undeclared[id]; ok {
-			b.r.add(CodeToolNotDeclared, CheckSnapshot, StatusInfo, "attempt "+id,
+			b.r.add(CodeToolNotDeclared, checkSnapshot, StatusInfo, "attempt "+id,
 				what+"; no result was recorded for it (the server refused it, or did not answer): the call was outside the declared catalog")
 		}
 	})
@@ -288,6 +288,6 @@ func (b *bundleCheck) unboundFindings() {
 			subject = fmt.Sprintf("%d attempts", u.count)
 			detail = fmt.Sprintf("%d attempts bind no declaration snapshot (%s; first: attempt %s): the declarations those calls were selected from are not in evidence", u.count, reason, u.first)
 		}
-		b.r.add(CodeEvidenceUnavailable, CheckSnapshot, StatusUnavailable, subject, detail)
+		b.r.add(CodeEvidenceUnavailable, checkSnapshot, StatusUnavailable, subject, detail)
 	}
 }

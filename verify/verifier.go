@@ -35,10 +35,10 @@ func New(o Options) (*Verifier, error) {
 // The error is nil iff the verdict is Verified; otherwise it is a
 // *VerdictError carrying the same Report.
 func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
-	r := newReport(KindRecord, v.o.At)
+	r := newReport(kindRecord, v.o.At)
 	rec := v.checkRecord(r, record)
 	if rec != nil && rec.ToolTranscript != nil {
-		r.add(CodeEvidenceUnavailable, CheckTranscript, StatusUnavailable, transcript.TranscriptFile,
+		r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			"the record commits to a transcript ("+rec.ToolTranscript.Hash+") that was not given: verify the bundle directory to check the calls")
 	}
 	return result(r)
@@ -74,7 +74,7 @@ func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 		}
 		return nil, fmt.Errorf("read %s: %w", transcript.RecordFile, err)
 	}
-	r := newReport(KindBundle, v.o.At)
+	r := newReport(kindBundle, v.o.At)
 	rec := v.checkRecord(r, data)
 	b := newBundleCheck(v, r, fsys, rec)
 	b.ck = v.readCheckpoints(r, fsys)

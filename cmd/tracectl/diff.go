@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/internal/inspect"
+	"github.com/tracectl/tracectl/internal/snapdiff"
+	"github.com/tracectl/tracectl/internal/snapfile"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -64,17 +66,17 @@ input.`,
 	return cmd
 }
 
-func readSnapshotFile(name string) (*snapshot.File, error) {
+func readSnapshotFile(name string) (*snapfile.File, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, snapshot.MaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, snapfile.MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	sf, err := snapshot.ParseFile(data)
+	sf, err := snapfile.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -89,7 +91,7 @@ func readSnapshotFile(name string) (*snapshot.File, error) {
 // diffSide is one side of a comparison: a snapshot file, a bundle's last
 // snapshot, or BUNDLE#SNAPSHOT_ID.
 type diffSide struct {
-	in     snapshot.DiffInput
+	in     snapdiff.Input
 	digest string
 }
 
@@ -102,7 +104,7 @@ func readDiffSide(name string) (diffSide, error) {
 			if err != nil {
 				return diffSide{}, err
 			}
-			return diffSide{in: snapshot.DiffInput{Manifest: f.Manifest, Load: f.Load}, digest: f.Digest}, nil
+			return diffSide{in: snapdiff.Input{Manifest: f.Manifest, Load: f.Load}, digest: f.Digest}, nil
 		}
 		bundle, id = name[:i], name[i+1:]
 		if fi, err := os.Stat(bundle); err != nil || !fi.IsDir() {
@@ -153,12 +155,12 @@ func runDiff(s streams, o *diffOptions) error {
 	if err != nil {
 		return usageErr(err, "")
 	}
-	r := snapshot.Diff(oldS.in, newS.in)
-	var values map[string][]snapshot.MemberValue
+	r := snapdiff.Diff(oldS.in, newS.in)
+	var values map[string][]snapdiff.MemberValue
 	if o.values {
-		values = map[string][]snapshot.MemberValue{}
+		values = map[string][]snapdiff.MemberValue{}
 		for _, d := range r.Tools {
-			if v := snapshot.DiffValues(oldS.in, newS.in, d, o.maxValue); v != nil {
+			if v := snapdiff.Values(oldS.in, newS.in, d, o.maxValue); v != nil {
 				values[d.Name] = v
 			}
 		}
@@ -168,8 +170,8 @@ func runDiff(s streams, o *diffOptions) error {
 			MediaType string `json:"media_type"`
 			OldDigest string `json:"old_manifest_digest"`
 			NewDigest string `json:"new_manifest_digest"`
-			*snapshot.DiffResult
-			Values map[string][]snapshot.MemberValue `json:"values,omitempty"`
+			*snapdiff.Result
+			Values map[string][]snapdiff.MemberValue `json:"values,omitempty"`
 		}{diffMediaType, oldS.digest, newS.digest, r, values}
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
@@ -184,16 +186,16 @@ func runDiff(s streams, o *diffOptions) error {
 		return err
 	}
 	switch r.Verdict {
-	case snapshot.VerdictDrifted:
+	case snapdiff.VerdictDrifted:
 		return &exitError{code: exitFailed}
-	case snapshot.VerdictIncomplete:
+	case snapdiff.VerdictIncomplete:
 		return &exitError{code: exitIncomplete}
 	}
 	return nil
 }
 
 // printValues prints the old and new value of each changed member.
-func printValues(w io.Writer, r *snapshot.DiffResult, values map[string][]snapshot.MemberValue) error {
+func printValues(w io.Writer, r *snapdiff.Result, values map[string][]snapdiff.MemberValue) error {
 	if values == nil {
 		return nil
 	}
@@ -223,13 +225,13 @@ func printValues(w io.Writer, r *snapshot.DiffResult, values map[string][]snapsh
 	return err
 }
 
-func printDiff(w io.Writer, r *snapshot.DiffResult) error {
+func printDiff(w io.Writer, r *snapdiff.Result) error {
 	counts := map[string]int{}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	rows := 0
 	for _, d := range r.Tools {
 		counts[d.Change]++
-		if d.Change == snapshot.ChangeUnchanged {
+		if d.Change == snapdiff.ChangeUnchanged {
 			continue
 		}
 		if rows == 0 {
@@ -251,14 +253,14 @@ func printDiff(w io.Writer, r *snapshot.DiffResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	side := func(s snapshot.DiffSide) string {
+	side := func(s snapdiff.Side) string {
 		if s.Complete {
 			return "complete"
 		}
 		return "incomplete: " + strings.Join(s.IncompleteReasons, ", ")
 	}
 	_, err := fmt.Fprintf(w, "%s: %d added, %d removed, %d changed, %d unchanged, %d cannot compare (old %s; new %s)\n",
-		r.Verdict, counts[snapshot.ChangeAdded], counts[snapshot.ChangeRemoved], counts[snapshot.ChangeChanged],
-		counts[snapshot.ChangeUnchanged], counts[snapshot.ChangeCannotCompare], side(r.Old), side(r.New))
+		r.Verdict, counts[snapdiff.ChangeAdded], counts[snapdiff.ChangeRemoved], counts[snapdiff.ChangeChanged],
+		counts[snapdiff.ChangeUnchanged], counts[snapdiff.ChangeCannotCompare], side(r.Old), side(r.New))
 	return err
 }

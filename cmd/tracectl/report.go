@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/internal/inspect"
-	"github.com/tracectl/tracectl/snapshot"
+	"github.com/tracectl/tracectl/internal/snapdiff"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -155,7 +155,7 @@ type reportSnapshot struct {
 
 type reportDrift struct {
 	inspect.Drift
-	Changed []snapshot.ToolDiff
+	Changed []snapdiff.ToolDiff
 }
 
 type reportData struct {
@@ -191,7 +191,7 @@ func renderReport(path string, b *inspect.Bundle, fsys fs.FS) ([]byte, error) {
 		rd := reportDrift{Drift: dr}
 		if dr.Result != nil {
 			for _, t := range dr.Result.Tools {
-				if t.Change != snapshot.ChangeUnchanged {
+				if t.Change != snapdiff.ChangeUnchanged {
 					rd.Changed = append(rd.Changed, t)
 				}
 			}

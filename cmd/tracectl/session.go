@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tracectl/tracectl/internal/launch"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/producer/stdio"
@@ -143,9 +144,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		return nil, usageErr(err, "server arguments must be valid UTF-8; --server-name at most 256 bytes")
 	}
 	wd, _ := os.Getwd()
-	launch := producer.DescribeLaunch(producer.OSFS{}, o.exe, o.args, producer.LaunchEnv{Dir: wd, Getenv: os.Getenv})
-	if launch != nil && launchRecordable(launch) {
-		server.Launch = launch // committed in the header, bound into every attempt's server digest
+	started := launch.Describe(producer.OSFS{}, o.exe, o.args, launch.Env{Dir: wd, Getenv: os.Getenv})
+	if started != nil && launchRecordable(started) {
+		server.Launch = started // committed in the header, bound into every attempt's server digest
 	}
 	prod := transcript.Producer{Name: "tracectl", Version: version()}
 	if signer != nil {
@@ -170,8 +171,8 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	}
 	if o.announce {
 		fmt.Fprintf(s.err, "tracectl: recording to %s\n", escapeTerminal(o.bundle))
-		if launch != nil {
-			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(launch)))
+		if started != nil {
+			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(started)))
 		}
 	}
 	sink := session.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
@@ -219,7 +220,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 }
 
 // launchString is the one-line form of what a launcher started.
-func launchString(l *producer.Launch) string {
+func launchString(l *transcript.Launch) string {
 	var b strings.Builder
 	b.WriteString(l.Launcher)
 	if l.Package != "" {
@@ -242,7 +243,7 @@ func launchString(l *producer.Launch) string {
 
 // launchRecordable: a launch the header can hold (valid UTF-8 within the
 // transcript's bounds); anything else is only printed.
-func launchRecordable(l *producer.Launch) bool {
+func launchRecordable(l *transcript.Launch) bool {
 	for _, v := range []string{l.Package, l.Script, l.Image} {
 		if len(v) > transcript.MaxPathBytes || !utf8.ValidString(v) {
 			return false

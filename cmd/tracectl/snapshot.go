@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracectl/tracectl/internal/snapfile"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -114,7 +115,7 @@ func runSnapshot(s streams, o *snapshotOptions) error {
 	if err != nil {
 		return usageErr(err, "check the server command; try --protocol legacy or modern to skip the probe")
 	}
-	data, err := snapshot.EncodeFile(snap)
+	data, err := snapfile.Encode(snap)
 	if err != nil {
 		return err
 	}

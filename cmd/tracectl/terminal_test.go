@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tracectl/tracectl/internal/snapfile"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -69,7 +70,7 @@ func snapshotWithTool(t *testing.T, path, name, desc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := snapshot.EncodeFile(s)
+	b, err := snapfile.Encode(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,10 +213,10 @@ var hostileStrings = []string{
 }
 
 func hostileReport() *verify.Report {
-	rep := &verify.Report{MediaType: verify.MediaType, Verdict: verify.Failed, Kind: verify.KindBundle, TrustBasis: verify.TrustKey,
+	rep := &verify.Report{MediaType: verify.MediaType, Verdict: verify.Failed, Kind: "bundle", TrustBasis: verify.TrustKey,
 		ReferenceTime: time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), Signer: "signer\x1b[0m\n"}
 	for i, s := range hostileStrings {
-		rep.Findings = append(rep.Findings, verify.Finding{Code: verify.CodeEvidenceMismatch, Check: verify.CheckPayload, Status: verify.StatusFail,
+		rep.Findings = append(rep.Findings, verify.Finding{Code: verify.CodeEvidenceMismatch, Check: verify.Check("payload"), Status: verify.StatusFail,
 			Subject: "attempt " + s, Detail: fmt.Sprintf("claim %d: %s", i, s)})
 	}
 	return rep

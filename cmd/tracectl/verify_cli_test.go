@@ -204,8 +204,8 @@ func TestVerifyFlags(t *testing.T) {
 // TestTextReportEscapes: every evidence string in the text report goes
 // through escapeTerminal.
 func TestTextReportEscapes(t *testing.T) {
-	rep := &verify.Report{Verdict: verify.Failed, Kind: verify.KindBundle, Signer: "k\x1b[2J", Findings: []verify.Finding{
-		{Code: verify.CodeHistoryConflict, Check: verify.CheckIdentity, Status: verify.StatusFail, Subject: "attempt \x1b]0;pwned\x07", Detail: "bidi \u202e txt"},
+	rep := &verify.Report{Verdict: verify.Failed, Kind: "bundle", Signer: "k\x1b[2J", Findings: []verify.Finding{
+		{Code: verify.CodeHistoryConflict, Check: verify.Check("identity"), Status: verify.StatusFail, Subject: "attempt \x1b]0;pwned\x07", Detail: "bidi \u202e txt"},
 	}, Omitted: map[verify.Code]int64{verify.CodeOutcomeUnknown: 5}}
 	out := textReport(rep)
 	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {

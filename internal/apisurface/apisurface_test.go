@@ -18,12 +18,13 @@ import (
 	"testing"
 )
 
-// maxExported is the bound. The goal is 700. The cut stopped at 876; the
-// recording session core (producer/session: the API its three transports
-// adapt) and mediation's vocabulary in mcpwire (match keys, the SSE
-// reader, the injected error codes, the client-schema rule) then added 39. Lower it whenever the
-// surface shrinks, never raise it without a reason in the commit.
-const maxExported = 915
+// maxExported is the bound. The goal is 700; 841 is where the second cut
+// stopped: what is left is named by another package (most of it by
+// producer, verify or the packages under parallel work), is a sentinel
+// error, a code spec/verification.md lists, an enum value other packages
+// use, or a type an exported API hands out. Lower it whenever the surface
+// shrinks, never raise it without a reason in the commit.
+const maxExported = 841
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")

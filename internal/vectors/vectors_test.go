@@ -16,6 +16,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/snapfile"
 	"github.com/tracectl/tracectl/internal/vectors"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -335,7 +336,7 @@ func TestSpecReadme(t *testing.T) {
 	}
 	readme := string(data)
 	for _, id := range []string{sign.Profile, transcript.Format, transcript.Profile, transcript.MerkleAlg,
-		canon.PolicyV02ID, canon.PolicyMCPDeclID, snapshot.ManifestFormat, snapshot.FileFormat, transcript.ProofFormat,
+		canon.PolicyV02ID, canon.PolicyMCPDeclID, snapshot.ManifestFormat, snapfile.Format, transcript.ProofFormat,
 		verify.MediaType, vectors.Format, vectors.RunMediaType} {
 		if !strings.Contains(readme, "| `"+id+"` |") {
 			t.Errorf("spec/README.md's identifier table lacks %s", id)

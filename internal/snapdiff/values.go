@@ -1,4 +1,4 @@
-package snapshot
+package snapdiff
 
 import (
 	"strconv"
@@ -17,10 +17,10 @@ type MemberValue struct {
 	Truncated bool    `json:"truncated,omitempty"` // a side was longer than the bound and is cut
 }
 
-// DiffValues returns the old and new values of each member d names (a
+// Values returns the old and new values of each member d names (a
 // changed tool of Diff(old, new)), each at most maxBytes long. It returns
 // nil when the page bytes of either side are not available.
-func DiffValues(old, new DiffInput, d ToolDiff, maxBytes int) []MemberValue {
+func Values(old, new Input, d ToolDiff, maxBytes int) []MemberValue {
 	if d.Change != ChangeChanged || len(d.Members) == 0 {
 		return nil
 	}

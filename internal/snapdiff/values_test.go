@@ -1,4 +1,4 @@
-package snapshot
+package snapdiff
 
 import "testing"
 
@@ -13,7 +13,7 @@ func TestDiffValues(t *testing.T) {
 			vendor = d
 		}
 	}
-	got := DiffValues(in(base), in(cur), vendor, 100)
+	got := Values(in(base), in(cur), vendor, 100)
 	str := func(p *string) string {
 		if p == nil {
 			return "(absent)"
@@ -34,14 +34,14 @@ func TestDiffValues(t *testing.T) {
 		}
 	}
 	// The bound cuts a value and says so.
-	if cut := DiffValues(in(base), in(cur), vendor, 3); !cut[0].Truncated || len(*cut[0].New) != 3 {
+	if cut := Values(in(base), in(cur), vendor, 3); !cut[0].Truncated || len(*cut[0].New) != 3 {
 		t.Errorf("bound 3: %+v", cut[0])
 	}
 	// Without page bytes, or for an unchanged tool, there are no values.
-	if v := DiffValues(DiffInput{Manifest: base.Manifest}, in(cur), vendor, 100); v != nil {
+	if v := Values(Input{Manifest: base.Manifest}, in(cur), vendor, 100); v != nil {
 		t.Errorf("without pages: %+v", v)
 	}
-	if v := DiffValues(in(base), in(cur), ToolDiff{Name: "called", Change: ChangeUnchanged}, 100); v != nil {
+	if v := Values(in(base), in(cur), ToolDiff{Name: "called", Change: ChangeUnchanged}, 100); v != nil {
 		t.Errorf("unchanged: %+v", v)
 	}
 }

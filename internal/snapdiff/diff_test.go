@@ -1,9 +1,12 @@
-package snapshot
+package snapdiff
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tracectl/tracectl/snapshot"
 )
 
 // baseTools is a small catalog with the members drift must see.
@@ -14,10 +17,10 @@ var baseTools = []string{
 	`{"name":"vendor","inputSchema":{"type":"object"},"_meta":{"com.example/owner":"team-a","com.example/rps":5},"annotations":{"destructiveHint":false}}`,
 }
 
-func catalog(t *testing.T, tools []string, split int) *Snapshot {
+func catalog(t *testing.T, tools []string, split int) *snapshot.Snapshot {
 	t.Helper()
 	c2 := "p2"
-	s, _ := collect(t, Limits{},
+	s, _ := collect(t, snapshot.Limits{},
 		ex{listReq("1", nil), page("1", &c2, tools[:split]...)},
 		ex{listReq("2", &c2), page("2", nil, tools[split:]...)})
 	return s
@@ -32,7 +35,7 @@ func with(tools []string, i int, old, new string) []string {
 	return out
 }
 
-func in(s *Snapshot) DiffInput { return DiffInput{Manifest: s.Manifest, Load: snapshotLoader(s)} }
+func in(s *snapshot.Snapshot) Input { return Input{Manifest: s.Manifest, Load: snapshotLoader(s)} }
 
 func TestDiff(t *testing.T) {
 	base := catalog(t, baseTools, 2)
@@ -62,9 +65,9 @@ func TestDiff(t *testing.T) {
 		{"added and removed", []string{baseTools[0], baseTools[2], baseTools[3], tool("fresh")}, 2, VerdictDrifted,
 			map[string]ToolDiff{"uncalled": {Change: ChangeRemoved}, "fresh": {Change: ChangeAdded}}},
 		{"new side unsupported", with(baseTools, 1, `"type":"object"`, `"type":"object","type":"object"`), 2, VerdictIncomplete,
-			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: CannotNewUnsupported}}},
+			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: cannotNewUnsupported}}},
 		{"duplicate name", append(slices.Clone(baseTools), baseTools[1]), 2, VerdictIncomplete,
-			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: CannotAmbiguousName}}},
+			map[string]ToolDiff{"uncalled": {Change: ChangeCannotCompare, Reason: cannotAmbiguousName}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +82,7 @@ func TestDiff(t *testing.T) {
 					want = ToolDiff{Change: ChangeUnchanged}
 				}
 				want.Name = d.Name
-				if !sameJSON(d, want) {
+				if !reflect.DeepEqual(d, want) {
 					t.Errorf("%s: got %+v, want %+v", d.Name, d, want)
 				}
 			}
@@ -90,7 +93,7 @@ func TestDiff(t *testing.T) {
 func TestDiffIncompleteSnapshot(t *testing.T) {
 	base := catalog(t, baseTools, 2)
 	c2 := "p2"
-	partial, _ := collect(t, Limits{}, ex{listReq("1", nil), page("1", &c2, baseTools[:2]...)})
+	partial, _ := collect(t, snapshot.Limits{}, ex{listReq("1", nil), page("1", &c2, baseTools[:2]...)})
 	r := Diff(in(base), in(partial))
 	if r.Verdict != VerdictIncomplete {
 		t.Fatalf("verdict %s", r.Verdict)
@@ -98,7 +101,7 @@ func TestDiffIncompleteSnapshot(t *testing.T) {
 	for _, d := range r.Tools {
 		switch d.Name {
 		case "structured", "vendor":
-			if d.Change != ChangeCannotCompare || d.Reason != CannotNewIncomplete {
+			if d.Change != ChangeCannotCompare || d.Reason != cannotNewIncomplete {
 				t.Errorf("%s: %+v (absent from an incomplete snapshot is not removed)", d.Name, d)
 			}
 		default:
@@ -108,7 +111,7 @@ func TestDiffIncompleteSnapshot(t *testing.T) {
 		}
 	}
 	// A change found on the tools both sides have is still drift.
-	changed, _ := collect(t, Limits{}, ex{listReq("1", nil), page("1", &c2, with(baseTools, 1, "never", "ever")[:2]...)})
+	changed, _ := collect(t, snapshot.Limits{}, ex{listReq("1", nil), page("1", &c2, with(baseTools, 1, "never", "ever")[:2]...)})
 	if r := Diff(in(base), in(changed)); r.Verdict != VerdictDrifted {
 		t.Errorf("verdict %s", r.Verdict)
 	}
@@ -117,7 +120,7 @@ func TestDiffIncompleteSnapshot(t *testing.T) {
 func TestDiffWithoutPages(t *testing.T) {
 	base := catalog(t, baseTools, 2)
 	n := catalog(t, with(baseTools, 1, "never used", "now used"), 2)
-	r := Diff(DiffInput{Manifest: base.Manifest}, DiffInput{Manifest: n.Manifest})
+	r := Diff(Input{Manifest: base.Manifest}, Input{Manifest: n.Manifest})
 	if r.Verdict != VerdictDrifted {
 		t.Fatalf("verdict %s", r.Verdict)
 	}

@@ -1,4 +1,7 @@
-package snapshot
+// Package snapdiff compares two declaration snapshots tool by tool, for
+// tracectl diff and the drift section of tracectl export (spec/snapshot.md,
+// section 6).
+package snapdiff
 
 import (
 	"bytes"
@@ -6,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/snapshot"
 )
 
 // Changes a tool can show between two snapshots.
@@ -19,11 +23,11 @@ const (
 
 // Why a tool cannot be compared (ToolDiff.Reason).
 const (
-	CannotOldUnsupported = "old_unsupported" // the old declaration cannot be canonicalized
-	CannotNewUnsupported = "new_unsupported"
-	CannotOldIncomplete  = "old_incomplete" // absent from an incomplete old snapshot: maybe never collected
-	CannotNewIncomplete  = "new_incomplete" // absent from an incomplete new snapshot: not proof of removal
-	CannotAmbiguousName  = "ambiguous_name" // the name occurs more than once on a side
+	cannotOldUnsupported = "old_unsupported" // the old declaration cannot be canonicalized
+	cannotNewUnsupported = "new_unsupported"
+	cannotOldIncomplete  = "old_incomplete" // absent from an incomplete old snapshot: maybe never collected
+	cannotNewIncomplete  = "new_incomplete" // absent from an incomplete new snapshot: not proof of removal
+	cannotAmbiguousName  = "ambiguous_name" // the name occurs more than once on a side
 )
 
 // Diff verdicts.
@@ -38,12 +42,12 @@ const (
 // places and marked truncated.
 const maxChangedMembers = 64
 
-// DiffInput is one side of a comparison: a manifest and, optionally, a way
+// Input is one side of a comparison: a manifest and, optionally, a way
 // to load its page bytes (needed to name the changed members; without it a
 // change is still found from the declaration digests).
-type DiffInput struct {
-	Manifest *Manifest
-	Load     LoadFunc
+type Input struct {
+	Manifest *snapshot.Manifest
+	Load     snapshot.LoadFunc
 }
 
 // ToolDiff is the comparison of one tool name.
@@ -55,16 +59,16 @@ type ToolDiff struct {
 	Reason    string   `json:"reason,omitempty"`    // for cannot_compare; for changed without members: why members are unknown
 }
 
-// DiffResult is the comparison of two snapshots.
-type DiffResult struct {
+// Result is the comparison of two snapshots.
+type Result struct {
 	Verdict string     `json:"verdict"`
-	Old     DiffSide   `json:"old"`
-	New     DiffSide   `json:"new"`
+	Old     Side       `json:"old"`
+	New     Side       `json:"new"`
 	Tools   []ToolDiff `json:"tools"`
 }
 
-// DiffSide summarises one snapshot.
-type DiffSide struct {
+// Side summarises one snapshot.
+type Side struct {
 	CaptureID         string   `json:"capture_id"`
 	Complete          bool     `json:"complete"`
 	IncompleteReasons []string `json:"incomplete_reasons"`
@@ -76,8 +80,8 @@ type DiffSide struct {
 // description, schemas, annotations, _meta, unknown members); the changed
 // members are named when page bytes are available. A tool absent from an
 // incomplete snapshot is cannot_compare, never added or removed.
-func Diff(old, new DiffInput) *DiffResult {
-	r := &DiffResult{Old: side(old.Manifest), New: side(new.Manifest), Tools: []ToolDiff{}}
+func Diff(old, new Input) *Result {
+	r := &Result{Old: side(old.Manifest), New: side(new.Manifest), Tools: []ToolDiff{}}
 	oi, ni := index(old.Manifest), index(new.Manifest)
 	names := make([]string, 0, len(oi)+len(ni))
 	for n := range oi {
@@ -96,21 +100,21 @@ func Diff(old, new DiffInput) *DiffResult {
 		d := ToolDiff{Name: name}
 		switch {
 		case len(o) > 1 || len(n) > 1:
-			d.Change, d.Reason = ChangeCannotCompare, CannotAmbiguousName
+			d.Change, d.Reason = ChangeCannotCompare, cannotAmbiguousName
 		case len(o) == 0:
 			d.Change = ChangeAdded
 			if !old.Manifest.Complete {
-				d.Change, d.Reason = ChangeCannotCompare, CannotOldIncomplete
+				d.Change, d.Reason = ChangeCannotCompare, cannotOldIncomplete
 			}
 		case len(n) == 0:
 			d.Change = ChangeRemoved
 			if !new.Manifest.Complete {
-				d.Change, d.Reason = ChangeCannotCompare, CannotNewIncomplete
+				d.Change, d.Reason = ChangeCannotCompare, cannotNewIncomplete
 			}
-		case o[0].Declaration.Status != DeclOK:
-			d.Change, d.Reason = ChangeCannotCompare, CannotOldUnsupported
-		case n[0].Declaration.Status != DeclOK:
-			d.Change, d.Reason = ChangeCannotCompare, CannotNewUnsupported
+		case o[0].Declaration.Status != snapshot.DeclOK:
+			d.Change, d.Reason = ChangeCannotCompare, cannotOldUnsupported
+		case n[0].Declaration.Status != snapshot.DeclOK:
+			d.Change, d.Reason = ChangeCannotCompare, cannotNewUnsupported
 		case o[0].Declaration.Digest == n[0].Declaration.Digest:
 			d.Change = ChangeUnchanged
 		default:
@@ -144,12 +148,12 @@ func Diff(old, new DiffInput) *DiffResult {
 	return r
 }
 
-func side(m *Manifest) DiffSide {
-	return DiffSide{CaptureID: m.CaptureID, Complete: m.Complete, IncompleteReasons: m.IncompleteReasons, Tools: len(m.Tools)}
+func side(m *snapshot.Manifest) Side {
+	return Side{CaptureID: m.CaptureID, Complete: m.Complete, IncompleteReasons: m.IncompleteReasons, Tools: len(m.Tools)}
 }
 
-func index(m *Manifest) map[string][]Tool {
-	out := make(map[string][]Tool, len(m.Tools))
+func index(m *snapshot.Manifest) map[string][]snapshot.Tool {
+	out := make(map[string][]snapshot.Tool, len(m.Tools))
 	for _, t := range m.Tools {
 		if t.Name != nil {
 			out[*t.Name] = append(out[*t.Name], t)
@@ -161,7 +165,7 @@ func index(m *Manifest) map[string][]Tool {
 // pageCache parses each page at most once per side.
 type pageCache map[int64]*canon.Doc
 
-func (c *pageCache) tool(in DiffInput, t Tool) (canon.Value, string) {
+func (c *pageCache) tool(in Input, t snapshot.Tool) (canon.Value, string) {
 	if in.Load == nil {
 		return canon.Value{}, "page bytes not given"
 	}
@@ -175,14 +179,15 @@ func (c *pageCache) tool(in DiffInput, t Tool) (canon.Value, string) {
 		if err != nil || canon.SHA256(data) != p.Response.Digest {
 			return canon.Value{}, "page " + p.Response.Digest + " unavailable or not matching"
 		}
-		doc, err = canon.Parse(data, canon.ParseOptions{AllowDuplicateKeys: true, Limits: canon.Limits{MaxBytes: CeilingMaxPageBytes}})
+		doc, err = canon.Parse(data, canon.ParseOptions{AllowDuplicateKeys: true, Limits: canon.Limits{MaxBytes: snapshot.CeilingMaxPageBytes}})
 		if err != nil {
 			return canon.Value{}, "page " + p.Response.Digest + " unreadable"
 		}
 		(*c)[t.Page] = doc
 	}
-	res, _ := member(doc.Root(), "result")
-	tools, _ := member(res, "tools")
+	// Get reads an ambiguous member as absent, as the collector does.
+	res, _ := doc.Root().Get("result")
+	tools, _ := res.Get("tools")
 	el := tools.Elems()
 	if int(t.Index) >= len(el) {
 		return canon.Value{}, "tool not in its page"
