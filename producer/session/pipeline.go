@@ -46,7 +46,6 @@ type outItem struct {
 	fail     func(err error) // run instead of writing when wait fails
 	line     []byte          // written once wait returned nil (nil: nothing)
 	toClient bool            // line goes to the client; else to the server
-	barrier  chan struct{}   // closed when reached: everything before it is delivered
 }
 
 // outQueue delivers one direction's outputs in the order they were put.
@@ -105,16 +104,6 @@ func (q *outQueue) toClient(line []byte) error {
 	return q.put(outItem{line: line, toClient: true})
 }
 
-// drain returns once everything put so far is delivered.
-func (q *outQueue) drain() {
-	if !q.async {
-		return
-	}
-	ch := make(chan struct{})
-	_ = q.put(outItem{barrier: ch})
-	<-ch
-}
-
 // close delivers what is queued, stops the forwarder and returns the first
 // failed write to the server, if any. Nothing may be put after it.
 func (q *outQueue) close() error {
@@ -143,7 +132,7 @@ func (q *outQueue) run() {
 		it := q.items[0]
 		q.items[0] = outItem{}
 		q.items = q.items[1:]
-		dropped := q.err != nil && !it.toClient && it.barrier == nil
+		dropped := q.err != nil && !it.toClient
 		q.cond.Broadcast() // room for a frame (its bytes count until delivered)
 		q.mu.Unlock()
 		var err error
@@ -161,10 +150,6 @@ func (q *outQueue) run() {
 
 // deliver waits for the item's durability, then writes it.
 func (q *outQueue) deliver(it outItem) error {
-	if it.barrier != nil {
-		close(it.barrier)
-		return nil
-	}
 	if it.wait != nil {
 		if err := it.wait(); err != nil {
 			it.fail(err)
