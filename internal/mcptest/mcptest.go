@@ -203,7 +203,7 @@ type RawClient struct {
 
 	stdinMu     sync.Mutex
 	stdinClosed bool
-	stderr      lockedBuffer
+	stderr      LockedBuffer
 }
 
 // NewRawClient starts cmd (not yet started, with Stdin, Stdout and Stderr
@@ -378,18 +378,20 @@ func (c *RawClient) Kill() error {
 // Stderr returns what the child has written to stderr so far.
 func (c *RawClient) Stderr() string { return c.stderr.String() }
 
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer a child process's output and a test may
+// use at once.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

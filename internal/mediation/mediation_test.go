@@ -383,7 +383,7 @@ func runCell(k *kit, c cell, sdk tsclient.SDK, dir string) (got received, rec re
 // goStdio runs the Go SDK client over stdio with wrap as its server command.
 func goStdio(ctx context.Context, wrap []string) (received, error) {
 	cmd := exec.Command(wrap[0], wrap[1:]...)
-	var stderr lockedBuffer
+	var stderr mcptest.LockedBuffer
 	cmd.Stderr = &stderr
 	c := mcp.NewClient(&mcp.Implementation{Name: "tracectl-mediation-go", Version: "1.0.0"}, nil)
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -462,7 +462,7 @@ func tsCall(ctx context.Context, sdk tsclient.SDK, args []string) (received, err
 		return received{}, err
 	}
 	cmd := exec.CommandContext(ctx, sdk.Node, append([]string{script, sdk.Dir, fmt.Sprint(callTimeout.Milliseconds())}, args...)...)
-	var stderr lockedBuffer
+	var stderr mcptest.LockedBuffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 2 * time.Second
 	out, err := cmd.Output()
@@ -514,7 +514,7 @@ func startHostileHTTP(ctx context.Context, k *kit, class, logPath string) (strin
 	if err != nil {
 		return "", nil, err
 	}
-	var stderr lockedBuffer
+	var stderr mcptest.LockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
@@ -536,7 +536,7 @@ func startHostileHTTP(ctx context.Context, k *kit, class, logPath string) (strin
 type proxy struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr lockedBuffer
+	stderr mcptest.LockedBuffer
 	done   chan struct{} // closed when stderr is drained
 }
 
@@ -794,21 +794,4 @@ func sentLog(path string) string {
 		}
 	}
 	return b.String()
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
