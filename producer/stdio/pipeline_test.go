@@ -255,7 +255,7 @@ func TestWrapPipelinedFsyncFailure(t *testing.T) {
 	if _, err := w.rec.Seal(context.Background(), recordSigner{w.signer}); !errors.Is(err, producer.ErrAuditUnavailable) || !errors.Is(err, errInjectedFsync) {
 		t.Fatalf("Seal after the failed fsync: %v, want session.ErrAuditUnavailable wrapping the fault", err)
 	}
-	rec, err := producer.Recover(w.dir, producer.Options{Clock: time.Now})
+	rec, err := recoverBundle(w.dir, producer.Options{Clock: time.Now})
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
@@ -322,7 +322,7 @@ func TestWrapPipelinedResponseFsyncFailure(t *testing.T) {
 	if _, err := w.rec.Seal(context.Background(), recordSigner{w.signer}); !errors.Is(err, producer.ErrAuditUnavailable) {
 		t.Fatalf("Seal after the failed fsync: %v, want session.ErrAuditUnavailable", err)
 	}
-	rec, err := producer.Recover(w.dir, producer.Options{Clock: time.Now})
+	rec, err := recoverBundle(w.dir, producer.Options{Clock: time.Now})
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}

@@ -390,7 +390,7 @@ func testDiskFull(t *testing.T, target string) {
 	}
 	// Space again: the bundle recovers and seals as it was.
 	disk.limit.Store(-1)
-	rec, err := producer.Recover(w.dir, producer.Options{Clock: time.Now, FS: disk})
+	rec, err := recoverBundle(w.dir, producer.Options{Clock: time.Now, FS: disk})
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
@@ -405,4 +405,22 @@ func testDiskFull(t *testing.T, target string) {
 		t.Errorf("seal %+v", s)
 	}
 	requireVerified(t, verifyBundle(t, w.dir, w.signer.Public()))
+}
+
+// recoverBundle is producer.Recover for a bundle this test process just
+// closed. The journal's lock is a flock on its open file description, and
+// a parallel test of this package that forks a server process at that
+// moment holds a copy of the descriptor, and with it the lock, until its
+// child execs (the descriptor is close-on-exec). The kernel says nothing
+// when that happens, so a locked bundle is tried again for a bounded while;
+// a separate seal process, as in production, never meets this.
+func recoverBundle(dir string, opts producer.Options) (*producer.Recorder, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := producer.Recover(dir, opts)
+		if !errors.Is(err, producer.ErrLocked) || time.Now().After(deadline) {
+			return rec, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
