@@ -364,7 +364,7 @@ func (m *Manifest) Digest() (string, error) {
 const maxReasonTextBytes = 256
 
 // ReasonText is what the proxy writes as a snapshot line's
-// incomplete_reason (producer/session RecordingSink): every incomplete reason
+// incomplete_reason (producer/internal/session RecordingSink): every incomplete reason
 // in the manifest's order joined with ",", "incomplete" if there is none,
 // cut to 256 bytes; "" when complete. A verifier compares
 // the line with it.

@@ -16,10 +16,8 @@ import (
 
 	"github.com/tracectl/tracectl/internal/launch"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/producer/stdio"
 	"github.com/tracectl/tracectl/sign"
-	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -56,7 +54,7 @@ type sessionSummary struct {
 	unreadable int64
 	status     string
 	signed     bool
-	res        *session.Result
+	res        *producer.SessionResult
 	dropped    bool // nothing arrived from the client: the bundle was removed
 }
 
@@ -175,7 +173,6 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 			fmt.Fprintf(s.err, "tracectl: server launched: %s\n", escapeTerminal(launchString(started)))
 		}
 	}
-	sink := session.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
 	serverErr := o.serverErr
 	if serverErr == nil {
 		serverErr = s.err
@@ -187,16 +184,16 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	res, runErr := stdio.Run(ctx, stdio.Config{
 		Command: o.exe, Args: o.args, Env: o.env,
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
-		Sink: sink, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
+		Recorder: rec, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
 		MaxRetain: o.maxFrame, SpoolDir: filepath.Dir(o.bundle),
 	})
-	sum := &sessionSummary{bundle: o.bundle, oversize: sink.OversizedFrames(), refused: sink.RefusedFrames(), unreadable: sink.UnreadableListRequests()}
+	sum := &sessionSummary{bundle: o.bundle}
 	if res != nil {
 		sum.status = res.ExitStatus
 		sum.res = res
+		sum.oversize, sum.refused, sum.unreadable = res.OversizedFrames, res.RefusedFrames, res.UnreadableListRequests
 	}
-	finishErr := sink.Finish()
-	if o.dropEmpty && res != nil && res.ClientBytes == 0 && runErr == nil && finishErr == nil {
+	if o.dropEmpty && res != nil && res.ClientBytes == 0 && runErr == nil {
 		if err := rec.Close(); err != nil {
 			return sum, err
 		}
@@ -213,7 +210,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	sealed, sealErr := rec.Seal(context.WithoutCancel(ctx), rs)
 	sum.sealed = sealed
 	sum.signed = sealed != nil && sealed.Signed
-	if err := errors.Join(runErr, finishErr, sealErr); err != nil {
+	if err := errors.Join(runErr, sealErr); err != nil {
 		return sum, err
 	}
 	return sum, nil

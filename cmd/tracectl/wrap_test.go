@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/session"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -209,12 +208,12 @@ func TestWrapExit(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"client closed, server ended as asked with SIGTERM", &sessionSummary{sealed: sealed, res: &session.Result{ExitCode: 143}}, nil, 0},
-		{"server exited 3 on its own", &sessionSummary{sealed: sealed, res: &session.Result{ExitCode: 3, EndedOnItsOwn: true}}, nil, 3},
-		{"server killed by SIGKILL", &sessionSummary{sealed: sealed, res: &session.Result{ExitCode: 137, EndedOnItsOwn: true}}, nil, 137},
-		{"server exited 0 on its own", &sessionSummary{sealed: sealed, res: &session.Result{EndedOnItsOwn: true}}, nil, 0},
-		{"status unknown", &sessionSummary{sealed: sealed, res: &session.Result{ExitCode: -1, EndedOnItsOwn: true}}, nil, 1},
-		{"audit unavailable", &sessionSummary{sealed: sealed, res: &session.Result{}}, session.ErrAuditUnavailable, exitInternal},
+		{"client closed, server ended as asked with SIGTERM", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: 143}}, nil, 0},
+		{"server exited 3 on its own", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: 3, EndedOnItsOwn: true}}, nil, 3},
+		{"server killed by SIGKILL", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: 137, EndedOnItsOwn: true}}, nil, 137},
+		{"server exited 0 on its own", &sessionSummary{sealed: sealed, res: &producer.SessionResult{EndedOnItsOwn: true}}, nil, 0},
+		{"status unknown", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: -1, EndedOnItsOwn: true}}, nil, 1},
+		{"audit unavailable", &sessionSummary{sealed: sealed, res: &producer.SessionResult{}}, producer.ErrAuditUnavailable, exitInternal},
 		{"refused before start", nil, usageErr(errors.New("x"), ""), exitUsage},
 	} {
 		got := exitCode(wrapExit(tc.sum, tc.err), io.Discard)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 	"github.com/tracectl/tracectl/transcript"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 	"github.com/tracectl/tracectl/transcript"
 )
 

@@ -33,7 +33,7 @@ import (
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )

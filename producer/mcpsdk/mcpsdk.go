@@ -28,7 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -61,7 +61,7 @@ type Transport struct {
 	started chan struct{}
 	done    chan struct{}
 	sink    *session.RecordingSink
-	res     *session.Result
+	res     *producer.SessionResult
 	err     error
 }
 
@@ -111,7 +111,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 // server's output ended: the client's connection is then closed, its calls
 // in flight answered with a transport failure) and returns what the
 // session observed. ctx bounds the wait only.
-func (t *Transport) Wait(ctx context.Context) (*session.Result, error) {
+func (t *Transport) Wait(ctx context.Context) (*producer.SessionResult, error) {
 	t.once.Do(func() { t.started, t.done = make(chan struct{}), make(chan struct{}) })
 	select {
 	case <-t.started:

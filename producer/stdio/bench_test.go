@@ -41,7 +41,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/producer"
@@ -278,7 +278,7 @@ func proxyPath(b testing.TB, srv string, m benchMode) *benchPath {
 	go func() {
 		_, err := Run(b.Context(), Config{
 			Command: srv, Args: []string{"-echo-only"},
-			ClientIn: cinR, ClientOut: coutW, ServerErr: os.Stderr, Sink: sink,
+			ClientIn: cinR, ClientOut: coutW, ServerErr: os.Stderr, sink: sink,
 			Grace: time.Second, KillAfter: time.Second,
 		})
 		coutW.Close()

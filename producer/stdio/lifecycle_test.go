@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/internal/session"
 )
 
 // events collects Config.Event steps; wait blocks until one arrives, so
@@ -102,7 +104,7 @@ func TestCancelledCallDoesNotHoldGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.has("grace") || len(res.InFlight) != 1 || res.Ended != EndClientEOF || res.EndedOnItsOwn {
+	if ev.has("grace") || len(res.InFlight) != 1 || res.Ended != session.EndClientEOF || res.EndedOnItsOwn {
 		t.Fatalf("events %q, result %+v: want no grace, the cancelled call abandoned, ended by the client", ev.list(), res)
 	}
 	if got := strings.Join(sink.log(), ";"); got != "attempt a1;cancel a1" {
@@ -121,11 +123,11 @@ func TestSignalCutsGrace(t *testing.T) {
 	sink := &memSink{}
 	inR, inW := io.Pipe()
 	done := make(chan struct{})
-	var res *Result
+	var res *producer.SessionResult
 	var runErr error
 	go func() {
 		res, runErr = Run(ctx, Config{Command: raw, Args: []string{"-script", "never-answer"}, ClientIn: inR, ClientOut: io.Discard,
-			ServerErr: io.Discard, Sink: sink, Grace: never, Event: ev.event})
+			ServerErr: io.Discard, sink: sink, Grace: never, Event: ev.event})
 		close(done)
 	}()
 	io.WriteString(inW, callLine("1", "raw-0000")+"\n")
@@ -237,13 +239,13 @@ func TestServerLifecycle(t *testing.T) {
 		// step, so a loaded machine cannot turn its exit into a SIGTERM.
 		slow bool
 	}{
-		{name: "exits 3 on its own", body: "read line; exit 3", client: pingLine, code: 3, own: true, ended: EndServerExit, absent: []string{"sigterm"}},
-		{name: "killed by a signal", body: "read line; kill -9 $$", client: pingLine, code: 128 + 9, own: true, ended: EndServerExit},
-		{name: "exits on stdin close", body: "cat >/dev/null; exit 1", code: 1, own: false, ended: EndClientEOF, absent: []string{"sigterm"}, slow: true},
-		{name: "ignores stdin close, obeys SIGTERM", body: "while :; do sleep 1; done", code: 128 + 15, ended: EndClientEOF, steps: []string{"sigterm"}},
-		{name: "ignores stdin close and SIGTERM", body: "trap '' TERM; while :; do sleep 1; done", code: 128 + 9, ended: EndClientEOF, steps: []string{"sigterm", "sigkill"}},
-		{name: "leaves a grandchild holding stdout", body: "sleep 1000 & cat >/dev/null", code: 0, ended: EndClientEOF, steps: []string{"group sigterm"}, absent: []string{"drain cut", "sigterm"}, slow: true},
-		{name: "exits on its own, grandchild ignoring SIGTERM", body: "mkfifo ready; (trap '' TERM; echo > ready; exec sleep 1000) & read x < ready; read line; exit 0", client: pingLine, code: 0, own: true, ended: EndServerExit, steps: []string{"group sigterm", "group sigkill"}},
+		{name: "exits 3 on its own", body: "read line; exit 3", client: pingLine, code: 3, own: true, ended: session.EndServerExit, absent: []string{"sigterm"}},
+		{name: "killed by a signal", body: "read line; kill -9 $$", client: pingLine, code: 128 + 9, own: true, ended: session.EndServerExit},
+		{name: "exits on stdin close", body: "cat >/dev/null; exit 1", code: 1, own: false, ended: session.EndClientEOF, absent: []string{"sigterm"}, slow: true},
+		{name: "ignores stdin close, obeys SIGTERM", body: "while :; do sleep 1; done", code: 128 + 15, ended: session.EndClientEOF, steps: []string{"sigterm"}},
+		{name: "ignores stdin close and SIGTERM", body: "trap '' TERM; while :; do sleep 1; done", code: 128 + 9, ended: session.EndClientEOF, steps: []string{"sigterm", "sigkill"}},
+		{name: "leaves a grandchild holding stdout", body: "sleep 1000 & cat >/dev/null", code: 0, ended: session.EndClientEOF, steps: []string{"group sigterm"}, absent: []string{"drain cut", "sigterm"}, slow: true},
+		{name: "exits on its own, grandchild ignoring SIGTERM", body: "mkfifo ready; (trap '' TERM; echo > ready; exec sleep 1000) & read x < ready; read line; exit 0", client: pingLine, code: 0, own: true, ended: session.EndServerExit, steps: []string{"group sigterm", "group sigkill"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script, pidfile := shServer(t, tc.body)
@@ -256,7 +258,7 @@ func TestServerLifecycle(t *testing.T) {
 			if tc.client != "" {
 				c.send(tc.client)
 			}
-			if tc.ended == EndServerExit {
+			if tc.ended == session.EndServerExit {
 				ev.wait(t, "done")
 			}
 			res, err := c.finish()
@@ -264,8 +266,8 @@ func TestServerLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			ended := res.Ended
-			if ended == EndServerStdout {
-				ended = EndServerExit // which of the two the proxy saw first is the scheduler's choice
+			if ended == session.EndServerStdout {
+				ended = session.EndServerExit // which of the two the proxy saw first is the scheduler's choice
 			}
 			if res.ExitCode != tc.code || res.EndedOnItsOwn != tc.own || ended != tc.ended {
 				t.Errorf("result %+v, want exit code %d, on its own %v, ended %s", res, tc.code, tc.own, tc.ended)

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/internal/session"
 
 	"github.com/tracectl/tracectl/internal/mcptest"
 )
@@ -26,7 +27,7 @@ type pipeClient struct {
 	out   *bufio.Reader  // proxy -> client
 	lines chan []byte
 	done  chan struct{}
-	res   *Result
+	res   *producer.SessionResult
 	err   error
 }
 
@@ -35,7 +36,7 @@ func startProxy(t *testing.T, sink session.Sink, cfg Config, server string, args
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	cfg.Command, cfg.Args = server, args
-	cfg.ClientIn, cfg.ClientOut, cfg.ServerErr, cfg.Sink = inR, outW, io.Discard, sink
+	cfg.ClientIn, cfg.ClientOut, cfg.ServerErr, cfg.sink = inR, outW, io.Discard, sink
 	if cfg.Grace == 0 {
 		cfg.Grace = 500 * time.Millisecond
 	}
@@ -85,7 +86,7 @@ func (c *pipeClient) recv() string {
 	return ""
 }
 
-func (c *pipeClient) finish() (*Result, error) {
+func (c *pipeClient) finish() (*producer.SessionResult, error) {
 	c.in.Close()
 	select {
 	case <-c.done:
@@ -152,7 +153,7 @@ func TestCallTimeoutThenSessionEndLeavesUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.InFlight) != 1 || res.InFlight[0].AttemptID() != "a1" || res.TransportFailures != 0 {
+	if len(res.InFlight) != 1 || res.InFlight[0] != "a1" || res.TransportFailures != 0 {
 		t.Fatalf("result = %+v, want a1 in flight (unknown), no transport failure", res)
 	}
 	if got, want := strings.Join(sink.log(), ";"), "attempt a1;timeout a1"; got != want {
@@ -338,11 +339,11 @@ func TestClientThatStopsReading(t *testing.T) {
 	outR, outW := io.Pipe()
 	outR.Close() // the client never reads: every write to it fails
 	done := make(chan struct{})
-	var res *Result
+	var res *producer.SessionResult
 	var runErr error
 	go func() {
 		res, runErr = Run(context.Background(), Config{Command: raw, Args: []string{"-script", "paged", "-call-delay", "100ms"},
-			ClientIn: inR, ClientOut: outW, ServerErr: io.Discard, Sink: sink, Grace: 2 * time.Second, KillAfter: time.Second})
+			ClientIn: inR, ClientOut: outW, ServerErr: io.Discard, sink: sink, Grace: 2 * time.Second, KillAfter: time.Second})
 		close(done)
 	}()
 	io.WriteString(inW, callLine("1", "raw-0000")+"\n"+callLine("2", "raw-0001")+"\n")
@@ -382,7 +383,7 @@ func TestUncommittedCancellationNotForwarded(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}` + "\n")
 	_, err := Run(context.Background(), Config{
 		Command: raw, Args: []string{"-script", "never-answer", "-v"},
-		ClientIn: in, ClientOut: io.Discard, ServerErr: &serverLog, Sink: cancelFailSink{&memSink{}},
+		ClientIn: in, ClientOut: io.Discard, ServerErr: &serverLog, sink: cancelFailSink{&memSink{}},
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond,
 	})
 	if !errors.Is(err, session.ErrAuditUnavailable) {

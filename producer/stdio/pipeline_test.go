@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/producer"
@@ -249,9 +249,6 @@ func TestWrapPipelinedFsyncFailure(t *testing.T) {
 		t.Errorf("the server's last reads %q: want the notification committed before the failure, nothing after", read[max(0, len(read)-3):])
 	}
 
-	if err := w.sink.Finish(); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := w.rec.Seal(context.Background(), recordSigner{w.signer}); !errors.Is(err, producer.ErrAuditUnavailable) || !errors.Is(err, errInjectedFsync) {
 		t.Fatalf("Seal after the failed fsync: %v, want session.ErrAuditUnavailable wrapping the fault", err)
 	}
@@ -315,9 +312,6 @@ func TestWrapPipelinedResponseFsyncFailure(t *testing.T) {
 		if string(l.ID) == "3" && l.Error == nil {
 			t.Errorf("the response whose fsync failed reached the client: %s", l.raw)
 		}
-	}
-	if err := w.sink.Finish(); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := w.rec.Seal(context.Background(), recordSigner{w.signer}); !errors.Is(err, producer.ErrAuditUnavailable) {
 		t.Fatalf("Seal after the failed fsync: %v, want session.ErrAuditUnavailable", err)

@@ -10,6 +10,7 @@ package stdio
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -17,18 +18,9 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/tracectl/tracectl/producer/session"
-)
-
-// Result summarizes a run.
-type Result = session.Result
-
-// Why a session ended (Result.Ended).
-const (
-	EndClientEOF    = session.EndClientEOF
-	EndCanceled     = session.EndCanceled
-	EndServerExit   = session.EndServerExit
-	EndServerStdout = session.EndServerStdout
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/internal/session"
+	"github.com/tracectl/tracectl/snapshot"
 )
 
 // Config configures a proxy run.
@@ -42,7 +34,15 @@ type Config struct {
 	ClientOut io.Writer // to the MCP client (our stdout)
 	ServerErr io.Writer // where the server's stderr goes (our stderr)
 
-	Sink        session.Sink
+	// Recorder is where the session is recorded; it must have been opened
+	// with producer.Options.FramesCommitted (every frame is committed).
+	Recorder *producer.Recorder
+	// CaptureID mints snapshot capture ids (nil: from crypto/rand).
+	CaptureID func() (string, error)
+	// SnapshotLimits bound the collection of tools/list pages (zero:
+	// snapshot's defaults).
+	SnapshotLimits snapshot.Limits
+
 	CallTimeout time.Duration // 0: none
 	Grace       time.Duration // how long open calls may finish after client EOF (0: DefaultGrace; negative: none)
 	KillAfter   time.Duration // after closing the server's stdin: wait this long, then SIGTERM, then SIGKILL after this again
@@ -74,6 +74,9 @@ type Config struct {
 	// and length and withheld: it cannot be committed before delivery
 	// without holding it whole.
 	MaxServerFrame int64
+
+	// sink replaces the recorder in tests (a fault, or nothing recorded).
+	sink session.Sink
 }
 
 // Default lifecycle durations (Config.Grace, Config.KillAfter). They are
@@ -105,8 +108,32 @@ const (
 // Run installs no signal handlers: a caller writing to a pipe (fd 1) must
 // handle SIGPIPE itself (signal.Notify), or a client that goes away kills
 // the process before anything is sealed. A failed write to the client is
-// reported once through Sink.ClientGone; recording goes on.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// reported once as a client_gone session event; recording goes on.
+//
+// Before it returns, Run records a tools/list collection the session left
+// unfinished (incomplete); then seal the recorder.
+func Run(ctx context.Context, cfg Config) (*producer.SessionResult, error) {
+	if cfg.sink != nil {
+		return run(ctx, cfg)
+	}
+	if cfg.Recorder == nil {
+		return nil, errors.New("stdio: Config.Recorder is nil")
+	}
+	captureID := cfg.CaptureID
+	if captureID == nil {
+		captureID = func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }
+	}
+	rs := session.NewRecordingSink(cfg.Recorder, captureID, cfg.SnapshotLimits)
+	cfg.sink = rs
+	res, err := run(ctx, cfg)
+	err = errors.Join(err, rs.Finish())
+	if res != nil {
+		res.RefusedFrames, res.OversizedFrames, res.UnreadableListRequests = rs.RefusedFrames(), rs.OversizedFrames(), rs.UnreadableListRequests()
+	}
+	return res, err
+}
+
+func run(ctx context.Context, cfg Config) (*producer.SessionResult, error) {
 	cfg = cfg.withDefaults()
 	changed := make(chan struct{}, 1)
 
@@ -156,7 +183,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Started(cmd.Process.Pid)
 	}
 	sess := session.New(session.Config{
-		Sink: cfg.Sink, CallTimeout: cfg.CallTimeout, Event: cfg.Event,
+		Sink: cfg.sink, CallTimeout: cfg.CallTimeout, Event: cfg.Event,
 		MaxInterpret: cfg.MaxInterpret, SpoolDir: cfg.SpoolDir, MaxRetain: cfg.MaxRetain, MaxServerFrame: cfg.MaxServerFrame,
 		Changed: func() {
 			select {
@@ -177,14 +204,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ended := ""
 	select {
 	case clientErr = <-clientDone:
-		ended = EndClientEOF
+		ended = session.EndClientEOF
 	case <-ctx.Done():
-		ended = EndCanceled
+		ended = session.EndCanceled
 	case <-serverDone:
 		stdoutClosed = true
-		ended = EndServerStdout
+		ended = session.EndServerStdout
 	case <-exited:
-		ended = EndServerExit
+		ended = session.EndServerExit
 	}
 	cfg.Event("ended " + ended)
 	// Stop taking client input into account; let open calls finish for a
@@ -256,7 +283,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		errR.Close()
 	}
 	status := exitStatus(cmd, waitErr)
-	res := &Result{ExitStatus: status, ExitCode: exitCode(cmd), EndedOnItsOwn: onItsOwn, Ended: ended}
+	res := &producer.SessionResult{ExitStatus: status, ExitCode: exitCode(cmd), EndedOnItsOwn: onItsOwn, Ended: ended}
 	if serverGone {
 		detail := "server exited: " + status
 		if stdoutClosed {

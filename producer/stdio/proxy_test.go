@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
@@ -180,7 +180,7 @@ func TestGateThroughCat(t *testing.T) {
 	var out lockedBuf
 	sink := &memSink{}
 	res, err := Run(context.Background(), Config{
-		Command: cat, ClientIn: &in, ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Command: cat, ClientIn: &in, ClientOut: &out, ServerErr: io.Discard, sink: sink,
 		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret,
 	})
 	if err != nil {
@@ -247,7 +247,7 @@ func TestStreamedServerFrame(t *testing.T) {
 	var out lockedBuf
 	sink := &memSink{}
 	_, err = Run(context.Background(), Config{
-		Command: sh, Args: []string{"-c", script}, ClientIn: strings.NewReader(""), ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Command: sh, Args: []string{"-c", script}, ClientIn: strings.NewReader(""), ClientOut: &out, ServerErr: io.Discard, sink: sink,
 		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: t.TempDir(),
 	})
 	if err != nil {
@@ -285,7 +285,7 @@ func TestSpoolLimits(t *testing.T) {
 	var out lockedBuf
 	sink := &memSink{}
 	_, err = Run(context.Background(), Config{
-		Command: sh, Args: []string{"-c", script}, ClientIn: &in, ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Command: sh, Args: []string{"-c", script}, ClientIn: &in, ClientOut: &out, ServerErr: io.Discard, sink: sink,
 		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: spoolDir,
 		MaxRetain: 2 << 20, MaxServerFrame: 2 << 20,
 	})
@@ -322,7 +322,7 @@ func TestSpoolFailureWithholds(t *testing.T) {
 	var out lockedBuf
 	sink := &memSink{}
 	_, err = Run(context.Background(), Config{
-		Command: sh, Args: []string{"-c", script}, ClientIn: strings.NewReader(""), ClientOut: &out, ServerErr: io.Discard, Sink: sink,
+		Command: sh, Args: []string{"-c", script}, ClientIn: strings.NewReader(""), ClientOut: &out, ServerErr: io.Discard, sink: sink,
 		Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: filepath.Join(t.TempDir(), "missing"),
 	})
 	if !errors.Is(err, session.ErrAuditUnavailable) {

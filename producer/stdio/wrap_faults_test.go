@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -131,7 +131,7 @@ func TestWrapTimeoutNeverAnswered(t *testing.T) {
 		t.Fatalf("after the timeout the client got %s, want the ping's answer", r.raw)
 	}
 	res := w.end()
-	if len(res.InFlight) != 1 || res.InFlight[0].AttemptID() != "a1" || res.TransportFailures != 0 {
+	if len(res.InFlight) != 1 || res.InFlight[0] != "a1" || res.TransportFailures != 0 {
 		t.Errorf("Result %+v, want a1 left in flight", res)
 	}
 	sealed := w.seal()
@@ -382,9 +382,6 @@ func testDiskFull(t *testing.T, target string) {
 		t.Fatalf("attempts %+v, want only id 3's", a)
 	}
 	// Sealing needs the journal: it fails closed too.
-	if err := w.sink.Finish(); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := w.rec.Seal(context.Background(), recordSigner{w.signer}); !errors.Is(err, producer.ErrAuditUnavailable) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Seal on a full disk: %v, want session.ErrAuditUnavailable wrapping ENOSPC", err)
 	}

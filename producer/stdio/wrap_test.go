@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracectl/tracectl/producer/session"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracectl/tracectl/canon"
@@ -116,7 +114,6 @@ type wrapRun struct {
 	dir     string
 	server  string
 	rec     *producer.Recorder
-	sink    *session.RecordingSink
 	signer  sign.Signer
 	clientW *io.PipeWriter // the client's requests
 	clientR *io.PipeReader // what the client reads
@@ -125,7 +122,7 @@ type wrapRun struct {
 	stderr  lockedBuf      // the server's stderr
 	pid     atomic.Int64
 	done    chan struct{}
-	res     *Result
+	res     *producer.SessionResult
 	err     error
 }
 
@@ -149,7 +146,6 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 		t.Fatalf("producer.Open: %v", err)
 	}
 	w := &wrapRun{t: t, dir: dir, server: server, rec: rec, signer: signer(t), done: make(chan struct{})}
-	w.sink = session.NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
 
 	inR, inW := io.Pipe()   // client -> proxy
 	outR, outW := io.Pipe() // proxy -> relay
@@ -180,7 +176,7 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 	cfg := Config{
 		Command: server, Args: args,
 		ClientIn: io.TeeReader(inR, &w.sent), ClientOut: outW, ServerErr: &w.stderr,
-		Sink: w.sink, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: time.Second, MaxRetain: o.maxFrame,
+		Recorder: rec, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: time.Second, MaxRetain: o.maxFrame,
 		Started: func(pid int) { w.pid.Store(int64(pid)) },
 	}
 	go func() {
@@ -214,7 +210,7 @@ func (w *wrapRun) connect(ctx context.Context, version string, opts *mcp.ClientO
 }
 
 // wait waits for Run to return (after the client closed its side).
-func (w *wrapRun) wait() (*Result, error) {
+func (w *wrapRun) wait() (*producer.SessionResult, error) {
 	w.t.Helper()
 	select {
 	case <-w.done:
@@ -225,7 +221,7 @@ func (w *wrapRun) wait() (*Result, error) {
 }
 
 // end closes the client's input and waits for Run; Run must succeed.
-func (w *wrapRun) end() *Result {
+func (w *wrapRun) end() *producer.SessionResult {
 	w.t.Helper()
 	w.clientW.Close()
 	res, err := w.wait()
@@ -235,12 +231,9 @@ func (w *wrapRun) end() *Result {
 	return res
 }
 
-// seal finishes snapshot collection, seals and signs the bundle.
+// seal seals and signs the bundle (Run has finished snapshot collection).
 func (w *wrapRun) seal() *producer.Sealed {
 	w.t.Helper()
-	if err := w.sink.Finish(); err != nil {
-		w.t.Fatalf("sink.Finish: %v", err)
-	}
 	s, err := w.rec.Seal(context.Background(), recordSigner{w.signer})
 	if err != nil {
 		w.t.Fatalf("Seal: %v", err)

@@ -139,7 +139,7 @@ func (x *Session) FailInflight(detail string) int { return x.s.failInflight(deta
 
 // AbandonInflight forgets the calls in flight and returns them: their
 // outcome is unknown (the recorder resolves them at seal).
-func (x *Session) AbandonInflight() []AttemptRef { return x.s.abandonInflight() }
+func (x *Session) AbandonInflight() []string { return x.s.abandonInflight() }
 
 // LastRead is when bytes last came from the server (unix nanoseconds): a
 // drain of a server that has exited waits while it moves.

@@ -153,7 +153,7 @@ func TestStreamSessionCanceled(t *testing.T) {
 	}
 	cancel()
 	<-x.done
-	if x.err != nil || x.res.Ended != EndCanceled || len(x.res.InFlight) != 1 || x.res.InFlight[0].AttemptID() != id || x.res.TransportFailures != 0 {
+	if x.err != nil || x.res.Ended != EndCanceled || len(x.res.InFlight) != 1 || x.res.InFlight[0] != id || x.res.TransportFailures != 0 {
 		t.Fatalf("Serve: %+v, %v", x.res, x.err)
 	}
 }

@@ -86,32 +86,7 @@ type Config struct {
 const defaultMaxServerFrame = 1 << 30
 
 // Result summarizes a run.
-type Result struct {
-	ExitStatus string // the server's exit status as observed
-	// ExitCode is the server's exit code, 128+signal when a signal ended
-	// it, -1 when unknown.
-	ExitCode int
-	// EndedOnItsOwn: the server exited or closed its stdout before the
-	// proxy asked it to end (by closing its stdin). Its exit code is then
-	// the server's own verdict; otherwise the proxy ended it.
-	EndedOnItsOwn bool
-	// Ended says what ended the session first (EndClientEOF, ...).
-	Ended string
-	// ClientBytes is how many bytes the client sent: 0 for a start that
-	// never became a session.
-	ClientBytes int64
-	// ClientGone: a write to the client failed; what came after was
-	// recorded but not delivered.
-	ClientGone bool
-	// TransportFailures counts attempts the server abandoned: it exited or
-	// closed stdout on its own with them in flight.
-	TransportFailures int
-	// InFlight are attempts still without an answer when the proxy itself
-	// ended the session (client gone, grace period over). Their outcome is
-	// unknown: the recorder resolves those with no observation at all when
-	// it seals; one with a timeout or cancellation already says unknown.
-	InFlight []AttemptRef
-}
+type Result = producer.SessionResult
 
 // Why a session ended (Result.Ended).
 const (
@@ -312,21 +287,23 @@ const (
 )
 
 // abandonInflight returns the attempts the proxy stops waiting for.
-func (s *session) abandonInflight() []AttemptRef {
+func (s *session) abandonInflight() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var refs []AttemptRef
+	var ids []string
 	for key, p := range s.inflight {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
 		if p.what == reqCall {
-			refs = append(refs, p.ref)
-			refs = append(refs, p.conflict...)
+			ids = append(ids, p.ref.AttemptID())
+			for _, c := range p.conflict {
+				ids = append(ids, c.AttemptID())
+			}
 		}
 		delete(s.inflight, key)
 	}
-	return refs
+	return ids
 }
 
 func (s *session) failInflight(detail string) int {

@@ -1,17 +1,19 @@
-package main
+package session_test
 
 import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/producer/session"
+	"github.com/tracectl/tracectl/producer/internal/session"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -148,7 +150,7 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 	if err := sink.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rec.Seal(context.Background(), trustRecordSigner{signer: signer, now: time.Now}); err != nil {
+	if _, err := rec.Seal(context.Background(), sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("reasons test"))}}); err != nil {
 		t.Fatal(err)
 	}
 	return dir, key.Public().(ed25519.PublicKey)
@@ -205,7 +207,7 @@ func (ls listSession) expected() []string {
 // a bundle's transcript.
 func snapshotReasons(t *testing.T, dir string) []string {
 	t.Helper()
-	data, err := readRegular(filepath.Join(dir, transcript.TranscriptFile), 1<<30)
+	data, err := os.ReadFile(filepath.Join(dir, transcript.TranscriptFile))
 	if err != nil {
 		t.Fatal(err)
 	}
