@@ -144,6 +144,9 @@ type Era string
 const (
 	EraLegacy Era = "legacy" // initialize, then notifications/initialized (revisions up to 2025-11-25)
 	EraModern Era = "modern" // the revision in every request's _meta, server/discover (2026-07-28 on)
+	// EraUnknown: nothing observed says which (no initialize, discover
+	// or request revision seen yet).
+	EraUnknown Era = "unknown"
 )
 
 // RequestRevision reads a message's per-request protocol revision (the

@@ -90,7 +90,7 @@ func (t *Reader) next() ([]byte, Event, error) {
 	if t.sealed {
 		return nil, nil, t.fail(CodeAfterSeal, "a line after the seal line", nil)
 	}
-	if seq := seqOf(ev); seq != t.seq {
+	if seq := SeqOf(ev); seq != t.seq {
 		return nil, nil, t.fail(CodeSeqGap, fmt.Sprintf("seq %d at line %d", seq, t.seq), nil)
 	}
 	switch e := ev.(type) {
@@ -111,10 +111,10 @@ func (t *Reader) next() ([]byte, Event, error) {
 	return raw, ev, nil
 }
 
-// seqOf returns the seq member of a decoded event.
-func seqOf(ev Event) int64 {
+// SeqOf returns the seq member of a decoded event.
+func SeqOf(ev Event) int64 {
 	if ev == nil {
 		return -1
 	}
-	return ev.LineSeq()
+	return ev.lineSeq()
 }

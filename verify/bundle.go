@@ -429,7 +429,7 @@ func claimsServerProof(line []byte) bool {
 
 func seqOf(ev any) int64 {
 	if e, ok := ev.(transcript.Event); ok {
-		return e.LineSeq()
+		return transcript.SeqOf(e)
 	}
 	return -1
 }

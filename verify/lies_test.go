@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/internal/verifytest"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -18,7 +19,7 @@ func TestResignedLies(t *testing.T) {
 	respondWith := func(b *verifytest.Builder, attempt, idText string) {
 		resp := fmt.Sprintf(`{"id":%s,"jsonrpc":"2.0","result":{"content":[{"text":"done","type":"text"}]}}`, idText)
 		p := b.Blob([]byte(resp))
-		b.Add(&transcript.Observation{AttemptID: attempt, Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+		b.Add(&transcript.Observation{AttemptID: attempt, Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: mcpwire.TermLF, Basis: transcript.BasisProducer})
 	}
 	cases := []struct {
 		name  string
@@ -68,7 +69,7 @@ func TestResignedLies(t *testing.T) {
 			b.Observe("a1", transcript.ObsTimeout)
 			resp := `{"id":"a9","jsonrpc":"2.0","result":{"content":[]}}`
 			p := b.Blob([]byte(resp))
-			b.Add(&transcript.Observation{AttemptID: "a1", Kind: transcript.ObsLateResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+			b.Add(&transcript.Observation{AttemptID: "a1", Kind: transcript.ObsLateResponse, ResultType: "complete", Response: &p, Terminator: mcpwire.TermLF, Basis: transcript.BasisProducer})
 			b.Seal()
 			return b
 		}, verify.CodeResponseIDMismatch},
@@ -121,7 +122,7 @@ func TestUndeclaredToolRefused(t *testing.T) {
 			resp := `{"error":{"code":-32602,"message":"unknown tool"},"id":"a1","jsonrpc":"2.0"}`
 			p := b.Blob([]byte(resp))
 			code := int64(-32602)
-			b.Add(&transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: transcript.ResultTypeError, ErrorCode: &code, Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+			b.Add(&transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: transcript.ResultTypeError, ErrorCode: &code, Response: &p, Terminator: mcpwire.TermLF, Basis: transcript.BasisProducer})
 		}
 		b.Seal()
 		rep, codes := verdictCodes(t, b.FS(), trusted(t))

@@ -279,7 +279,7 @@ func writeAttempt(w *strings.Builder, fsys fs.FS, b *inspect.Bundle, a *inspect.
 		kv("detail", escapeTerminal(a.Outcome.Reason))
 	}
 	kv("jsonrpc id", escapeTerminal(rpcIDText(a.RPCID)))
-	kv("protocol", escapeTerminal(strings.TrimSpace(a.Protocol.Era+" "+a.Protocol.State+" "+a.Protocol.Value)))
+	kv("protocol", escapeTerminal(strings.TrimSpace(string(a.Protocol.Era)+" "+a.Protocol.State+" "+a.Protocol.Value)))
 	snap := "none (" + a.Snapshot.NoneReason + ")"
 	if a.Snapshot.SnapshotID != "" {
 		snap = a.Snapshot.SnapshotID + " " + a.Snapshot.ManifestDigest
@@ -458,7 +458,7 @@ func protocolText(b *inspect.Bundle) string {
 	if p == nil {
 		return "not observed"
 	}
-	return strings.TrimSpace(p.Era+" "+p.Version) + " (" + p.Source + ")"
+	return strings.TrimSpace(string(p.Era)+" "+p.Version) + " (" + p.Source + ")"
 }
 
 func countsText(b *inspect.Bundle) string {

@@ -83,7 +83,7 @@ func (b *Bundle) Records() []Record {
 			},
 			RetryOf: a.RetryOf, RetryBasis: a.RetryBasis, RetriedBy: a.RetriedBy,
 			SnapshotID: a.Snapshot.SnapshotID, SnapshotComplete: a.Snapshot.Complete,
-			JSONRPCIDKind: a.RPCID.Kind, ProtocolEra: a.Protocol.Era, ProtocolVersion: a.Protocol.Value,
+			JSONRPCIDKind: a.RPCID.Kind, ProtocolEra: string(a.Protocol.Era), ProtocolVersion: a.Protocol.Value,
 			ExecutionScope: a.ExecutionScope,
 			RecordEvidence: RecordEvidence{LineDigest: a.LineDigest,
 				RequestDigest: a.Request.Digest, RequestLength: a.Request.Length, ArgumentsDigest: a.ArgsDigest},

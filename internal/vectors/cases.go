@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -977,7 +978,7 @@ func (g *generator) retryBundle(id string) (*bundle, error) {
 	if _, err := s.snapshot(standardPages(), snapshot.Limits{}); err != nil {
 		return nil, err
 	}
-	req := s.callLine("get_weather", weatherArgs, `"`+transcript.MetaCorrelationID+`":"weather-lisbon-1"`)
+	req := s.callLine("get_weather", weatherArgs, `"`+mcpwire.MetaCorrelationID+`":"weather-lisbon-1"`)
 	h, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
 	if err != nil {
 		return nil, err
@@ -985,7 +986,7 @@ func (g *generator) retryBundle(id string) (*bundle, error) {
 	if err := h.Response(result(req, weatherError)); err != nil {
 		return nil, err
 	}
-	req = s.callLine("get_weather", weatherArgs, `"`+transcript.MetaCorrelationID+`":"weather-lisbon-2","`+transcript.MetaRetryOf+`":"weather-lisbon-1"`)
+	req = s.callLine("get_weather", weatherArgs, `"`+mcpwire.MetaCorrelationID+`":"weather-lisbon-2","`+mcpwire.MetaRetryOf+`":"weather-lisbon-1"`)
 	h, err = s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
 	if err != nil {
 		return nil, err

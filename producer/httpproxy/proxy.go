@@ -481,7 +481,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 	b := x.b
 	switch {
 	case m.IsToolCall():
-		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
+		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index})
 		if err != nil {
 			return err
 		}
@@ -565,7 +565,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, sid string, hea
 			if err := b.http(x.requestLine(&index)); err != nil {
 				return err
 			}
-			return b.sink.Frame(session.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: transcript.TermLF,
+			return b.sink.Frame(session.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: mcpwire.TermLF,
 				Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused})
 		})
 	}
