@@ -25,7 +25,7 @@ const (
 	NotifyCancelled        = "notifications/cancelled"
 	NotifyToolsListChanged = "notifications/tools/list_changed"
 	NotifyProgress         = "notifications/progress"
-	NotifyInitialized      = "notifications/initialized"
+	notifyInitialized      = "notifications/initialized"
 )
 
 // _meta keys. tracectl's own keys use its own prefix; the
@@ -76,12 +76,12 @@ func ErrorResponse(idText string, code int, msg string) []byte {
 	// whatever it holds (Go's \x escapes are not JSON).
 	m, _ := json.Marshal(msg)
 	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) +
-		`,"data":{"source":"tracectl","reason":"` + ReasonOf(code) + `"}}}`)
+		`,"data":{"source":"tracectl","reason":"` + reasonOf(code) + `"}}}`)
 }
 
-// ReasonOf is the reason string of one of tracectl's own error codes
+// reasonOf is the reason string of one of tracectl's own error codes
 // ("other" for any other code).
-func ReasonOf(code int) string {
+func reasonOf(code int) string {
 	switch code {
 	case CodeAuditUnavailable:
 		return "audit_unavailable"
@@ -97,12 +97,12 @@ func ReasonOf(code int) string {
 
 // Envelope member names of a JSON-RPC 2.0 message.
 const (
-	MemberJSONRPC = "jsonrpc"
-	MemberID      = "id"
-	MemberMethod  = "method"
-	MemberParams  = "params"
-	MemberResult  = "result"
-	MemberError   = "error"
+	memberJSONRPC = "jsonrpc"
+	memberID      = "id"
+	memberMethod  = "method"
+	memberParams  = "params"
+	memberResult  = "result"
+	memberError   = "error"
 )
 
 // Terminators: how an exact stdio line ended on the wire.

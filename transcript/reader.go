@@ -52,9 +52,6 @@ func (t *Reader) Offset() int64 { return t.off }
 // Lines returns the number of lines Next returned successfully.
 func (t *Reader) Lines() int64 { return t.seq }
 
-// Sealed reports whether the seal line has been read.
-func (t *Reader) Sealed() bool { return t.sealed }
-
 func (t *Reader) fail(code, detail string, cause error) *LineError {
 	return &LineError{Seq: t.seq, Offset: t.off, Code: code, Detail: detail, Err: cause}
 }

@@ -1005,9 +1005,9 @@ func writeRPCError(w http.ResponseWriter, status int, id string, code int, msg s
 // rpcError is a JSON-RPC error response naming tracectl as its source.
 func rpcError(id string, code int, msg string) []byte { return mcpwire.ErrorResponse(id, code, msg) }
 
-// SPKI returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the
+// spki returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the
 // form HTTP upstream lines record.
-func SPKI(c *x509.Certificate) string {
+func spki(c *x509.Certificate) string {
 	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
