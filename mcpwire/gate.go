@@ -112,7 +112,6 @@ type Message struct {
 	Error      canon.Value // responses: valid when an error
 }
 
-
 // IDText is the exact JSON text of the id ("" when absent): what responses
 // and cancellations are matched by.
 func (m *Message) IDText() string {
