@@ -40,17 +40,9 @@ const (
 	MetaProgressToken   = "progressToken"
 )
 
-// JSON-RPC 2.0 and MCP error codes a peer may send.
-const (
-	CodeParseError          = -32700
-	CodeInvalidRequest      = -32600
-	CodeMethodNotFound      = -32601
-	CodeInvalidParams       = -32602
-	CodeInternalError       = -32603
-	CodeHeaderMismatch      = -32020 // MCP 2026-07-28
-	CodeMissingCapability   = -32021 // MCP 2026-07-28
-	CodeUnsupportedProtocol = -32022 // MCP 2026-07-28
-)
+// CodeInvalidRequest is JSON-RPC 2.0's code for an invalid request: the
+// recording session answers a client frame the gate refuses with it.
+const CodeInvalidRequest = -32600
 
 // JSON-RPC error codes tracectl's recording session answers with in a
 // peer's place (spec/wrap.md). They sit in JSON-RPC's implementation-defined

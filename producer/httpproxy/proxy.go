@@ -40,8 +40,8 @@ import (
 
 // Bundle kinds passed to Config.Open.
 const (
-	KindSession   = "session"   // one 2025-11-25 client session
-	KindStateless = "stateless" // a rotation period of sessionless traffic
+	kindSession   = "session"   // one 2025-11-25 client session
+	kindStateless = "stateless" // a rotation period of sessionless traffic
 )
 
 // Timer is the proxy's view of a timer, so tests fire it by hand.
@@ -238,9 +238,9 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 			}
 		}
 		if b == nil {
-			kind := KindStateless
+			kind := kindStateless
 			if initialize {
-				kind = KindSession
+				kind = kindSession
 			}
 			nb, err := p.newBundle(kind)
 			if err != nil {
