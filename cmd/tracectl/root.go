@@ -15,6 +15,7 @@ const (
 	exitFailed     = 1 // verification failed, drift found
 	exitUsage      = 2 // usage error or unreadable input
 	exitIncomplete = 3 // evidence unavailable or unsupported
+	exitWarnings   = 4 // verified, with warnings, under verify --fail-on warning
 	// wrap alone also exits with the server's own status, and with
 	// exitInternal (125) when tracectl failed after the server started.
 )

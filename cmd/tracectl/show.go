@@ -369,6 +369,9 @@ func verificationOf(b *inspect.Bundle) string {
 	if r.Signer != "" {
 		s += ", signer " + r.Signer
 	}
+	if r.Warnings > 0 {
+		s += ", " + warningCount(r.Warnings)
+	}
 	s += ")"
 	if codes := r.Failures(); len(codes) > 0 {
 		cs := make([]string, len(codes))

@@ -197,6 +197,24 @@ func Collect(t testing.TB, id string, n, perPage int) *snapshot.Snapshot {
 	return s
 }
 
+// CollectTools builds a one-page snapshot of the given tool objects (JSON).
+func CollectTools(t testing.TB, id string, tools ...string) *snapshot.Snapshot {
+	t.Helper()
+	c, err := snapshot.NewCollector(snapshot.Options{CaptureID: id, Mode: snapshot.ModeActive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := `{"id":1,"jsonrpc":"2.0","result":{"tools":[` + strings.Join(tools, ",") + `]}}`
+	if err := c.Add([]byte(`{"id":1,"jsonrpc":"2.0","method":"tools/list"}`), []byte(resp)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Attempt dispatches a tools/call of tool_1 bound to ref; mods adjust the
 // attempt line before it is written.
 func (b *Builder) Attempt(id string, ref transcript.SnapshotRef, mods ...func(*transcript.Attempt)) {
