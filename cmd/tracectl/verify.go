@@ -36,7 +36,7 @@ type verifyOptions struct {
 	input            string
 	inputs           []string // more than one input, or --recursive: verify many (verifymany.go)
 	recursive        []string
-	failOnWarning    bool // --fail-on warning
+	failOnWarning    bool             // --fail-on warning
 	now              func() time.Time // the clock, an input like everything else
 }
 
