@@ -554,3 +554,40 @@ func liveInGroup(pgid int) bool {
 	}
 	return false
 }
+
+// TestWrapServerFailsAtStart: a server that exits with a failure before
+// any client byte arrives gives wrap its status, whether the client is
+// still connected or already at EOF (the race a launcher's probe makes);
+// nothing was recorded, so no bundle is left. A server that exits 0 at the
+// same point leaves wrap at 0.
+func TestWrapServerFailsAtStart(t *testing.T) {
+	k := newKit(t)
+	for _, tc := range []struct {
+		name      string
+		body      string
+		clientEOF bool
+		code      int
+	}{
+		{"exit 3, client connected", "exit 3", false, 3},
+		{"exit 3, client at EOF", "exit 3", true, 3},
+		{"exit 0, client at EOF", "exit 0", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := k.bundleList(t)
+			w := k.start(t, io.Discard, "sh", "-c", tc.body)
+			if tc.clientEOF {
+				w.in.Close()
+			}
+			code := w.wait(t)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, w.stderr)
+			}
+			if after := k.bundleList(t); len(after) != len(before) {
+				t.Errorf("bundles %q after a start with no client byte, want none added", after)
+			}
+			if !tc.clientEOF {
+				w.in.Close()
+			}
+		})
+	}
+}
