@@ -88,7 +88,7 @@ not verify (exit 1, or 3 for incomplete).`,
 }
 
 // csvColumns are the CSV header, in order; csvRow follows it.
-var csvColumns = []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid", "outcome", "outcome_label",
+var csvColumns = []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid", "outcome", "outcome_class", "outcome_label",
 	"result_type", "error_code", "late_response", "retry_of", "retry_basis", "snapshot_id", "snapshot_complete",
 	"correlation_id", "traceparent", "jsonrpc_id", "protocol_era", "protocol_version", "execution_scope",
 	"line_digest", "request_digest", "request_length", "response_digest", "response_length", "arguments_digest"}
@@ -100,7 +100,7 @@ func csvRow(r inspect.Record, withArgs bool) []string {
 		}
 		return strconv.FormatInt(*p, 10)
 	}
-	row := []string{r.AttemptID, strconv.FormatInt(r.Seq, 10), r.Start, r.End, opt(r.DurationMs), r.Tool, r.ToolInvalid, r.Outcome, r.OutcomeLabel,
+	row := []string{r.AttemptID, strconv.FormatInt(r.Seq, 10), r.Start, r.End, opt(r.DurationMs), r.Tool, r.ToolInvalid, r.Outcome, r.OutcomeClass, r.OutcomeLabel,
 		r.ResultType, opt(r.ErrorCode), r.LateResponse, r.RetryOf, r.RetryBasis, r.SnapshotID, strconv.FormatBool(r.SnapshotComplete),
 		r.CorrelationID, r.Traceparent, r.JSONRPCID, r.ProtocolEra, r.ProtocolVersion, r.ExecutionScope,
 		r.LineDigest, r.RequestDigest, strconv.FormatInt(r.RequestLength, 10), r.ResponseDigest, strconv.FormatInt(r.ResponseLength, 10), r.ArgumentsDigest}
@@ -248,6 +248,7 @@ const (
 	attrRequestDigest  = "tracectl.request_digest"
 	attrResponseDigest = "tracectl.response_digest"
 	attrOutcome        = "tracectl.outcome"
+	attrOutcomeClass   = "tracectl.outcome_class"
 	attrRetryOf        = "tracectl.retry_of"
 	attrRetryBasis     = "tracectl.retry_basis"
 	attrSnapshotID     = "tracectl.snapshot_id"
@@ -269,6 +270,7 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 		attribute.String(attrLineDigest, r.LineDigest),
 		attribute.String(attrRequestDigest, r.RequestDigest),
 		attribute.String(attrOutcome, r.Outcome),
+		attribute.String(attrOutcomeClass, r.OutcomeClass),
 		attribute.String(attrScope, r.ExecutionScope),
 		attribute.String(attrVerification, verificationOf(b)),
 	}

@@ -464,23 +464,27 @@ func protocolText(b *inspect.Bundle) string {
 	return strings.TrimSpace(string(p.Era)+" "+p.Version) + " (" + p.Source + ")"
 }
 
+// countsText counts attempts by the one count model (inspect's outcome
+// classes, as the seal line and verify count them), with what the
+// responses were.
 func countsText(b *inspect.Bundle) string {
 	n := map[string]int{}
+	class := map[string]int{}
 	late := 0
 	for _, a := range b.Attempts {
 		n[a.Outcome.Kind]++
+		class[a.Outcome.Class()]++
 		if a.Outcome.Late != "" {
 			late++
 		}
 	}
-	unknown := n[inspect.OutcomeTimeout] + n[inspect.OutcomeCancelled] + n[inspect.OutcomeUnknown] + n[inspect.OutcomeInFlight]
 	lateText := ""
 	if late > 0 {
-		lateText = fmt.Sprintf(", %d of them answered late", late)
+		lateText = fmt.Sprintf(", %d late", late)
 	}
-	s := fmt.Sprintf("%d attempts (%d result, %d isError, %d JSON-RPC error, %d transport failure, %d unknown%s); %d snapshots, %d notifications, %d lines",
-		len(b.Attempts), n[inspect.OutcomeResult], n[inspect.OutcomeToolError], n[inspect.OutcomeJSONRPCError],
-		n[inspect.OutcomeTransportFailure], unknown, lateText, len(b.Snapshots), len(b.Notifications), b.Lines)
+	s := fmt.Sprintf("%d attempts (%d responses: %d result, %d isError, %d JSON-RPC error%s; %d transport failures; %d unknown); %d snapshots, %d notifications, %d lines",
+		len(b.Attempts), class[inspect.ClassResponse], n[inspect.OutcomeResult], n[inspect.OutcomeToolError], n[inspect.OutcomeJSONRPCError], lateText,
+		class[inspect.ClassTransportFailure], class[inspect.ClassUnknown], len(b.Snapshots), len(b.Notifications), b.Lines)
 	if b.Seal == nil {
 		return s + ", not sealed"
 	}
