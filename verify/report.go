@@ -83,6 +83,7 @@ const (
 	CodeRecoveryRecorded  Code = "recovery_recorded"     // info: the producer recovered after a crash (and quarantined what it could not keep)
 	CodeInclusionProofOK  Code = "inclusion_proof_valid" // pass finding: a line is included in the signed transcript
 	CodeProofScopeLimited Code = "proof_scope_limited"   // info: an inclusion proof shows some lines only; the rest of the transcript was not checked
+	CodeOutcomeUndisclosed Code = "outcome_not_disclosed" // info: a disclosed attempt whose outcome lines the disclosure leaves out, with what the seal says of them
 	// Behaviour the evidence shows (StatusWarning).
 	CodeDeclarationChanged  Code = "declaration_changed"   // warning: a tool's declaration differs between two complete snapshots of the session
 	CodeAnsweredAfterCancel Code = "answered_after_cancel" // warning: the server answered a call after the client cancelled it
@@ -104,7 +105,7 @@ func AllCodes() []Code {
 		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified, CodeToolNotDeclared, CodeDeclarationChanged,
 		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeAnsweredAfterCancel, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
-		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
+		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited, CodeOutcomeUndisclosed,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
 	}
