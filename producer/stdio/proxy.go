@@ -295,6 +295,9 @@ func run(ctx context.Context, cfg Config) (*producer.SessionResult, error) {
 		}
 		errR.Close()
 	}
+	// A call the client sent while the session collected its list is
+	// settled before what is in flight is.
+	sess.WaitIdle()
 	status := exitStatus(cmd, waitErr)
 	res := &producer.SessionResult{ExitStatus: status, ExitCode: exitCode(cmd), EndedOnItsOwn: onItsOwn, Ended: ended}
 	if serverGone {

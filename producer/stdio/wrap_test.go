@@ -1089,3 +1089,52 @@ func TestWrapCapturesForClientsThatNeverList(t *testing.T) {
 		})
 	}
 }
+
+// TestWrapCaptureEdges: the session's own collection against servers that
+// page badly, die mid-collection or speak only the modern era. It always
+// ends (a repeated cursor stops it; a dead server closes it), the call is
+// forwarded (or answered with a transport failure when the server is
+// gone), the snapshot says why it is incomplete, and no bundle is failed.
+func TestWrapCaptureEdges(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Build(t, "rawserver")
+	modern := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		call    string
+		reason  string // the snapshot's incomplete reason ("": complete)
+		answer  bool   // the call gets the server's answer (else tracectl's transport failure)
+		verdict verify.Verdict
+	}{
+		{"repeated cursor", []string{"-script", "repeated-cursor"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopRepeatedCursor, true, verify.Incomplete},
+		{"dies mid-collection", []string{"-script", "die-mid-pagination"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopTransportClosed, false, verify.Incomplete},
+		{"modern only", []string{"-script", "modern", "-pages", "3"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{` + modern + `,"name":"raw-0000","arguments":{}}}`, "", true, verify.Verified},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := startWrap(t, wrapOpts{}, srv, tc.args...)
+			c := w.raw()
+			c.send(tc.call)
+			r := c.recv()
+			if string(r.ID) != "5" || (r.Error == nil) != tc.answer {
+				t.Fatalf("the call got %s", r.raw)
+			}
+			w.end()
+			w.seal()
+			j := readJournal(t, w.dir)
+			snaps := j.snapshots()
+			if len(snaps) != 1 || snaps[0].Complete != (tc.reason == "") || !strings.Contains(snaps[0].IncompleteReason, tc.reason) {
+				t.Fatalf("snapshots %+v, want one with reason %q", snaps, tc.reason)
+			}
+			if m := j.manifest(t, w.dir, snaps[0].SnapshotID); m.Collection.Mode != snapshot.ModeActive {
+				t.Errorf("collection mode %q", m.Collection.Mode)
+			}
+			if a := j.attempts(); len(a) != 1 || a[0].Snapshot.SnapshotID != snaps[0].SnapshotID {
+				t.Fatalf("attempts %+v", a)
+			}
+			if rep := verifyBundle(t, w.dir, w.signer.Public()); rep.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s; findings %q", rep.Verdict, tc.verdict, notPassed(rep))
+			}
+		})
+	}
+}

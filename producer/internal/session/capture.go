@@ -220,3 +220,47 @@ func nextCursor(resp []byte) []byte {
 	}
 	return v.Raw()
 }
+
+// serverGone: the server's output ended (abortCaptures ran).
+func (s *session) serverGone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serverEnded
+}
+
+// abortCapturesIfEnded is for a lifecycle that knows the server is gone
+// (WaitIdle): captures still waiting are given up.
+func (s *session) abortCapturesIfEnded() { s.abortCaptures() }
+
+// failUnforwarded settles a call recorded after the server went away (it
+// was held for the session's own collection): a transport failure, and the
+// client's error, written before the session ends.
+func (s *session) failUnforwarded(ref AttemptRef, wait func() error, key string) error {
+	if wait != nil {
+		if err := wait(); err != nil {
+			s.noteSinkErr(err)
+			return s.writeClient(errorLine(key, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+		}
+	}
+	s.noteSinkErr(s.cfg.Sink.TransportFailure(ref, "the server's output ended before the call could be forwarded"))
+	return s.writeClient(errorLine(key, codeTransportFailure, "tracectl: transport failure: the server went away before the call could be forwarded"))
+}
+
+// enterBusy marks a call being recorded, unless the session has stopped.
+func (s *session) enterBusy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	s.busy++
+	return true
+}
+
+func (s *session) leaveBusy() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy--; s.busy == 0 {
+		s.idle.Broadcast()
+	}
+}

@@ -158,6 +158,12 @@ func (s *session) fromClient(f frame, index int64) error {
 	var fail func(error)
 	switch {
 	case m.IsToolCall():
+		// Held (busy) from here until the call is recorded: a lifecycle
+		// ending the session waits for it (waitIdle) rather than seal
+		// while it is recorded.
+		if !s.enterBusy() {
+			return io.ErrClosedPipe
+		}
 		if m.Kind == mcpwire.KindRequest {
 			// A call binds a complete snapshot of this server: collected
 			// now when none is current (capture.go).
@@ -167,6 +173,14 @@ func (s *session) fromClient(f frame, index int64) error {
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
 		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
+		if err == nil && m.Kind == mcpwire.KindRequest && s.serverGone() {
+			// The server went away while the session collected its list
+			// for this call: recorded, never forwarded, settled now.
+			err := s.failUnforwarded(ref, w, idKey)
+			s.leaveBusy()
+			return err
+		}
+		s.leaveBusy()
 		if err != nil {
 			// Fail closed: not forwarded; the client learns why. (A call
 			// the gate read but the recorder cannot record would be a
@@ -342,6 +356,7 @@ func (s *session) refuse(r *mcpwire.Refusal) error {
 // it returns.
 func (s *session) serverToClient(r io.Reader) error {
 	defer s.sq.close()
+	defer s.abortCaptures() // nothing more will answer the session's own requests
 	lr := newLineReader(progressReader{r, &s.lastRead}, s.cfg.MaxInterpret)
 	var index int64
 	sp := &spool{dir: s.cfg.SpoolDir, limit: s.cfg.MaxServerFrame} // reused as in clientToServer

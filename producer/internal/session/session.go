@@ -155,8 +155,17 @@ type session struct {
 	era        mcpwire.Era
 	modernVer  string
 	sinkErr    error
-	stopped    bool         // the session is over: late client input is not interpreted
-	lastRead   atomic.Int64 // unix nanoseconds of the last bytes read from the server
+	stopped    bool // the session is over: late client input is not interpreted
+	// busy counts client frames being handled (guarded by mu; idle is
+	// broadcast when it drops to 0): a lifecycle waits for them before it
+	// settles what is in flight (waitIdle), so a call held for the
+	// session's own collection is settled before the session ends.
+	busy int
+	idle *sync.Cond
+	// serverEnded: the server's output ended (guarded by mu); captures
+	// waiting on it were given up (abortCaptures).
+	serverEnded bool
+	lastRead    atomic.Int64 // unix nanoseconds of the last bytes read from the server
 	// pipe is the Sink's split durable wait, when pipelining (pipeline.go);
 	// wake tells the grace loop an open call may have closed.
 	pipe pipelineSink
@@ -173,6 +182,33 @@ func (s *session) stop() {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
+}
+
+// waitIdle waits until no client frame is being handled; after stop no
+// new one starts. A frame held for the session's own collection ends once
+// the server answers or its output ends (abortCaptures).
+func (s *session) waitIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.busy > 0 {
+		s.idle.Wait()
+	}
+}
+
+// abortCaptures gives up the session's own page requests: the server's
+// output ended, so no answer will come. Later answers (none) would be
+// withheld.
+func (s *session) abortCaptures() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.serverEnded = true
+	for key, p := range s.inflight {
+		if p.what == reqCapture {
+			close(p.capture)
+			delete(s.inflight, key)
+			s.answered[key] = true
+		}
+	}
 }
 
 func (s *session) sinkError() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/tracectl/tracectl/producer"
 )
@@ -33,6 +34,7 @@ func (cfg Config) withDefaults() Config {
 func newSession(cfg Config, st Streams) *session {
 	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{},
 		clientIn: &countingReader{r: st.ClientIn}, clientOut: st.ClientOut, serverIn: st.ServerIn}
+	s.idle = sync.NewCond(&s.mu)
 	s.pipeline() // pipeline.go
 	return s
 }
@@ -96,11 +98,14 @@ func (x *Session) Serve(ctx context.Context) (*Result, error) {
 		res.Ended, res.EndedOnItsOwn = EndServerStdout, true
 		s.stop()
 		s.serverIn.Close()
+		s.waitIdle()
 		res.TransportFailures = s.failInflight("server closed its output")
 	case <-ctx.Done():
 		res.Ended = EndCanceled
 		s.stop()
 		s.serverIn.Close()
+		s.abortCaptures()
+		s.waitIdle()
 		res.InFlight = s.abandonInflight()
 	}
 	x.Finish(res)
@@ -131,6 +136,12 @@ func (x *Session) Stop() { x.s.stop() }
 // OpenCalls counts the tools/call requests the client still waits for (a
 // cancelled call is not one).
 func (x *Session) OpenCalls() int { return x.s.openCalls() }
+
+// WaitIdle waits until no client frame is being handled (after Stop no new
+// one starts; a call held for the session's own collection is settled once
+// the server's output has ended): call it before FailInflight or
+// AbandonInflight, once the server is gone.
+func (x *Session) WaitIdle() { x.s.abortCapturesIfEnded(); x.s.waitIdle() }
 
 // FailInflight records a transport failure for every call in flight (the
 // server went away: detail says how), answers the client for each with a
