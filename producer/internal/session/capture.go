@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,6 +27,9 @@ const (
 	// CaptureNever: bind what the client's own listing gave, if anything.
 	CaptureNever = "never"
 )
+
+// errServerEnded: the server's output ended; no page request is sent.
+var errServerEnded = errors.New("the server's output ended")
 
 // defaultCaptureTimeout bounds the wait for one page of the session's own
 // collection when Config.CaptureTimeout is zero.
@@ -71,6 +75,10 @@ func (s *session) captureBefore(m *mcpwire.Message) {
 	var cursor []byte
 	for page := 0; ; page++ {
 		key, req, ch, err := s.captureRequest(meta, cursor)
+		if errors.Is(err, errServerEnded) {
+			s.noteSinkErr(c.captureEnd(snapshot.StopTransportClosed, fmt.Sprintf("page %d: %v", page, err)))
+			return
+		}
 		if err != nil {
 			s.noteSinkErr(c.captureEnd(snapshot.StopCancelled, err.Error()))
 			return
@@ -133,6 +141,9 @@ func (s *session) captureRequest(meta, cursor []byte) (key string, req []byte, c
 	ch = make(chan []byte, 1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.serverEnded {
+		return "", nil, nil, errServerEnded
+	}
 	if _, taken := s.inflight[key]; taken {
 		return "", nil, nil, fmt.Errorf("capture request id %s is in flight", key)
 	}
