@@ -74,7 +74,9 @@ Tool arguments and results may hold secrets: they are exported (from the
 retained request and response bytes) only with --include-arguments, as
 arguments/result, or gen_ai.tool.call.arguments/gen_ai.tool.call.result.
 --trusted-key verifies the bundle first and refuses to export one that does
-not verify (exit 1, or 3 for incomplete).`,
+not verify (exit 1, or 3 for incomplete). A collector that refuses the spans
+or cannot be reached within --timeout is a network failure (exit 4; see
+tracectl help exit-codes).`,
 		Example: "  tracectl export --format jsonl run.trace\n  tracectl export --format csv --out calls.csv run.trace\n" +
 			"  tracectl export --format otlp --endpoint http://localhost:4318 run.trace",
 		Args: cobra.ExactArgs(1),
@@ -218,7 +220,8 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 	if o.format == "otlp" {
 		n, err := exportOTLP(ctx, b, recs, o)
 		if err != nil {
-			return fmt.Errorf("otlp export to %s: %w", o.endpoint, err)
+			return ioErr(fmt.Errorf("otlp export to %s: %w", o.endpoint, err),
+				"check that a collector accepts OTLP/HTTP at --endpoint; nothing was changed, so the export can be run again")
 		}
 		fmt.Fprintf(s.err, "tracectl: exported %d spans to %s\n", n, escapeTerminal(o.endpoint))
 		return nil
@@ -274,16 +277,19 @@ func refuseUnverified(b *inspect.Bundle) error {
 func writeNewFile(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		if ioFailure(err) {
+			return ioErr(err, "")
+		}
 		return usageErr(err, "the output must not exist yet; choose a new path")
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return fmt.Errorf("write %s: %w", path, err)
+		return ioErr(fmt.Errorf("write %s: %w", path, err), "")
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(path)
-		return fmt.Errorf("write %s: %w", path, err)
+		return ioErr(fmt.Errorf("write %s: %w", path, err), "")
 	}
 	return nil
 }
