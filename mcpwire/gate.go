@@ -20,11 +20,11 @@ const (
 	// MaxFrameDepth bounds nesting. Deeper frames are refused rather than
 	// forwarded unread: a server with a deeper limit would execute them.
 	MaxFrameDepth = canon.DefaultMaxDepth
-	// MaxFrameValues bounds the JSON values in one frame, counted before it
+	// maxFrameValues bounds the JSON values in one frame, counted before it
 	// is parsed: the parser's memory grows with values, not bytes, and 64
 	// MiB of "[0,0,0,...]" is 32 million of them. A tools/list page of
 	// 10,000 real declarations holds about half a million.
-	MaxFrameValues = 1 << 21
+	maxFrameValues = 1 << 21
 )
 
 // Rule names the gate rule a frame broke. Rules are stable, documented in
@@ -39,7 +39,7 @@ const (
 	RuleBareCR          Rule = "bare_cr"             // a CR other than the CRLF terminator: a line reader may split there
 	RuleDuplicateMember Rule = "duplicate_member"    // a member name repeated in one object, at any depth
 	RuleTooDeep         Rule = "too_deep"            // nesting deeper than MaxFrameDepth
-	RuleTooManyValues   Rule = "too_many_values"     // more than MaxFrameValues JSON values
+	RuleTooManyValues   Rule = "too_many_values"     // more than maxFrameValues JSON values
 	RuleInvalidJSON     Rule = "invalid_json"        // not strict RFC 8259 JSON (NaN, Infinity, invalid UTF-8, lone surrogates, two values, ...)
 	RuleBatch           Rule = "batch"               // a JSON-RPC batch array (removed from MCP in 2025-06-18)
 	RuleNotObject       Rule = "not_object"          // a JSON value that is not an object
@@ -112,9 +112,6 @@ type Message struct {
 	Error      canon.Value // responses: valid when an error
 }
 
-// HasID reports whether the id member is present.
-func (m *Message) HasID() bool { return m.ID.Valid() }
-
 // IDText is the exact JSON text of the id ("" when absent): what responses
 // and cancellations are matched by.
 func (m *Message) IDText() string {
@@ -135,7 +132,7 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 // envelope and toolCallParams are the members whose case variants a
 // lenient decoder (Go's encoding/json, for one) would read as them.
 var (
-	envelopeNames  = []string{MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError}
+	envelopeNames  = []string{memberJSONRPC, memberID, memberMethod, memberParams, memberResult, memberError}
 	toolCallParams = []string{"name", "arguments", "_meta"}
 )
 
@@ -166,11 +163,11 @@ func Read(line []byte) (*Message, *Refusal) {
 		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
 	}
 	// Every value but the first follows a byte of its own, so a frame
-	// shorter than MaxFrameValues cannot hold too many: the scan is only
+	// shorter than maxFrameValues cannot hold too many: the scan is only
 	// needed for longer ones.
-	if len(body) >= MaxFrameValues {
-		if n := valuesAtMost(body); n > MaxFrameValues {
-			return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(MaxFrameValues), ID: "null"}
+	if len(body) >= maxFrameValues {
+		if n := valuesAtMost(body); n > maxFrameValues {
+			return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
 		}
 	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
@@ -275,17 +272,17 @@ func envelopeOf(obj canon.Value) envelope {
 	var e envelope
 	for _, mem := range obj.Members() {
 		switch mem.Name {
-		case MemberJSONRPC:
+		case memberJSONRPC:
 			e.jsonrpc = mem.Value
-		case MemberID:
+		case memberID:
 			e.id = mem.Value
-		case MemberMethod:
+		case memberMethod:
 			e.method = mem.Value
-		case MemberParams:
+		case memberParams:
 			e.params = mem.Value
-		case MemberResult:
+		case memberResult:
 			e.result = mem.Value
-		case MemberError:
+		case memberError:
 			e.error = mem.Value
 		default:
 			// Envelope names fold apart, so a name is a variant of one of
@@ -295,7 +292,7 @@ func envelopeOf(obj canon.Value) envelope {
 					if e.variant == "" {
 						e.variant, e.want = mem.Name, n
 					}
-					e.idVariant = e.idVariant || n == MemberID
+					e.idVariant = e.idVariant || n == memberID
 					break
 				}
 			}
@@ -458,9 +455,9 @@ func lenientID(body []byte) string {
 		if err := dec.Decode(&v); err != nil {
 			return "null" // an id may follow where it cannot be read
 		}
-		if strings.EqualFold(name, MemberID) {
+		if strings.EqualFold(name, memberID) {
 			seen++
-			if name == MemberID {
+			if name == memberID {
 				id = v
 			}
 		}
@@ -482,10 +479,10 @@ func lenientID(body []byte) string {
 }
 
 func readableIDOf(root canon.Value) string {
-	if _, _, v := caseVariant(root, []string{MemberID}); v {
+	if _, _, v := caseVariant(root, []string{memberID}); v {
 		return "null"
 	}
-	id, ok := root.Get(MemberID)
+	id, ok := root.Get(memberID)
 	if !ok || id.Kind() != canon.KindString && id.Kind() != canon.KindNumber {
 		return "null"
 	}

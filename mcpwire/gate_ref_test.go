@@ -13,7 +13,7 @@ import (
 
 // readReference is the gate as it was before Read took its fast paths
 // (one pass over the envelope, canonical ids recognized without encoding
-// them, no value count under MaxFrameValues bytes): the plain reading of
+// them, no value count under maxFrameValues bytes): the plain reading of
 // the rules, kept so FuzzReadMatchesReference can hold Read to it.
 func readReference(line []byte) (*Message, *Refusal) {
 	body, term := SplitTerminator(line)
@@ -29,8 +29,8 @@ func readReference(line []byte) (*Message, *Refusal) {
 	if i := bytes.IndexByte(body, '\r'); i >= 0 {
 		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
 	}
-	if n := valuesAtMost(body); n > MaxFrameValues {
-		return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(MaxFrameValues), ID: "null"}
+	if n := valuesAtMost(body); n > maxFrameValues {
+		return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
 	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
 	if err != nil {
@@ -65,12 +65,12 @@ func readReference(line []byte) (*Message, *Refusal) {
 		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(name) + " is not " + want, ID: id}
 	}
 	m := &Message{Body: body, Terminator: term, Root: root}
-	if v, ok := root.Get(MemberJSONRPC); !ok {
+	if v, ok := root.Get(memberJSONRPC); !ok {
 		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: id}
 	} else if s, _ := v.Str(); s != "2.0" {
 		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: id}
 	}
-	m.ID, _ = root.Get(MemberID)
+	m.ID, _ = root.Get(memberID)
 	if m.ID.Valid() {
 		switch m.ID.Kind() {
 		case canon.KindString, canon.KindNumber, canon.KindNull:
@@ -78,17 +78,17 @@ func readReference(line []byte) (*Message, *Refusal) {
 			return nil, &Refusal{Rule: RuleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
 		}
 	}
-	if _, isReq := root.Get(MemberMethod); isReq && m.ID.Valid() && !referenceCanonicalID(m.ID) {
+	if _, isReq := root.Get(memberMethod); isReq && m.ID.Valid() && !referenceCanonicalID(m.ID) {
 		// Servers match ids by value (the Go SDK through float64, Python
 		// and JavaScript after unescaping): 7, 7.0 and 7e0, or "a" and
 		// "\u0061", are one id to them and several to a matcher of exact
 		// text, which would then bind one call's response to another.
 		return nil, &Refusal{Rule: RuleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
 	}
-	m.Params, _ = root.Get(MemberParams)
-	m.Result, _ = root.Get(MemberResult)
-	m.Error, _ = root.Get(MemberError)
-	if meth, ok := root.Get(MemberMethod); ok {
+	m.Params, _ = root.Get(memberParams)
+	m.Result, _ = root.Get(memberResult)
+	m.Error, _ = root.Get(memberError)
+	if meth, ok := root.Get(memberMethod); ok {
 		s, isStr := meth.Str()
 		if !isStr {
 			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: id}

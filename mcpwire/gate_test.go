@@ -89,7 +89,7 @@ func TestReadAccepts(t *testing.T) {
 		{"call crlf", call + "\r\n", KindRequest, MethodToolsCall, "7", TermCRLF},
 		{"escaped names", `{"jsonrpc":"2.0","\u0069d":"x","m\u0065thod":"tools\/call"}` + "\n", KindRequest, MethodToolsCall, `"x"`, TermLF},
 		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}` + "\n", KindRequest, "ping", "null", TermLF},
-		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", KindNotification, NotifyInitialized, "", TermLF},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n", KindNotification, notifyInitialized, "", TermLF},
 		{"tools/call without id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}` + "\n", KindNotification, MethodToolsCall, "", TermLF},
 		{"response", `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}` + "\n", KindResponse, "", "1", TermLF},
 		{"error response null id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}` + "\n", KindResponse, "", "null", TermLF},
@@ -120,11 +120,11 @@ func TestReadValueLimit(t *testing.T) {
 		return []byte(`{"jsonrpc":"2.0","method":"x","params":[` + zeros + `]}` + "\n")
 	}
 	// The count is an upper bound: the envelope's own members count too.
-	if _, r := Read(frame(MaxFrameValues - 4)); r != nil {
-		t.Errorf("%d values refused: %v", MaxFrameValues-4, r)
+	if _, r := Read(frame(maxFrameValues - 4)); r != nil {
+		t.Errorf("%d values refused: %v", maxFrameValues-4, r)
 	}
-	if _, r := Read(frame(MaxFrameValues + 1)); r == nil || r.Rule != RuleTooManyValues {
-		t.Errorf("%d values: %v, want too_many_values", MaxFrameValues+1, r)
+	if _, r := Read(frame(maxFrameValues + 1)); r == nil || r.Rule != RuleTooManyValues {
+		t.Errorf("%d values: %v, want too_many_values", maxFrameValues+1, r)
 	}
 	// Commas inside strings are not values.
 	if n := valuesAtMost([]byte(`["a,b,c\",d"]`)); n != 2 {

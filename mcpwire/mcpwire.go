@@ -25,7 +25,7 @@ const (
 	NotifyCancelled        = "notifications/cancelled"
 	NotifyToolsListChanged = "notifications/tools/list_changed"
 	NotifyProgress         = "notifications/progress"
-	NotifyInitialized      = "notifications/initialized"
+	notifyInitialized      = "notifications/initialized"
 )
 
 // _meta keys. tracectl's own keys use its own prefix; the
@@ -40,17 +40,9 @@ const (
 	MetaProgressToken   = "progressToken"
 )
 
-// JSON-RPC 2.0 and MCP error codes a peer may send.
-const (
-	CodeParseError          = -32700
-	CodeInvalidRequest      = -32600
-	CodeMethodNotFound      = -32601
-	CodeInvalidParams       = -32602
-	CodeInternalError       = -32603
-	CodeHeaderMismatch      = -32020 // MCP 2026-07-28
-	CodeMissingCapability   = -32021 // MCP 2026-07-28
-	CodeUnsupportedProtocol = -32022 // MCP 2026-07-28
-)
+// CodeInvalidRequest is JSON-RPC 2.0's code for an invalid request: the
+// recording session answers a client frame the gate refuses with it.
+const CodeInvalidRequest = -32600
 
 // JSON-RPC error codes tracectl's recording session answers with in a
 // peer's place (spec/wrap.md). They sit in JSON-RPC's implementation-defined
@@ -76,12 +68,12 @@ func ErrorResponse(idText string, code int, msg string) []byte {
 	// whatever it holds (Go's \x escapes are not JSON).
 	m, _ := json.Marshal(msg)
 	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) +
-		`,"data":{"source":"tracectl","reason":"` + ReasonOf(code) + `"}}}`)
+		`,"data":{"source":"tracectl","reason":"` + reasonOf(code) + `"}}}`)
 }
 
-// ReasonOf is the reason string of one of tracectl's own error codes
+// reasonOf is the reason string of one of tracectl's own error codes
 // ("other" for any other code).
-func ReasonOf(code int) string {
+func reasonOf(code int) string {
 	switch code {
 	case CodeAuditUnavailable:
 		return "audit_unavailable"
@@ -97,12 +89,12 @@ func ReasonOf(code int) string {
 
 // Envelope member names of a JSON-RPC 2.0 message.
 const (
-	MemberJSONRPC = "jsonrpc"
-	MemberID      = "id"
-	MemberMethod  = "method"
-	MemberParams  = "params"
-	MemberResult  = "result"
-	MemberError   = "error"
+	memberJSONRPC = "jsonrpc"
+	memberID      = "id"
+	memberMethod  = "method"
+	memberParams  = "params"
+	memberResult  = "result"
+	memberError   = "error"
 )
 
 // Terminators: how an exact stdio line ended on the wire.
@@ -144,6 +136,9 @@ type Era string
 const (
 	EraLegacy Era = "legacy" // initialize, then notifications/initialized (revisions up to 2025-11-25)
 	EraModern Era = "modern" // the revision in every request's _meta, server/discover (2026-07-28 on)
+	// EraUnknown: nothing observed says which (no initialize, discover
+	// or request revision seen yet).
+	EraUnknown Era = "unknown"
 )
 
 // RequestRevision reads a message's per-request protocol revision (the

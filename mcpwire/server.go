@@ -306,7 +306,7 @@ func appendIDs(keys []string, obj []byte) []string {
 		if err := dec.Decode(&v); err != nil {
 			return keys
 		}
-		if !strings.EqualFold(name, MemberID) || len(keys) >= maxLenientValues {
+		if !strings.EqualFold(name, memberID) || len(keys) >= maxLenientValues {
 			continue
 		}
 		keys = append(keys, lenientKeys(v)...)
@@ -370,7 +370,7 @@ func (m *Message) ClientReadable() *Refusal {
 	var unknown []byte
 	m.Root.RangeMembers(func(name []byte, _ canon.Value) bool {
 		switch string(name) {
-		case MemberJSONRPC, MemberID, MemberMethod, MemberParams, MemberResult, MemberError:
+		case memberJSONRPC, memberID, memberMethod, memberParams, memberResult, memberError:
 			return true
 		}
 		unknown = name

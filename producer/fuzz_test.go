@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -29,7 +30,7 @@ func FuzzAttemptLine(f *testing.F) {
 			return
 		}
 		r := newRecorder("x", Options{Clock: testOptions(t).Clock}, "scope-1", canon.SHA256(nil))
-		for _, era := range []string{transcript.EraUnknown, transcript.EraLegacy} {
+		for _, era := range []mcpwire.Era{mcpwire.EraUnknown, mcpwire.EraLegacy} {
 			r.proto.era, r.proto.legacyVer = era, "2025-11-25"
 			a := &transcript.Attempt{
 				Type: transcript.TypeAttempt, Seq: 1, AtMs: 1, ExecutionScope: "scope-1", AttemptID: "a1",

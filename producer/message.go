@@ -18,11 +18,11 @@ func splitTerminator(line []byte) ([]byte, string) {
 	n := len(line)
 	switch {
 	case n >= 2 && line[n-2] == '\r' && line[n-1] == '\n':
-		return line[:n-2], transcript.TermCRLF
+		return line[:n-2], mcpwire.TermCRLF
 	case n >= 1 && line[n-1] == '\n':
-		return line[:n-1], transcript.TermLF
+		return line[:n-1], mcpwire.TermLF
 	}
-	return line, transcript.TermNone
+	return line, mcpwire.TermNone
 }
 
 // request is what the recorder reads from a tools/call request line.

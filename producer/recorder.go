@@ -66,7 +66,7 @@ type identity struct {
 // the protocol observations so far say (protocolOf). Guarded by
 // Recorder.mu.
 type protocolState struct {
-	era       string
+	era       mcpwire.Era
 	legacyVer string
 }
 
@@ -219,7 +219,7 @@ func newRecorder(dir string, opts Options, scope, srvDigest string) *Recorder {
 	return &Recorder{
 		dir: dir, opts: opts, fsys: opts.FS, ident: identity{scope: scope, server: srvDigest},
 		hist:     newHistory(),
-		proto:    protocolState{era: transcript.EraUnknown},
+		proto:    protocolState{era: mcpwire.EraUnknown},
 		bind:     bindings{snapshots: map[string]*transcript.SnapshotEvent{}, lastChanged: -1},
 		replayed: replayState{attempts: map[string]*attemptState{}},
 	}
@@ -457,9 +457,9 @@ func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
 func (r *Recorder) protocolOf(q *request) transcript.AttemptProto {
 	switch {
 	case q.protoState == transcript.ProtoPresent:
-		return transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: q.protoValue}
-	case q.protoState == transcript.ProtoAbsent && r.proto.era == transcript.EraLegacy && r.proto.legacyVer != "":
-		return transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: r.proto.legacyVer}
+		return transcript.AttemptProto{Era: mcpwire.EraModern, State: transcript.ProtoPresent, Value: q.protoValue}
+	case q.protoState == transcript.ProtoAbsent && r.proto.era == mcpwire.EraLegacy && r.proto.legacyVer != "":
+		return transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoNegotiated, Value: r.proto.legacyVer}
 	}
 	return transcript.AttemptProto{Era: r.proto.era, State: q.protoState}
 }
@@ -682,7 +682,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 // Protocol is a protocol observation: the era and revision in use and the
 // server's self-description as reported (not authenticated).
 type Protocol struct {
-	Era           string // transcript.EraModern / EraLegacy / EraUnknown
+	Era           mcpwire.Era
 	Version       string
 	Source        string // transcript.SourceInitialize / SourceDiscover / SourceRequestMeta
 	ServerName    string
@@ -695,7 +695,7 @@ type Protocol struct {
 // carries none.
 func (r *Recorder) RecordProtocol(p Protocol) error {
 	switch p.Era {
-	case transcript.EraModern, transcript.EraLegacy, transcript.EraUnknown:
+	case mcpwire.EraModern, mcpwire.EraLegacy, mcpwire.EraUnknown:
 	default:
 		return fmt.Errorf("%w: era %q", ErrInvalidInput, p.Era)
 	}
@@ -726,9 +726,9 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 	}
 	r.mu.Lock()
 	switch {
-	case p.Era == transcript.EraLegacy:
+	case p.Era == mcpwire.EraLegacy:
 		r.proto.era, r.proto.legacyVer = p.Era, ev.Version
-	case p.Era == transcript.EraModern:
+	case p.Era == mcpwire.EraModern:
 		r.proto.era = p.Era
 	}
 	r.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -47,14 +48,14 @@ func TestRecordAndSeal(t *testing.T) {
 	// Exact bytes: request and response blobs hold what was sent, without
 	// the terminator, and the line says how it ended.
 	a := b.attempts["a1"]
-	if a.Request.Digest != transcript.SaltedDigest(zeroSalt, req[:len(req)-1]) || a.Request.Length != int64(len(req)-1) || a.Terminator != transcript.TermLF || !a.Request.Retained {
+	if a.Request.Digest != transcript.SaltedDigest(zeroSalt, req[:len(req)-1]) || a.Request.Length != int64(len(req)-1) || a.Terminator != mcpwire.TermLF || !a.Request.Retained {
 		t.Errorf("request commitment %+v %s", a.Request, a.Terminator)
 	}
 	got, err := readPayload(dir, a.Request.Digest)
 	if err != nil || string(got) != string(req[:len(req)-1]) {
 		t.Errorf("request blob = %q, %v", got, err)
 	}
-	if a.Protocol != (transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: "2026-07-28"}) {
+	if a.Protocol != (transcript.AttemptProto{Era: mcpwire.EraModern, State: transcript.ProtoPresent, Value: "2026-07-28"}) {
 		t.Errorf("protocol = %+v", a.Protocol)
 	}
 	o := b.obs["a1"][0]
@@ -377,10 +378,10 @@ func TestObservationRules(t *testing.T) {
 	if o := b.obs["a1"]; len(o) != 2 || o[0].Kind != transcript.ObsTimeout || o[1].Kind != transcript.ObsLateResponse {
 		t.Errorf("a1 history %+v", o)
 	}
-	if o := b.obs["a2"][0]; o.ResultType != transcript.ResultTypeError || o.ErrorCode == nil || *o.ErrorCode != -32602 || o.Terminator != transcript.TermNone {
+	if o := b.obs["a2"][0]; o.ResultType != transcript.ResultTypeError || o.ErrorCode == nil || *o.ErrorCode != -32602 || o.Terminator != mcpwire.TermNone {
 		t.Errorf("error response %+v", o)
 	}
-	if o := b.obs["a3"][0]; !o.IsError || o.ResultType != "complete" || o.Terminator != transcript.TermCRLF {
+	if o := b.obs["a3"][0]; !o.IsError || o.ResultType != "complete" || o.Terminator != mcpwire.TermCRLF {
 		t.Errorf("isError response %+v", o)
 	}
 	if s := b.seal(); s.Responses != 3 || s.Unknown != 0 || s.TransportFailures != 1 {
@@ -454,7 +455,7 @@ func TestSnapshotBinding(t *testing.T) {
 func TestProtocolAndNotifications(t *testing.T) {
 	r, dir := openTest(t, nil)
 	init := []byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"srv","version":"1.2"}}}`)
-	if err := r.RecordProtocol(Protocol{Era: transcript.EraLegacy, Version: "2025-11-25", Source: transcript.SourceInitialize, ServerName: "srv", ServerVersion: "1.2", Line: init}); err != nil {
+	if err := r.RecordProtocol(Protocol{Era: mcpwire.EraLegacy, Version: "2025-11-25", Source: transcript.SourceInitialize, ServerName: "srv", ServerVersion: "1.2", Line: init}); err != nil {
 		t.Fatal(err)
 	}
 	h := mustAttempt(t, r, call(`"x-1"`, "t", "", ""))
@@ -471,10 +472,10 @@ func TestProtocolAndNotifications(t *testing.T) {
 	mal.Response(result("2", ""))
 	mustSeal(t, r)
 	b := readBundle(t, dir)
-	if p := b.attempts[h.ID()].Protocol; p != (transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-11-25"}) {
+	if p := b.attempts[h.ID()].Protocol; p != (transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-11-25"}) {
 		t.Errorf("negotiated protocol = %+v", p)
 	}
-	if p := b.attempts[mal.ID()].Protocol; p != (transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoMalformed}) {
+	if p := b.attempts[mal.ID()].Protocol; p != (transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoMalformed}) {
 		t.Errorf("malformed protocol = %+v", p)
 	}
 	var cancelled *transcript.Notification

@@ -173,9 +173,9 @@ func replay(dir string, opts Options, f File) (*Recorder, error) {
 func (r *Recorder) apply(ev transcript.Event) error {
 	switch e := ev.(type) {
 	case *transcript.Protocol:
-		if e.Era == transcript.EraLegacy {
+		if e.Era == mcpwire.EraLegacy {
 			r.proto.era, r.proto.legacyVer = e.Era, e.Version
-		} else if e.Era == transcript.EraModern {
+		} else if e.Era == mcpwire.EraModern {
 			r.proto.era = e.Era
 		}
 	case *transcript.SnapshotEvent:

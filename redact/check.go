@@ -9,14 +9,14 @@ import (
 )
 
 // CodeBadRedaction is a redaction list that does not describe the bytes it
-// comes with (Check, Apply).
+// comes with (Check, apply).
 const CodeBadRedaction Code = "redact_bad_redaction"
 
 // Check verifies a redaction list against the redacted bytes it was
 // retained with, as a verifier does (DESIGN.md, step 2): the list is
 // strictly sorted by pointer, and each pointer (from the message root)
 // resolves, through no repeated member name, to exactly the marker of its
-// class, a class Classes lists. It needs no detectors and no rules.
+// class, a class classes lists. It needs no detectors and no rules.
 func Check(redacted []byte, reds []Redaction, lim canon.Limits) error {
 	doc, err := canon.Parse(redacted, canon.ParseOptions{Limits: lim, AllowDuplicateKeys: true})
 	if err != nil {
@@ -26,7 +26,7 @@ func Check(redacted []byte, reds []Redaction, lim canon.Limits) error {
 		if i > 0 && strings.Compare(reds[i-1].Pointer, r.Pointer) >= 0 {
 			return badRedaction(r.Pointer, "the list is not strictly sorted by pointer")
 		}
-		if !slices.Contains(Classes(), r.Class) {
+		if !slices.Contains(classes(), r.Class) {
 			return badRedaction(r.Pointer, "unknown class "+quoteBounded(string(r.Class)))
 		}
 		v, err := resolve(doc, r.Pointer)
@@ -40,12 +40,12 @@ func Check(redacted []byte, reds []Redaction, lim canon.Limits) error {
 	return nil
 }
 
-// Apply replaces the value at each pointer of reds in original by its
-// class's marker, splicing exactly as Message does. Apply(O, L) equal to R
+// apply replaces the value at each pointer of reds in original by its
+// class's marker, splicing exactly as Message does. apply(O, L) equal to R
 // shows that R is O with exactly the values L names hidden, whatever found
 // them (DESIGN.md, step 5). Pointers must resolve, through no repeated
 // member name, to values that do not nest.
-func Apply(original []byte, reds []Redaction, lim canon.Limits) ([]byte, error) {
+func apply(original []byte, reds []Redaction, lim canon.Limits) ([]byte, error) {
 	doc, err := canon.Parse(original, canon.ParseOptions{Limits: lim, AllowDuplicateKeys: true})
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidMessage, Rule: -1, Err: err}

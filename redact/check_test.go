@@ -27,9 +27,9 @@ func TestCheckApplyRoundTrip(t *testing.T) {
 			if err := Check(res.Redacted, res.Redactions, canon.Limits{}); err != nil {
 				t.Errorf("%s in %s: Check: %v", s.class, loc.name, err)
 			}
-			got, err := Apply([]byte(in), res.Redactions, canon.Limits{})
+			got, err := apply([]byte(in), res.Redactions, canon.Limits{})
 			if err != nil || !bytes.Equal(got, res.Redacted) {
-				t.Errorf("%s in %s: Apply = %s, %v\nwant %s", s.class, loc.name, got, err, res.Redacted)
+				t.Errorf("%s in %s: apply = %s, %v\nwant %s", s.class, loc.name, got, err, res.Redacted)
 			}
 		}
 	}
@@ -67,10 +67,10 @@ func TestCheckRejects(t *testing.T) {
 			t.Errorf("%s: %v, want %s", name, err, CodeBadRedaction)
 		}
 	}
-	if _, err := Apply([]byte(`{"a":{"b":1}}`), []Redaction{{"/a", classJWT}, {"/a/b", classJWT}}, canon.Limits{}); !errors.Is(err, CodeBadRedaction) {
+	if _, err := apply([]byte(`{"a":{"b":1}}`), []Redaction{{"/a", classJWT}, {"/a/b", classJWT}}, canon.Limits{}); !errors.Is(err, CodeBadRedaction) {
 		t.Errorf("nested redactions: %v", err)
 	}
-	if _, err := Apply([]byte(`{"a":`), nil, canon.Limits{}); !errors.Is(err, CodeInvalidMessage) {
+	if _, err := apply([]byte(`{"a":`), nil, canon.Limits{}); !errors.Is(err, CodeInvalidMessage) {
 		t.Errorf("invalid original: %v", err)
 	}
 }

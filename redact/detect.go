@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// Class names a detector. Classes are part of tracectl's contract: they are
+// Class names a detector. classes are part of tracectl's contract: they are
 // written into the redacted bytes ("[REDACTED:<class>]") and into the
 // evidence's list of redactions, and are never renamed.
 type Class string
@@ -35,8 +35,8 @@ const (
 	classOperatorPattern Class = "operator_pattern"      // --redact-pattern REGEX
 )
 
-// Classes lists every class, built-in detectors first, in detection order.
-func Classes() []Class {
+// classes lists every class, built-in detectors first, in detection order.
+func classes() []Class {
 	out := make([]Class, 0, len(detectors)+3)
 	for _, d := range detectors {
 		out = append(out, d.class)

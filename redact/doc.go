@@ -30,15 +30,15 @@
 //     again, so Message(Message(m).Redacted) gives the same bytes and no
 //     redactions; Argv likewise.
 //   - Checkable without the rules. Check confirms that a list of
-//     redactions describes the redacted bytes; Apply re-applies a list to
-//     the original, and Apply(original, list) equals Message's output. A
+//     redactions describes the redacted bytes; apply re-applies a list to
+//     the original, and apply(original, list) equals Message's output. A
 //     verifier needs neither detectors nor patterns (DESIGN.md).
-//   - Stable names. Classes and Codes are never renamed; a Redaction is a
+//   - Stable names. classes and Codes are never renamed; a Redaction is a
 //     JSON Pointer and a Class, never an offset or a length.
 //
 // Detection runs on the decoded text of every string value and member name
 // anywhere in the message (params, result, error, _meta). Built-in
-// detectors, in order (the first match names the class): see Classes.
+// detectors, in order (the first match names the class): see classes.
 //
 // # Pointer bases
 //

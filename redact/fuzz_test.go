@@ -97,8 +97,8 @@ func FuzzMessage(f *testing.F) {
 			if err := Check(res.Redacted, res.Redactions, canon.Limits{}); err != nil {
 				t.Fatalf("Check: %v\n%q", err, res.Redacted)
 			}
-			if got, err := Apply(in, res.Redactions, canon.Limits{}); err != nil || !bytes.Equal(got, res.Redacted) {
-				t.Fatalf("Apply: %v\n got  %q\n want %q", err, got, res.Redacted)
+			if got, err := apply(in, res.Redactions, canon.Limits{}); err != nil || !bytes.Equal(got, res.Redacted) {
+				t.Fatalf("apply: %v\n got  %q\n want %q", err, got, res.Redacted)
 			}
 			// Idempotence: redacting twice equals once.
 			again, err := Message(res.Redacted, rules)

@@ -355,10 +355,10 @@ func TestEveryClassHasASample(t *testing.T) {
 			t.Errorf("class %s has no sample", d.class)
 		}
 	}
-	if n := len(Classes()); n != len(detectors)+3 {
-		t.Errorf("Classes() has %d, want %d", n, len(detectors)+3)
+	if n := len(classes()); n != len(detectors)+3 {
+		t.Errorf("classes() has %d, want %d", n, len(detectors)+3)
 	}
-	for _, c := range Classes() {
+	for _, c := range classes() {
 		var v canon.Value
 		doc, err := canon.Parse(marker(c), canon.ParseOptions{})
 		if err == nil {

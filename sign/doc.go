@@ -22,7 +22,7 @@
 //     appraisal.policy_ref/timestamp/provenance_depth_verified, the
 //     provenance_depth enums) and the newer text's references and
 //     reproducibility blocks, and applies the schema's origin rule
-//     (ErrOriginPlatform). ShapeTable is the shape as rows; spec/signing.md
+//     (ErrOriginPlatform). shapeTable is the shape as rows; spec/signing.md
 //     prints it and a test keeps the two equal.
 //   - VerifySignature checks the bytes as received (canonicalized without
 //     their signature member), never a re-encoded struct; CheckTrust compares

@@ -230,7 +230,7 @@ func (v *validator) err() error {
 // shape is the rule for one value of the record: an object (closed, its
 // members), an array (its items), or a leaf checked by check. desc is the
 // rule as the schema table in spec/signing.md states it; a test keeps the
-// two in step (ShapeTable).
+// two in step (shapeTable).
 type shape struct {
 	desc    string
 	check   func(v *validator, val canon.Value)
@@ -584,7 +584,7 @@ var referenceRels = []string{"authorized-intent", "approval-outcome", "behavior-
 // The v0.2 record shape: the published JSON Schema (schema/trace-claim.json)
 // member by member, plus the newer spec text's references and
 // reproducibility blocks (reference/trace-v0.2.md; spec/signing.md, whose
-// schema table ShapeTable generates). Free-text members are any string;
+// schema table shapeTable generates). Free-text members are any string;
 // members named as digests, URIs, enums, the subject and the nonce have
 // their patterns.
 var (
@@ -688,26 +688,26 @@ func checkRel(v *validator, val canon.Value) {
 	}
 }
 
-// ShapeRow is one row of the record's schema table: a member's JSON
+// shapeRow is one row of the record's schema table: a member's JSON
 // Pointer (N stands for any array index), whether it is required where
 // its parent is present, and its rule.
-type ShapeRow struct {
+type shapeRow struct {
 	Pointer  string
 	Required bool
 	Rule     string
 }
 
-// ShapeTable returns the record shape ParseRecord enforces as rows, in
+// shapeTable returns the record shape ParseRecord enforces as rows, in
 // document order: the table spec/signing.md prints and a test compares.
-func ShapeTable() []ShapeRow {
-	var rows []ShapeRow
+func shapeTable() []shapeRow {
+	var rows []shapeRow
 	var walk func(prefix string, s shape)
 	walk = func(prefix string, s shape) {
 		switch {
 		case s.members != nil:
 			for _, m := range s.members {
 				p := childPointer(prefix, m.name)
-				rows = append(rows, ShapeRow{Pointer: p, Required: m.required, Rule: m.shape.desc})
+				rows = append(rows, shapeRow{Pointer: p, Required: m.required, Rule: m.shape.desc})
 				walk(p, m.shape)
 			}
 		case s.items != nil:

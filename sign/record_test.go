@@ -605,7 +605,7 @@ func TestFakeKMS(t *testing.T) {
 func TestWriteRecordFile(t *testing.T) {
 	dir := t.TempDir()
 	data := signedRecord(t, newSigner(t, Ed25519))
-	if err := WriteRecordFile(dir, data); err != nil {
+	if err := writeRecordFile(dir, data); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, recordFileName)
@@ -616,13 +616,13 @@ func TestWriteRecordFile(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
 	}
-	if err := WriteRecordFile(dir, []byte("other")); !errors.Is(err, fs.ErrExist) {
+	if err := writeRecordFile(dir, []byte("other")); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("second write: got %v, want fs.ErrExist", err)
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 		t.Error("a refused write changed record.json")
 	}
-	if err := ReplaceRecordFile(dir, []byte("other")); err != nil {
+	if err := replaceRecordFile(dir, []byte("other")); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != "other" {
@@ -632,7 +632,7 @@ func TestWriteRecordFile(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("directory holds %d entries, want only record.json", len(entries))
 	}
-	if err := WriteRecordFile(filepath.Join(dir, "missing"), data); err == nil {
+	if err := writeRecordFile(filepath.Join(dir, "missing"), data); err == nil {
 		t.Error("write into a missing directory succeeded")
 	}
 }

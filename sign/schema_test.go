@@ -154,11 +154,11 @@ func TestShapeTableInSpec(t *testing.T) {
 	}
 	section, _, _ = strings.Cut(section, "\n#")
 	row := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| (yes|no) \\| (.+) \\|$")
-	var got []ShapeRow
+	var got []shapeRow
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
-		got = append(got, ShapeRow{Pointer: m[1], Required: m[2] == "yes", Rule: m[3]})
+		got = append(got, shapeRow{Pointer: m[1], Required: m[2] == "yes", Rule: m[3]})
 	}
-	want := ShapeTable()
+	want := shapeTable()
 	var text strings.Builder
 	for _, r := range want {
 		req := "no"

@@ -11,7 +11,7 @@ import (
 // recordFileName is the record's name inside an evidence bundle.
 const recordFileName = "record.json"
 
-// WriteRecordFile writes data as dir/record.json atomically and refuses to
+// writeRecordFile writes data as dir/record.json atomically and refuses to
 // replace an existing record (the error wraps fs.ErrExist). The bytes go to
 // a temporary file created exclusively in dir with mode 0600, are fsynced,
 // then hard-linked to record.json (link fails rather than replaces, so two
@@ -19,11 +19,11 @@ const recordFileName = "record.json"
 // fsynced. A reader sees no record.json or the whole of it; after a crash
 // at most a stray ".record.json.tmp-*" file remains. The file system must
 // support hard links (every local Unix file system does).
-func WriteRecordFile(dir string, data []byte) error { return writeRecord(dir, data, false) }
+func writeRecordFile(dir string, data []byte) error { return writeRecord(dir, data, false) }
 
-// ReplaceRecordFile is WriteRecordFile for a caller that means to replace
+// replaceRecordFile is writeRecordFile for a caller that means to replace
 // an existing record.json: the final step is rename(2), atomic too.
-func ReplaceRecordFile(dir string, data []byte) error { return writeRecord(dir, data, true) }
+func replaceRecordFile(dir string, data []byte) error { return writeRecord(dir, data, true) }
 
 func writeRecord(dir string, data []byte, replace bool) (err error) {
 	final := filepath.Join(dir, recordFileName)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // Protocol choices for Capture.
@@ -257,9 +258,10 @@ func (o CaptureOptions) withDefaults() CaptureOptions {
 
 // handshake is what the handshake established.
 type handshake struct {
-	era, protoVersion, source, watch string
-	name, version                    *string
-	meta                             []byte // modern: the _meta object every request carries
+	era                         mcpwire.Era
+	protoVersion, source, watch string
+	name, version               *string
+	meta                        []byte // modern: the _meta object every request carries
 }
 
 // params returns the tools/list params, with the cursor's exact JSON text.
@@ -306,7 +308,7 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 	meta = append(meta, `,"version":`...)
 	meta = append(meta, jsonString(o.ClientVersion)...)
 	meta = append(meta, "}}"...)
-	hs := handshake{era: EraModern, protoVersion: ModernVersion, source: "discover_response", meta: meta, watch: WatchNotOffered}
+	hs := handshake{era: mcpwire.EraModern, protoVersion: ModernVersion, source: "discover_response", meta: meta, watch: WatchNotOffered}
 	_, resp, err := s.call(ctx, "server/discover", []byte(`{"_meta":`+string(meta)+`}`), timeout)
 	if err != nil {
 		return hs, err
@@ -369,7 +371,7 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 }
 
 func (s *server) legacy(ctx context.Context, o CaptureOptions) (handshake, error) {
-	hs := handshake{era: EraLegacy, source: "initialize_response", watch: WatchNotOffered}
+	hs := handshake{era: mcpwire.EraLegacy, source: "initialize_response", watch: WatchNotOffered}
 	params := []byte(`{"protocolVersion":"` + LegacyVersion + `","capabilities":{},"clientInfo":{"name":` +
 		string(jsonString(o.ClientName)) + `,"version":` + string(jsonString(o.ClientVersion)) + `}}`)
 	_, resp, err := s.call(ctx, "initialize", params, o.RequestTimeout)

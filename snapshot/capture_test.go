@@ -18,6 +18,7 @@ import (
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/internal/snapdiff"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -196,11 +197,12 @@ func TestCaptureSDKServer(t *testing.T) {
 	wantPages := (tools + pageSize - 1) / pageSize
 	byEra := map[string]*snapshot.Snapshot{}
 	for _, tc := range []struct {
-		proto, era, version, watch, source string
-		resultType                         string
+		proto                              string
+		era                                mcpwire.Era
+		version, watch, source, resultType string
 	}{
-		{snapshot.ProtocolModern, snapshot.EraModern, snapshot.ModernVersion, snapshot.WatchSubscribed, "discover_response", "present"},
-		{snapshot.ProtocolLegacy, snapshot.EraLegacy, snapshot.LegacyVersion, snapshot.WatchSession, "initialize_response", "absent"},
+		{snapshot.ProtocolModern, mcpwire.EraModern, snapshot.ModernVersion, snapshot.WatchSubscribed, "discover_response", "present"},
+		{snapshot.ProtocolLegacy, mcpwire.EraLegacy, snapshot.LegacyVersion, snapshot.WatchSession, "initialize_response", "absent"},
 	} {
 		t.Run(tc.proto, func(t *testing.T) {
 			s := capture(t, snapshot.CaptureOptions{Protocol: tc.proto}, bin, "-tools", "2500", "-page-size", fmt.Sprint(pageSize), "-ttl-ms", "1500")
@@ -328,13 +330,13 @@ func TestCaptureProtocolSelection(t *testing.T) {
 		name    string
 		o       snapshot.CaptureOptions
 		argv    []string
-		era     string
+		era     mcpwire.Era
 		wantErr bool
 	}{
-		{"auto finds modern", snapshot.CaptureOptions{}, []string{raw, "-script", "modern"}, snapshot.EraModern, false},
-		{"auto falls back on an error", snapshot.CaptureOptions{}, []string{raw, "-script", "legacy"}, snapshot.EraLegacy, false},
+		{"auto finds modern", snapshot.CaptureOptions{}, []string{raw, "-script", "modern"}, mcpwire.EraModern, false},
+		{"auto falls back on an error", snapshot.CaptureOptions{}, []string{raw, "-script", "legacy"}, mcpwire.EraLegacy, false},
 		{"auto falls back on a timeout, on a fresh process", snapshot.CaptureOptions{ProbeTimeout: time.Hour,
-			Clock: probeTimesOut(time.Hour), Env: append(os.Environ(), selfServerEnv+"=1")}, []string{self}, snapshot.EraLegacy, false},
+			Clock: probeTimesOut(time.Hour), Env: append(os.Environ(), selfServerEnv+"=1")}, []string{self}, mcpwire.EraLegacy, false},
 		{"modern refused by a legacy server", snapshot.CaptureOptions{Protocol: snapshot.ProtocolModern}, []string{raw, "-script", "legacy"}, "", true},
 		{"legacy refused by a modern server", snapshot.CaptureOptions{Protocol: snapshot.ProtocolLegacy}, []string{raw, "-script", "modern"}, "", true},
 		{"no such server", snapshot.CaptureOptions{}, []string{"/nonexistent/server"}, "", true},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // ErrFinished is returned by Collector.Add after collection has ended (a
@@ -21,8 +22,8 @@ type Options struct {
 	Limits    Limits // zero fields take the defaults
 	// Server and protocol as the producer observed them.
 	ServerName, ServerVersion *string
-	ServerSource              string // discover_response | initialize_response | none (default)
-	Era                       string // default EraUnknown
+	ServerSource              string      // discover_response | initialize_response | none (default)
+	Era                       mcpwire.Era // default mcpwire.EraUnknown
 	Version                   *string
 	ListChangedWatch          string // default WatchUnknown
 	// Relists counts earlier collections given up because list_changed
@@ -84,7 +85,7 @@ func NewCollector(o Options) (*Collector, error) {
 		o.ServerSource = "none"
 	}
 	if o.Era == "" {
-		o.Era = EraUnknown
+		o.Era = mcpwire.EraUnknown
 	}
 	if o.ListChangedWatch == "" {
 		o.ListChangedWatch = WatchUnknown

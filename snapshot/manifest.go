@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // ManifestFormat is the manifest's format id. Each hashed object names its
@@ -99,14 +100,10 @@ const (
 	ProvenanceReused = "reused"
 )
 
-// Collection modes and protocol eras.
+// Collection modes.
 const (
 	ModeActive  = "active"  // tracectl fetched every page itself
 	ModePassive = "passive" // pages a client fetched, observed by the proxy
-
-	EraModern  = "modern"
-	EraLegacy  = "legacy"
-	EraUnknown = "unknown"
 )
 
 // List-changed watch: whether a list_changed notification could have been
@@ -145,8 +142,8 @@ type Server struct {
 
 // Protocol is the MCP era and revision in use, as observed.
 type Protocol struct {
-	Era     string  `json:"era"`
-	Version *string `json:"version,omitempty"`
+	Era     mcpwire.Era `json:"era"`
+	Version *string     `json:"version,omitempty"`
 }
 
 // Collection holds the facts about how the pages were collected.
@@ -428,7 +425,7 @@ var (
 	invalidReasons = []string{invalidNotJSON, invalidNotResponse, invalidAmbiguous, invalidIDMismatch,
 		invalidToolsNotArray, invalidToolNotObject, invalidNextCursor, invalidResultType, invalidErrorNotReadable}
 	watches    = []string{WatchSession, WatchSubscribed, WatchNotOffered, WatchNotAcked, WatchUnknown}
-	eras       = []string{EraModern, EraLegacy, EraUnknown}
+	eras       = []mcpwire.Era{mcpwire.EraModern, mcpwire.EraLegacy, mcpwire.EraUnknown}
 	jsonKinds  = []string{"null", "boolean", "number", "string", "array", "object"}
 	srcs       = []string{"discover_response", "initialize_response", "none"}
 	nameProbls = []string{nameMissing, nameNotString, nameAmbiguous, nameNotObject}

@@ -150,7 +150,7 @@ func TestReuse(t *testing.T) {
 	if _, err := Reuse(s.Manifest, FreshnessPolicy{}); err == nil {
 		t.Error("reuse without a policy name accepted")
 	}
-	changed := MarkListChangedBeforeDispatch(r)
+	changed := markListChangedBeforeDispatch(r)
 	if changed.Complete || changed.IncompleteReason() != ReasonListChangedBeforeDispatch || !r.Complete {
 		t.Errorf("mark: %v %q (original complete %v)", changed.Complete, changed.IncompleteReasons, r.Complete)
 	}

@@ -16,7 +16,7 @@ import (
 // "reused" naming the original capture (its capture id and manifest digest)
 // and the freshness policy. A list_changed seen before the original's
 // dispatch does not carry over; the caller records any seen before this
-// reuse's dispatch with MarkListChangedBeforeDispatch.
+// reuse's dispatch with markListChangedBeforeDispatch.
 func Reuse(original *Manifest, policy FreshnessPolicy) (*Manifest, error) {
 	if policy.Name == "" {
 		return nil, errors.New("reuse: freshness policy needs a name")
@@ -43,10 +43,10 @@ func Reuse(original *Manifest, policy FreshnessPolicy) (*Manifest, error) {
 	return &m, nil
 }
 
-// MarkListChangedBeforeDispatch returns a copy of m recording that a
+// markListChangedBeforeDispatch returns a copy of m recording that a
 // tools/list_changed notification arrived after collection and before a
 // dispatch: the copy is incomplete with that reason and has its own digest.
-func MarkListChangedBeforeDispatch(m *Manifest) *Manifest {
+func markListChangedBeforeDispatch(m *Manifest) *Manifest {
 	c := *m
 	c.Collection.ListChangedBeforeDispatch = true
 	finish(&c)

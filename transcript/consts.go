@@ -1,7 +1,5 @@
 package transcript
 
-import "github.com/tracectl/tracectl/mcpwire"
-
 // Limits of the format. A line or member beyond them is rejected by
 // DecodeLine and Reader; producers record a digest instead of a value that
 // would exceed them (spec/transcript.md, "Limits").
@@ -33,19 +31,8 @@ const (
 	MaxPathBytes = 4096
 )
 
-// Terminators: how an exact line ended on the wire.
-const (
-	TermLF   = mcpwire.TermLF
-	TermCRLF = mcpwire.TermCRLF
-	TermNone = mcpwire.TermNone // the stream ended without a terminator
-)
-
 // MCP eras and how an attempt's revision was known (AttemptProto.State).
 const (
-	EraModern  = "modern"
-	EraLegacy  = "legacy"
-	EraUnknown = "unknown"
-
 	ProtoPresent    = "present"    // request _meta protocolVersion is a revision string
 	ProtoAbsent     = "absent"     // request has no _meta protocolVersion
 	ProtoMalformed  = "malformed"  // the member is there but not a revision string
@@ -61,7 +48,7 @@ const (
 
 // Retry link bases (Attempt.RetryBasis).
 const (
-	BasisCallerDeclared = "caller_declared" // the caller said so (API, or MetaRetryOf)
+	BasisCallerDeclared = "caller_declared" // the caller said so (API, or mcpwire.MetaRetryOf)
 	BasisInferred       = "inferred"        // same tool and canonical arguments after an unknown outcome or a transport failure
 	BasisContinuation   = "continuation"    // re-issue after an input_required result
 )
@@ -92,13 +79,3 @@ const BasisProducer = "producer_observation"
 
 // ResultTypeError is Observation.ResultType for a JSON-RPC error response.
 const ResultTypeError = "error"
-
-// MCP _meta keys tracectl reads from a tools/call request. tracectl's own
-// keys use its own prefix; io.modelcontextprotocol/ is reserved by MCP.
-const (
-	MetaProtocolVersion = mcpwire.MetaProtocolVersion
-	MetaCorrelationID   = mcpwire.MetaCorrelationID // caller correlation id (safe shape, checkCorrelationID)
-	MetaRetryOf         = mcpwire.MetaRetryOf       // caller-declared retry: the correlation id of the earlier call
-	MetaTraceparent     = mcpwire.MetaTraceparent
-	MetaTracestate      = mcpwire.MetaTracestate
-)

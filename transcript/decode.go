@@ -62,7 +62,7 @@ func DecodeLine(line []byte) (Event, error) {
 	}
 	if ev := decodeFast(line); ev != nil {
 		if err := validate(ev); err != nil {
-			return nil, err.withSeq(seqOf(ev))
+			return nil, err.withSeq(SeqOf(ev))
 		}
 		return ev, nil
 	}

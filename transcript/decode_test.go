@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -31,19 +32,19 @@ func validEvents() []Event {
 	a3 := sampleAttempt(3, "a3")
 	a3.Tool, a3.ToolInvalid, a3.ArgsDigest, a3.ArgsUnsupport = "", toolTooLong, "", "unsupported_number"
 	a3.RPCID = JSONRPCID{Present: false}
-	a3.Protocol = AttemptProto{Era: EraLegacy, State: ProtoNegotiated, Value: "2025-11-25"}
+	a3.Protocol = AttemptProto{Era: mcpwire.EraLegacy, State: ProtoNegotiated, Value: "2025-11-25"}
 	a3.Snapshot = SnapshotRef{NoneReason: NoneNoSnapshot}
-	a3.Terminator = TermNone
+	a3.Terminator = mcpwire.TermNone
 	a4 := sampleAttempt(4, "a4")
 	a4.RPCID = JSONRPCID{Present: true, Kind: IDString, Digest: dig1}
-	a4.Protocol = AttemptProto{Era: EraUnknown, State: ProtoMalformed}
+	a4.Protocol = AttemptProto{Era: mcpwire.EraUnknown, State: ProtoMalformed}
 	a4.Snapshot.ListChangedSince = true
 	a4.Request.OverLimit, a4.Request.Retained = true, false
 	errObs := &Observation{Type: TypeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsResponse, ResultType: ResultTypeError,
-		ErrorCode: i64(0), Response: &Payload{Digest: dig1, Length: 3}, Terminator: TermCRLF, Basis: BasisProducer}
+		ErrorCode: i64(0), Response: &Payload{Digest: dig1, Length: 3}, Terminator: mcpwire.TermCRLF, Basis: BasisProducer}
 	return []Event{
 		h, hb,
-		&Protocol{Type: TypeProtocol, Seq: 1, AtMs: 1, Era: EraLegacy, Version: "2025-11-25", Source: SourceInitialize, ServerName: "srv", Payload: &Payload{Digest: dig1, Length: 10, Retained: true}},
+		&Protocol{Type: TypeProtocol, Seq: 1, AtMs: 1, Era: mcpwire.EraLegacy, Version: "2025-11-25", Source: SourceInitialize, ServerName: "srv", Payload: &Payload{Digest: dig1, Length: 10, Retained: true}},
 		&SnapshotEvent{Type: TypeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s1", ManifestDigest: dig1, Complete: true, Tools: 3, Pages: 1},
 		&SnapshotEvent{Type: TypeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s2", ManifestDigest: dig1, IncompleteReason: "repeated_cursor", Tools: 3, Pages: 2, Reuse: true},
 		&Notification{Type: TypeNotification, Seq: 3, AtMs: 1, Method: "notifications/tools/list_changed", Direction: ServerToClient, Payload: Payload{Digest: dig1, Length: 5, Retained: true}},

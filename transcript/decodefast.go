@@ -3,6 +3,8 @@ package transcript
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // The fast decoder mirrors Encode: it reads the canonical form of each
@@ -522,7 +524,7 @@ func (d *lineDec) protocol() *Protocol {
 		case "at_ms":
 			p.AtMs = d.int()
 		case "era":
-			p.Era = d.str()
+			p.Era = mcpwire.Era(d.str())
 		case "payload":
 			p.Payload = &Payload{}
 			d.payload(p.Payload)
@@ -643,7 +645,7 @@ func (d *lineDec) attempt() *Attempt {
 			d.object(func(k string) {
 				switch k {
 				case "era":
-					a.Protocol.Era = d.str()
+					a.Protocol.Era = mcpwire.Era(d.str())
 				case "state":
 					a.Protocol.State = d.str()
 				case "version":

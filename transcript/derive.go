@@ -174,7 +174,7 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 		q.ProtoState = ProtoAbsent
 		return q, nil
 	}
-	switch pv, present, ambiguous := member(meta, MetaProtocolVersion); {
+	switch pv, present, ambiguous := member(meta, mcpwire.MetaProtocolVersion); {
 	case ambiguous:
 		q.ProtoState = ProtoMalformed
 	case !present:
@@ -186,10 +186,10 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 			q.ProtoState = ProtoMalformed
 		}
 	}
-	q.Correlation.Traceparent, _ = corrValue(meta, MetaTraceparent, checkTraceparent)
-	q.Correlation.Tracestate, _ = corrValue(meta, MetaTracestate, checkTracestate)
-	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, MetaCorrelationID, checkCorrelationID)
-	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, MetaRetryOf, checkCorrelationID)
+	q.Correlation.Traceparent, _ = corrValue(meta, mcpwire.MetaTraceparent, checkTraceparent)
+	q.Correlation.Tracestate, _ = corrValue(meta, mcpwire.MetaTracestate, checkTracestate)
+	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, mcpwire.MetaCorrelationID, checkCorrelationID)
+	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, mcpwire.MetaRetryOf, checkCorrelationID)
 	return q, nil
 }
 

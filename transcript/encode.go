@@ -277,7 +277,7 @@ func (c *CorrValue) encodeAt(e *encoder, k string) {
 func (p *Protocol) encode(e *encoder) {
 	e.open()
 	e.int("at_ms", p.AtMs)
-	e.str("era", p.Era)
+	e.str("era", string(p.Era))
 	if p.Payload != nil {
 		e.key("payload")
 		p.Payload.encode(e)
@@ -343,7 +343,7 @@ func (a *Attempt) encode(e *encoder) {
 	a.RPCID.encode(e)
 	e.key("protocol")
 	e.open()
-	e.str("era", a.Protocol.Era)
+	e.str("era", string(a.Protocol.Era))
 	e.str("state", a.Protocol.State)
 	e.optStr("version", a.Protocol.Value)
 	e.close()

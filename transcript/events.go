@@ -1,5 +1,7 @@
 package transcript
 
+import "github.com/tracectl/tracectl/mcpwire"
+
 // Format identifiers. Every hashed or signed object names its own format, so
 // a digest of one kind can never be taken for another (spec/transcript.md).
 const (
@@ -68,25 +70,25 @@ const (
 // and DecodeLine returns. The set is closed (the interface has unexported
 // methods), so a type switch over it can be exhaustive.
 type Event interface {
-	// LineSeq is the line's seq member.
-	LineSeq() int64
+	// lineSeq is the line's seq member.
+	lineSeq() int64
 	event()
 	encode(e *encoder)
 	validate() *invalid
 }
 
-func (e *Header) LineSeq() int64        { return e.Seq }
-func (e *Protocol) LineSeq() int64      { return e.Seq }
-func (e *SnapshotEvent) LineSeq() int64 { return e.Seq }
-func (e *Notification) LineSeq() int64  { return e.Seq }
-func (e *Attempt) LineSeq() int64       { return e.Seq }
-func (e *Observation) LineSeq() int64   { return e.Seq }
-func (e *Resolution) LineSeq() int64    { return e.Seq }
-func (e *Recovery) LineSeq() int64      { return e.Seq }
-func (e *Seal) LineSeq() int64          { return e.Seq }
-func (e *Frame) LineSeq() int64         { return e.Seq }
-func (e *SessionEvent) LineSeq() int64  { return e.Seq }
-func (e *HTTPEvent) LineSeq() int64     { return e.Seq }
+func (e *Header) lineSeq() int64        { return e.Seq }
+func (e *Protocol) lineSeq() int64      { return e.Seq }
+func (e *SnapshotEvent) lineSeq() int64 { return e.Seq }
+func (e *Notification) lineSeq() int64  { return e.Seq }
+func (e *Attempt) lineSeq() int64       { return e.Seq }
+func (e *Observation) lineSeq() int64   { return e.Seq }
+func (e *Resolution) lineSeq() int64    { return e.Seq }
+func (e *Recovery) lineSeq() int64      { return e.Seq }
+func (e *Seal) lineSeq() int64          { return e.Seq }
+func (e *Frame) lineSeq() int64         { return e.Seq }
+func (e *SessionEvent) lineSeq() int64  { return e.Seq }
+func (e *HTTPEvent) lineSeq() int64     { return e.Seq }
 
 func (*Header) event()        {}
 func (*Protocol) event()      {}
@@ -248,15 +250,15 @@ const (
 // Protocol is a protocol observation: which MCP era and revision the peers
 // use, and the server's self-description as reported (not authenticated).
 type Protocol struct {
-	Type       string   `json:"type"` // "protocol"
-	Seq        int64    `json:"seq"`
-	AtMs       int64    `json:"at_ms"`
-	Era        string   `json:"era"`                      // "modern" | "legacy" | "unknown"
-	Version    string   `json:"version"`                  // the revision string as declared or negotiated
-	Source     string   `json:"source"`                   // "initialize_response" | "discover_response" | "request_meta"
-	ServerName string   `json:"server_name,omitempty"`    // serverInfo.name as reported
-	ServerVer  string   `json:"server_version,omitempty"` // serverInfo.version as reported
-	Payload    *Payload `json:"payload,omitempty"`        // the exact message observed
+	Type       string      `json:"type"` // "protocol"
+	Seq        int64       `json:"seq"`
+	AtMs       int64       `json:"at_ms"`
+	Era        mcpwire.Era `json:"era"`
+	Version    string      `json:"version"`                  // the revision string as declared or negotiated
+	Source     string      `json:"source"`                   // "initialize_response" | "discover_response" | "request_meta"
+	ServerName string      `json:"server_name,omitempty"`    // serverInfo.name as reported
+	ServerVer  string      `json:"server_version,omitempty"` // serverInfo.version as reported
+	Payload    *Payload    `json:"payload,omitempty"`        // the exact message observed
 }
 
 // SnapshotEvent records a declaration snapshot (its manifest is a blob).
@@ -312,9 +314,9 @@ type Attempt struct {
 
 // AttemptProto is the protocol revision an attempt was sent under.
 type AttemptProto struct {
-	Era   string `json:"era"`   // "modern" | "legacy" | "unknown"
-	State string `json:"state"` // request _meta protocolVersion: "present" | "absent" | "malformed"; legacy: "negotiated"
-	Value string `json:"version,omitempty"`
+	Era   mcpwire.Era `json:"era"`
+	State string      `json:"state"` // request _meta protocolVersion: "present" | "absent" | "malformed"; legacy: "negotiated"
+	Value string      `json:"version,omitempty"`
 }
 
 // SnapshotRef binds an attempt to the snapshot in force at dispatch, or
@@ -342,7 +344,7 @@ type Correlation struct {
 	Traceparent   *CorrValue `json:"traceparent,omitempty"`
 	Tracestate    *CorrValue `json:"tracestate,omitempty"`
 	CorrelationID *CorrValue `json:"correlation_id,omitempty"`
-	// RetryOf is the caller's retry declaration (MetaRetryOf): the
+	// RetryOf is the caller's retry declaration (mcpwire.MetaRetryOf): the
 	// correlation id of the earlier call, checked like CorrelationID. The
 	// link itself is Attempt.RetryOf; a declaration that names no earlier
 	// attempt is kept here and links nothing.

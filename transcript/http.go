@@ -42,7 +42,7 @@ const (
 
 // Framing rules of a withheld line (HTTPEvent.Rule with HTTPWithheld): the
 // server-direction rules of package mcpwire that concern HTTP framing.
-var WithheldRules = []string{"sse_bom", "sse_bare_cr", "sse_event_name", "sse_field", "sse_data_lines", "sse_too_large", "sse_unfinished", "media_type", "http_status"}
+var withheldRules = []string{"sse_bom", "sse_bare_cr", "sse_event_name", "sse_field", "sse_data_lines", "sse_too_large", "sse_unfinished", "media_type", "http_status"}
 
 // TLS chain results (HTTPTLS.Chain).
 const (
@@ -152,7 +152,7 @@ func (v *HTTPEvent) validate() *invalid {
 		return bad("rule is present iff event is refused or withheld")
 	}
 	if v.Event == HTTPWithheld {
-		if e := oneOf("rule", v.Rule, WithheldRules...); e != nil {
+		if e := oneOf("rule", v.Rule, withheldRules...); e != nil {
 			return e
 		}
 	} else if v.Rule != "" {

@@ -138,15 +138,6 @@ func (e PackEntry) Check(b []byte) bool {
 	return "sha256:"+hex.EncodeToString(sum[:]) == e.Digest
 }
 
-// Hash returns a hash for streaming the entry's bytes: its sum, as
-// "sha256:"+hex, equals Digest when they are the entry's bytes.
-func (e PackEntry) Hash() hash.Hash {
-	if e.Salt != nil {
-		return newSaltedHash(e.Salt)
-	}
-	return sha256.New()
-}
-
 // PackProblem says where and why a pack stops being readable as entries.
 type PackProblem struct {
 	Offset int64 // where the entry that cannot be read begins
@@ -466,14 +457,6 @@ func OpenPayloads(fsys fs.FS) (*Payloads, error) {
 	}
 	p.pack, p.ra, p.ix = f, ra, ix
 	return p, nil
-}
-
-// Problem returns where the pack stopped being readable, or nil.
-func (p *Payloads) Problem() *PackProblem {
-	if p.ix == nil {
-		return nil
-	}
-	return p.ix.Problem
 }
 
 // Read returns the bytes of digest when the bundle holds them, they hash to

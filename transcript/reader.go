@@ -52,9 +52,6 @@ func (t *Reader) Offset() int64 { return t.off }
 // Lines returns the number of lines Next returned successfully.
 func (t *Reader) Lines() int64 { return t.seq }
 
-// Sealed reports whether the seal line has been read.
-func (t *Reader) Sealed() bool { return t.sealed }
-
 func (t *Reader) fail(code, detail string, cause error) *LineError {
 	return &LineError{Seq: t.seq, Offset: t.off, Code: code, Detail: detail, Err: cause}
 }
@@ -90,7 +87,7 @@ func (t *Reader) next() ([]byte, Event, error) {
 	if t.sealed {
 		return nil, nil, t.fail(CodeAfterSeal, "a line after the seal line", nil)
 	}
-	if seq := seqOf(ev); seq != t.seq {
+	if seq := SeqOf(ev); seq != t.seq {
 		return nil, nil, t.fail(CodeSeqGap, fmt.Sprintf("seq %d at line %d", seq, t.seq), nil)
 	}
 	switch e := ev.(type) {
@@ -111,10 +108,10 @@ func (t *Reader) next() ([]byte, Event, error) {
 	return raw, ev, nil
 }
 
-// seqOf returns the seq member of a decoded event.
-func seqOf(ev Event) int64 {
+// SeqOf returns the seq member of a decoded event.
+func SeqOf(ev Event) int64 {
 	if ev == nil {
 		return -1
 	}
-	return ev.LineSeq()
+	return ev.lineSeq()
 }

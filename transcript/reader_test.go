@@ -29,8 +29,8 @@ func TestReaderValid(t *testing.T) {
 		}
 		c.Add(raw)
 	}
-	if c.Root() != Root(lines) || !r.Sealed() || r.Lines() != int64(len(lines)) {
-		t.Errorf("root/sealed/lines = %s/%v/%d", c.Root(), r.Sealed(), r.Lines())
+	if c.Root() != Root(lines) || !r.sealed || r.Lines() != int64(len(lines)) {
+		t.Errorf("root/sealed/lines = %s/%v/%d", c.Root(), r.sealed, r.Lines())
 	}
 	if r.Offset() != int64(len(joinLines(lines))) {
 		t.Errorf("Offset() = %d, want %d", r.Offset(), len(joinLines(lines)))

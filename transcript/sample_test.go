@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 const (
@@ -32,10 +33,10 @@ func sampleAttempt(seq int64, id string) *Attempt {
 		Type: TypeAttempt, Seq: seq, AtMs: 1700000000001, ExecutionScope: testScope, AttemptID: id,
 		Tool: "echo", ArgsDigest: dig1,
 		RPCID:        JSONRPCID{Present: true, Kind: IDNumber, Text: "7"},
-		Protocol:     AttemptProto{Era: EraModern, State: ProtoPresent, Value: "2026-07-28"},
+		Protocol:     AttemptProto{Era: mcpwire.EraModern, State: ProtoPresent, Value: "2026-07-28"},
 		ServerDigest: dig2,
 		Request:      Payload{Digest: dig1, Length: 120, Retained: true},
-		Terminator:   TermLF,
+		Terminator:   mcpwire.TermLF,
 		Snapshot:     SnapshotRef{SnapshotID: "s1", ManifestDigest: dig2, Complete: true},
 	}
 }
@@ -44,7 +45,7 @@ func sampleResponse(seq int64, id string) *Observation {
 	return &Observation{
 		Type: TypeObservation, Seq: seq, AtMs: 1700000000002, AttemptID: id, Kind: ObsResponse,
 		ResultType: "complete", Response: &Payload{Digest: dig2, Length: 80, Retained: true},
-		Terminator: TermLF, Basis: BasisProducer,
+		Terminator: mcpwire.TermLF, Basis: BasisProducer,
 	}
 }
 

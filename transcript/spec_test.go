@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // The spec and the constants stay in sync: every code, type, kind and
@@ -62,11 +64,11 @@ func TestSpecInSync(t *testing.T) {
 		BasisCallerDeclared, BasisInferred, BasisContinuation, BasisProducer,
 		CorrNotString, CorrTooLong, CorrBadCharset, CorrBadShape,
 		NoneNoSnapshot, NoneInvalidated, toolAbsent, toolNotString, toolTooLong,
-		IDString, IDNumber, IDNull, IDOther, TermLF, TermCRLF, TermNone,
-		EraModern, EraLegacy, EraUnknown, ProtoPresent, ProtoAbsent, ProtoMalformed, ProtoNegotiated,
+		IDString, IDNumber, IDNull, IDOther, mcpwire.TermLF, mcpwire.TermCRLF, mcpwire.TermNone,
+		string(mcpwire.EraModern), string(mcpwire.EraLegacy), string(mcpwire.EraUnknown), ProtoPresent, ProtoAbsent, ProtoMalformed, ProtoNegotiated,
 		SourceInitialize, SourceDiscover, SourceRequestMeta, ServerToClient, ClientToServer,
 		TransportStdio, TransportInProcess, TransportHTTP,
-		MetaCorrelationID, MetaRetryOf, MetaProtocolVersion,
+		mcpwire.MetaCorrelationID, mcpwire.MetaRetryOf, mcpwire.MetaProtocolVersion,
 	} {
 		if !strings.Contains(spec, "`"+v+"`") && !strings.Contains(spec, `"`+v+`"`) {
 			t.Errorf("%q is not documented in spec/transcript.md", v)

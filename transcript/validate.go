@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 )
 
 // invalid is a validation failure before the line's seq is attached.
@@ -168,7 +169,7 @@ func (f *Frame) validate() *invalid {
 		short("method", f.Method, MaxReportedBytes),
 		short("rule", f.Rule, MaxReportedBytes),
 		f.Payload.validate("payload"),
-		oneOf("terminator", f.Terminator, TermLF, TermCRLF, TermNone),
+		oneOf("terminator", f.Terminator, mcpwire.TermLF, mcpwire.TermCRLF, mcpwire.TermNone),
 	)
 	if e != nil {
 		return e
@@ -309,7 +310,7 @@ func (id *JSONRPCID) validate() *invalid {
 func (p *Protocol) validate() *invalid {
 	e := first(
 		event(p.Type, TypeProtocol, p.Seq, p.AtMs),
-		oneOf("era", p.Era, EraModern, EraLegacy, EraUnknown),
+		oneOf("era", string(p.Era), string(mcpwire.EraModern), string(mcpwire.EraLegacy), string(mcpwire.EraUnknown)),
 		oneOf("source", p.Source, SourceInitialize, SourceDiscover, SourceRequestMeta),
 		short("version", p.Version, MaxReportedBytes),
 		short("server_name", p.ServerName, MaxReportedBytes),
@@ -370,7 +371,7 @@ func (a *Attempt) validate() *invalid {
 		a.Protocol.validate(),
 		digest("server", a.ServerDigest),
 		a.Request.validate("request"),
-		oneOf("terminator", a.Terminator, TermLF, TermCRLF, TermNone),
+		oneOf("terminator", a.Terminator, mcpwire.TermLF, mcpwire.TermCRLF, mcpwire.TermNone),
 		a.Snapshot.validate(),
 		a.Correlation.validate(),
 		frameIndex(a.Frame),
@@ -405,7 +406,7 @@ func (a *Attempt) validateTool() *invalid {
 
 func (p *AttemptProto) validate() *invalid {
 	e := first(
-		oneOf("protocol.era", p.Era, EraModern, EraLegacy, EraUnknown),
+		oneOf("protocol.era", string(p.Era), string(mcpwire.EraModern), string(mcpwire.EraLegacy), string(mcpwire.EraUnknown)),
 		oneOf("protocol.state", p.State, ProtoPresent, ProtoAbsent, ProtoMalformed, ProtoNegotiated),
 		short("protocol.version", p.Value, MaxReportedBytes),
 	)
@@ -490,7 +491,7 @@ func (o *Observation) validate() *invalid {
 		return bad("is_error belongs to results, not JSON-RPC errors")
 	}
 	if withResponse {
-		return first(o.Response.validate("response"), oneOf("terminator", o.Terminator, TermLF, TermCRLF, TermNone))
+		return first(o.Response.validate("response"), oneOf("terminator", o.Terminator, mcpwire.TermLF, mcpwire.TermCRLF, mcpwire.TermNone))
 	}
 	return nil
 }

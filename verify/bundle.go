@@ -26,7 +26,11 @@ const (
 	stTransport                 // the transport failed with the call in flight
 	stUnknown                   // timeout, cancel_sent or a resolution: unknown
 	stLateResponse              // a late response after timeout or cancel_sent
+	stCancelled                 // cancel_sent (after a timeout or not): unknown
 )
+
+// unknownState: an outcome a late response may still follow.
+func unknownState(st uint8) bool { return st == stUnknown || st == stCancelled }
 
 // snapState is what the verifier keeps per snapshot event.
 type snapState struct {
@@ -117,6 +121,17 @@ type snapshotState struct {
 	unbound      map[string]unboundCount
 	unboundOrder []string
 	pending      []pendingRef
+	// decls: each tool's declaration digest in the latest complete
+	// snapshot that declared it, for declaration_changed; changed: the
+	// tools already reported.
+	decls   map[string]declSeen
+	changed map[string]bool
+}
+
+// declSeen is where a tool's declaration was last seen.
+type declSeen struct {
+	digest, snapshot string
+	seq              int64
 }
 
 // disclosureState follows what an inclusion proof discloses, when the
@@ -429,7 +444,7 @@ func claimsServerProof(line []byte) bool {
 
 func seqOf(ev any) int64 {
 	if e, ok := ev.(transcript.Event); ok {
-		return e.LineSeq()
+		return transcript.SeqOf(e)
 	}
 	return -1
 }
@@ -518,6 +533,8 @@ func outcomeName(st uint8) string {
 		return "transport failure"
 	case stUnknown:
 		return "unknown"
+	case stCancelled:
+		return "unknown (cancelled)"
 	case stLateResponse:
 		return "late response"
 	}
@@ -566,21 +583,29 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		// After a timeout or cancellation the call is still in flight as
 		// far as anyone knows; the transport failing then settles nothing
 		// either, so it replaces no outcome.
-		if a.state != stOpen && a.state != stUnknown {
+		if a.state != stOpen && !unknownState(a.state) {
 			replaced()
 			return
 		}
 		a.state = stTransport
 	case transcript.ObsTimeout, transcript.ObsCancelSent:
-		if a.state != stOpen && a.state != stUnknown {
+		if a.state != stOpen && !unknownState(a.state) {
 			replaced()
 			return
 		}
-		a.state = stUnknown
+		if o.Kind == transcript.ObsCancelSent || a.state == stCancelled {
+			a.state = stCancelled
+		} else {
+			a.state = stUnknown
+		}
 	case transcript.ObsLateResponse:
-		if a.state != stUnknown {
+		if !unknownState(a.state) {
 			b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("late_response at seq %d without an earlier timeout or cancellation (outcome: %s)", o.Seq, outcomeName(a.state)))
 			return
+		}
+		if a.state == stCancelled {
+			b.r.add(CodeAnsweredAfterCancel, checkOutcome, StatusWarning, subject,
+				fmt.Sprintf("the server answered at seq %d after the client cancelled the call: it may have run to completion although the client gave up on it", o.Seq))
 		}
 		a.state = stLateResponse
 	}
@@ -772,6 +797,8 @@ func (b *bundleCheck) outcomes() {
 			detail = "the transport failed with the call in flight: it may or may not have executed"
 		case u.a.resolved:
 			detail = "resolved as unknown at seal or recovery: it may or may not have executed"
+		case u.a.state == stCancelled:
+			detail = "the client cancelled the call and no response followed: it may or may not have executed"
 		case u.a.state == stOpen:
 			detail = "no observation or resolution was recorded: it may or may not have executed"
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -136,14 +137,14 @@ func protoClaims(d *diffs, claim transcript.AttemptProto, f *transcript.RequestF
 	switch f.ProtoState {
 	case transcript.ProtoPresent:
 		d.str("protocol.state", claim.State, f.ProtoState)
-		d.str("protocol.era", claim.Era, transcript.EraModern)
+		d.str("protocol.era", string(claim.Era), string(mcpwire.EraModern))
 		d.str("protocol.version", claim.Value, f.ProtoVersion)
 	case transcript.ProtoAbsent:
 		if claim.State != transcript.ProtoNegotiated {
 			d.str("protocol.state", claim.State, f.ProtoState)
 		}
 		if claim.State == transcript.ProtoNegotiated {
-			d.str("protocol.era", claim.Era, transcript.EraLegacy)
+			d.str("protocol.era", string(claim.Era), string(mcpwire.EraLegacy))
 		}
 	default:
 		d.str("protocol.state", claim.State, f.ProtoState)

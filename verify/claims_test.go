@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/internal/verifytest"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -36,14 +37,14 @@ func claimBundleBytes(t *testing.T, req, reqBytes, resp string, amod func(*trans
 	if err != nil {
 		t.Fatal(err)
 	}
-	era := transcript.EraUnknown
+	era := mcpwire.EraUnknown
 	if f.ProtoState == transcript.ProtoPresent {
-		era = transcript.EraModern
+		era = mcpwire.EraModern
 	}
 	a := &transcript.Attempt{ExecutionScope: b.Scope, AttemptID: "a1", Tool: f.Tool, ToolInvalid: f.ToolInvalid,
 		ArgsDigest: f.ArgsDigest, ArgsUnsupport: f.ArgsUnsupported, RPCID: f.RPCID, Correlation: f.Correlation,
 		Protocol:     transcript.AttemptProto{Era: era, State: f.ProtoState, Value: f.ProtoVersion},
-		ServerDigest: b.ServerDigest, Request: b.Blob([]byte(reqBytes)), Terminator: transcript.TermLF, Snapshot: ref}
+		ServerDigest: b.ServerDigest, Request: b.Blob([]byte(reqBytes)), Terminator: mcpwire.TermLF, Snapshot: ref}
 	if amod != nil {
 		amod(a)
 	}
@@ -53,7 +54,7 @@ func claimBundleBytes(t *testing.T, req, reqBytes, resp string, amod func(*trans
 	r := transcript.DeriveResponse([]byte(resp))
 	p := b.Blob([]byte(resp))
 	o := &transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: r.ResultType, IsError: r.IsError,
-		ErrorCode: r.ErrorCode, Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer}
+		ErrorCode: r.ErrorCode, Response: &p, Terminator: mcpwire.TermLF, Basis: transcript.BasisProducer}
 	if omod != nil {
 		omod(o)
 	}
@@ -78,7 +79,7 @@ func TestClaimsAgainstBytes(t *testing.T) {
 		{name: "no _meta, no arguments, numeric id", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"tool_1"}}`, resp: claimResp},
 		{name: "negotiated revision for a request without one", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"tool_1"}}`, resp: claimResp,
 			amod: func(a *transcript.Attempt) {
-				a.Protocol = transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-06-18"}
+				a.Protocol = transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-06-18"}
 			}},
 		{name: "invalid tool and unsupported arguments as derived", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":1.5},"name":3}}`, resp: claimResp},
 
@@ -94,11 +95,11 @@ func TestClaimsAgainstBytes(t *testing.T) {
 		{name: "protocol.version", req: claimReq, resp: claimResp, amod: func(a *transcript.Attempt) { a.Protocol.Value = "2025-06-18" }, member: "protocol.version:"},
 		{name: "protocol.state absent for a present revision", req: claimReq, resp: claimResp,
 			amod: func(a *transcript.Attempt) {
-				a.Protocol = transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoAbsent}
+				a.Protocol = transcript.AttemptProto{Era: mcpwire.EraModern, State: transcript.ProtoAbsent}
 			}, member: "protocol.state:"},
 		{name: "protocol.state present for a request without one", req: `{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"name":"tool_1"}}`, resp: claimResp,
 			amod: func(a *transcript.Attempt) {
-				a.Protocol = transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: "2026-07-28"}
+				a.Protocol = transcript.AttemptProto{Era: mcpwire.EraModern, State: transcript.ProtoPresent, Value: "2026-07-28"}
 			}, member: "protocol.state:"},
 		{name: "correlation id", req: claimReq, resp: claimResp,
 			amod: func(a *transcript.Attempt) { a.Correlation.CorrelationID.Value = "order-8" }, member: "correlation.correlation_id:"},

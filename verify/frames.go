@@ -343,9 +343,9 @@ func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject stri
 
 func terminatorBytes(t string) []byte {
 	switch t {
-	case transcript.TermLF:
+	case mcpwire.TermLF:
 		return []byte{'\n'}
-	case transcript.TermCRLF:
+	case mcpwire.TermCRLF:
 		return []byte{'\r', '\n'}
 	}
 	return nil

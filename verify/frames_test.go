@@ -6,6 +6,7 @@ import (
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/verifytest"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -39,10 +40,10 @@ func framedWith(t *testing.T, committed bool, edit func(b *verifytest.Builder, p
 	pingBytes := []byte(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
 	ping := &transcript.Frame{Direction: transcript.ClientToServer, Index: 0, Disposition: transcript.FrameForwarded,
 		Kind: transcript.FrameRequest, Method: "ping", RPCID: &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"p"`},
-		Payload: b.Blob(pingBytes), Terminator: transcript.TermLF}
+		Payload: b.Blob(pingBytes), Terminator: mcpwire.TermLF}
 	pong := &transcript.Frame{Direction: transcript.ServerToClient, Index: 0, Disposition: transcript.FrameForwarded,
 		Kind: transcript.FrameResponse, RPCID: &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"p"`},
-		Payload: b.Blob([]byte(`{"jsonrpc":"2.0","id":"p","result":{}}`)), Terminator: transcript.TermLF}
+		Payload: b.Blob([]byte(`{"jsonrpc":"2.0","id":"p","result":{}}`)), Terminator: mcpwire.TermLF}
 	var a *transcript.Attempt
 	var o *transcript.Observation
 	edit(b, ping, nil, nil)
@@ -56,7 +57,7 @@ func framedWith(t *testing.T, committed bool, edit func(b *verifytest.Builder, p
 	})
 	resp := []byte(`{"id":"a1","jsonrpc":"2.0","result":{"content":[]}}`)
 	p := b.Blob(resp)
-	o = &transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer, Frame: idx(1)}
+	o = &transcript.Observation{AttemptID: "a1", Kind: transcript.ObsResponse, ResultType: "complete", Response: &p, Terminator: mcpwire.TermLF, Basis: transcript.BasisProducer, Frame: idx(1)}
 	edit(b, nil, nil, o)
 	b.Add(o)
 	b.Seal()
@@ -196,7 +197,7 @@ func TestResponseHiddenAsFrame(t *testing.T) {
 					if f, ok := ev.(*transcript.Frame); ok && f.Direction == transcript.ServerToClient && f.Index == 0 {
 						note := &transcript.Frame{Type: transcript.TypeFrame, Seq: f.Seq, AtMs: f.AtMs, Direction: transcript.ServerToClient, Index: 0, Disposition: transcript.FrameForwarded,
 							Kind: transcript.FrameNotification, Method: "notifications/message",
-							Payload: b.Blob([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}`)), Terminator: transcript.TermLF}
+							Payload: b.Blob([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}`)), Terminator: mcpwire.TermLF}
 						line, err := transcript.Encode(note)
 						if err != nil {
 							t.Fatal(err)
@@ -217,7 +218,7 @@ func TestResponseHiddenAsFrame(t *testing.T) {
 			b.Lines = b.Lines[:last]
 			b.Add(&transcript.Frame{Direction: transcript.ServerToClient, Index: 1, Disposition: transcript.FrameForwarded,
 				Kind: transcript.FrameResponse, RPCID: &transcript.JSONRPCID{Present: true, Kind: transcript.IDString, Text: `"a1"`},
-				Payload: *o.Response, Terminator: transcript.TermLF})
+				Payload: *o.Response, Terminator: mcpwire.TermLF})
 			b.Resolve("a1")
 			b.Seal()
 			rep, codes := verdictCodes(t, b.FS(), trusted(t))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/verifytest"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -23,8 +24,8 @@ func attemptsBundle(tb testing.TB, n int) fstest.MapFS {
 		id := fmt.Sprintf("a%d", i)
 		a := &transcript.Attempt{Type: transcript.TypeAttempt, Seq: seq, AtMs: verifytest.Issued.UnixMilli() - 1000, ExecutionScope: b.Scope, AttemptID: id, Tool: "tool_1",
 			RPCID:        transcript.JSONRPCID{Present: true, Kind: transcript.IDNumber, Text: fmt.Sprint(i)},
-			Protocol:     transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-06-18"},
-			ServerDigest: b.ServerDigest, Request: transcript.Payload{Digest: canon.SHA256([]byte(id)), Length: 10}, Terminator: transcript.TermLF, Snapshot: ref}
+			Protocol:     transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-06-18"},
+			ServerDigest: b.ServerDigest, Request: transcript.Payload{Digest: canon.SHA256([]byte(id)), Length: 10}, Terminator: mcpwire.TermLF, Snapshot: ref}
 		line, err := canon.Marshal(a)
 		if err != nil {
 			tb.Fatal(err)

@@ -83,6 +83,9 @@ const (
 	CodeRecoveryRecorded  Code = "recovery_recorded"     // info: the producer recovered after a crash (and quarantined what it could not keep)
 	CodeInclusionProofOK  Code = "inclusion_proof_valid" // pass finding: a line is included in the signed transcript
 	CodeProofScopeLimited Code = "proof_scope_limited"   // info: an inclusion proof shows some lines only; the rest of the transcript was not checked
+	// Behaviour the evidence shows (StatusWarning).
+	CodeDeclarationChanged  Code = "declaration_changed"   // warning: a tool's declaration differs between two complete snapshots of the session
+	CodeAnsweredAfterCancel Code = "answered_after_cancel" // warning: the server answered a call after the client cancelled it
 )
 
 // AllCodes returns every finding code, in the order spec/verification.md
@@ -98,9 +101,9 @@ func AllCodes() []Code {
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,
-		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified, CodeToolNotDeclared,
+		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified, CodeToolNotDeclared, CodeDeclarationChanged,
 		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
-		CodeOutcomeUnknown, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
+		CodeOutcomeUnknown, CodeAnsweredAfterCancel, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
@@ -139,6 +142,12 @@ const (
 	StatusUnavailable Status = "unavailable" // evidence missing
 	StatusUnsupported Status = "unsupported" // evidence cannot be evaluated under the contract
 	StatusInfo        Status = "info"        // a limit of what the evidence proves
+	// StatusWarning: what the evidence shows about the agent or the
+	// server deserves attention (a call to an undeclared tool, a
+	// declaration that changed mid-session, a server that answered a
+	// cancelled call). The evidence itself is sound: a warning never
+	// changes the verdict; Report.Warnings counts them.
+	StatusWarning Status = "warning"
 )
 
 // Finding is one result of one check.
@@ -190,12 +199,15 @@ type Report struct {
 	// Profile is the record's eat_profile when it has a string one, and
 	// AcceptedProfiles the set this verification accepted (TRACE's
 	// verifier-compatibility rule: both are reported).
-	Profile          string    `json:"profile,omitempty"`
-	AcceptedProfiles []string  `json:"accepted_profiles"`
-	Signer           string    `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
-	Root             string    `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
-	Counts           Counts    `json:"counts"`
-	Findings         []Finding `json:"findings"`
+	Profile          string   `json:"profile,omitempty"`
+	AcceptedProfiles []string `json:"accepted_profiles"`
+	Signer           string   `json:"signer_thumbprint,omitempty"` // RFC 7638 thumbprint of cnf.jwk, when the record has one
+	Root             string   `json:"transcript_root,omitempty"`   // the recomputed commitment, when a transcript was read
+	Counts           Counts   `json:"counts"`
+	// Warnings counts findings of StatusWarning (listed or omitted): the
+	// verdict line says "verified (bundle, 2 warnings)".
+	Warnings int64     `json:"warnings"`
+	Findings []Finding `json:"findings"`
 	// Omitted counts findings left out of Findings per code once a code
 	// reached MaxFindingsPerCode; the verdict accounts for all of them.
 	Omitted map[Code]int64 `json:"omitted,omitempty"`
@@ -247,7 +259,7 @@ func severity(s Status) int {
 		return 3
 	case StatusUnavailable, StatusUnsupported:
 		return 2
-	case StatusInfo, StatusPass:
+	case StatusInfo, StatusPass, StatusWarning:
 		return 1
 	}
 	return 0
@@ -257,6 +269,9 @@ func severity(s Status) int {
 func (r *Report) add(code Code, check Check, st Status, subject, detail string) {
 	if severity(st) > severity(r.worst) {
 		r.worst = st
+	}
+	if st == StatusWarning {
+		r.Warnings++
 	}
 	if r.perCode == nil {
 		r.perCode = map[Code]int{}
@@ -280,6 +295,9 @@ func (r *Report) omit(code Code, st Status, n int64) {
 	}
 	if severity(st) > severity(r.worst) {
 		r.worst = st
+	}
+	if st == StatusWarning {
+		r.Warnings += n
 	}
 	if r.Omitted == nil {
 		r.Omitted = map[Code]int64{}

@@ -40,6 +40,7 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 		for _, t := range m.Tools {
 			if t.Name != nil {
 				st.tools[*t.Name] = struct{}{}
+				b.declaration(*t.Name, t.Declaration.Digest, e)
 			}
 		}
 	}
@@ -241,32 +242,69 @@ func (b *bundleCheck) bindSnapshot(a *transcript.Attempt) {
 	}
 }
 
-// undeclaredOutcome judges a call to an undeclared tool by its response:
-// a result is tool_not_declared (fail): the server ran a tool whose
-// declaration the snapshot, complete by the collection's facts, does not
-// commit to, so the declarations in evidence are not the set the call was
-// made under.
+// declaration notes a tool's declaration in a complete snapshot and warns
+// (declaration_changed, once per tool) when it differs from the one an
+// earlier complete snapshot of the session committed: the server changed
+// what a tool is while the session ran.
+func (b *bundleCheck) declaration(name, digest string, e *transcript.SnapshotEvent) {
+	if digest == "" {
+		return // an unsupported declaration has no digest to compare
+	}
+	if b.snap.decls == nil {
+		b.snap.decls = map[string]declSeen{}
+	}
+	prev, seen := b.snap.decls[name]
+	b.snap.decls[name] = declSeen{digest: digest, snapshot: e.SnapshotID, seq: e.Seq}
+	if !seen || prev.digest == digest || b.snap.changed[name] {
+		return
+	}
+	if b.snap.changed == nil {
+		b.snap.changed = map[string]bool{}
+	}
+	b.snap.changed[name] = true
+	b.r.add(CodeDeclarationChanged, checkSnapshot, StatusWarning, "snapshot "+e.SnapshotID,
+		fmt.Sprintf("tool %s is declared as %s here and as %s in snapshot %s (seq %d): its declaration changed during the session", quote(name), digest, prev.digest, prev.snapshot, prev.seq))
+}
+
+// undeclaredOutcome reports a call to an undeclared tool once its response
+// is known. It is a warning whatever the answer: the evidence is sound, and
+// what it shows is behaviour. A JSON-RPC error or an isError result is a
+// server refusing a name it never declared (an agent's invented tool name);
+// a successful result is a server running a tool its committed, complete
+// declarations do not hold: a hidden tool, the loudest of the three.
 func (b *bundleCheck) undeclaredOutcome(o *transcript.Observation) {
 	what, ok := b.snap.undeclared[o.AttemptID]
-	if !ok || o.ResultType == transcript.ResultTypeError {
+	if !ok {
 		return
 	}
 	delete(b.snap.undeclared, o.AttemptID)
-	b.r.add(CodeToolNotDeclared, checkSnapshot, StatusFail, "attempt "+o.AttemptID,
-		what+", and the server answered it with a result ("+o.Kind+" at seq "+fmt.Sprint(o.Seq)+"): a tool ran that the declarations in evidence do not hold")
+	at := " (" + o.Kind + " at seq " + fmt.Sprint(o.Seq) + ")"
+	var detail string
+	switch {
+	case o.ResultType == transcript.ResultTypeError:
+		code := ""
+		if o.ErrorCode != nil {
+			code = fmt.Sprintf(" %d", *o.ErrorCode)
+		}
+		detail = what + "; the server refused it with JSON-RPC error" + code + at + ": a name outside the declared catalog (an invented tool name)"
+	case o.IsError:
+		detail = what + "; the server answered with an isError result" + at + ": a name outside the declared catalog (an invented tool name), reported by the server as a tool error"
+	default:
+		detail = what + "; the server answered it with a successful result" + at + ": a hidden tool ran that the declarations in evidence do not hold"
+	}
+	b.r.add(CodeToolNotDeclared, checkSnapshot, StatusWarning, "attempt "+o.AttemptID, detail)
 }
 
 // undeclaredInfo reports, at the end, calls to undeclared tools that got
-// no result (refused with an error, or no response): consistent evidence
-// of a call outside the catalog, a limit of what it shows.
+// no response at all.
 func (b *bundleCheck) undeclaredInfo() {
 	if len(b.snap.undeclared) == 0 {
 		return
 	}
 	b.attempts.each(func(id string, _ attemptState) {
 		if what, ok := b.snap.undeclared[id]; ok {
-			b.r.add(CodeToolNotDeclared, checkSnapshot, StatusInfo, "attempt "+id,
-				what+"; no result was recorded for it (the server refused it, or did not answer): the call was outside the declared catalog")
+			b.r.add(CodeToolNotDeclared, checkSnapshot, StatusWarning, "attempt "+id,
+				what+"; no response was recorded for it: the call was outside the declared catalog")
 		}
 	})
 }

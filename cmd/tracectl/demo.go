@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
@@ -177,7 +178,7 @@ func demoScript(ctx context.Context, log io.Writer, r io.ReadCloser, w io.WriteC
 		return fmt.Errorf("list tools: %w", err)
 	}
 	step("listed %d tools over %d pages", tools, pages)
-	if _, err := call(ctx, "echo", map[string]any{"text": "hello"}, mcp.Meta{transcript.MetaCorrelationID: "demo-echo-1"}); err != nil {
+	if _, err := call(ctx, "echo", map[string]any{"text": "hello"}, mcp.Meta{mcpwire.MetaCorrelationID: "demo-echo-1"}); err != nil {
 		return fmt.Errorf("call echo: %w", err)
 	}
 	if _, err := call(ctx, "temperature", map[string]any{"value": 0.7}, nil); err != nil {
@@ -192,12 +193,12 @@ func demoScript(ctx context.Context, log io.Writer, r io.ReadCloser, w io.WriteC
 	// (outcome unknown), the client's cancellation, and whatever the
 	// server sends late. Then a declared retry, which links to it.
 	slowCtx, cancel := context.WithTimeout(ctx, 2*demoCallTimeout)
-	_, err = call(slowCtx, "slow", map[string]any{"ms": 3000}, mcp.Meta{transcript.MetaCorrelationID: "demo-slow-1"})
+	_, err = call(slowCtx, "slow", map[string]any{"ms": 3000}, mcp.Meta{mcpwire.MetaCorrelationID: "demo-slow-1"})
 	cancel()
 	if err == nil {
 		return errors.New("call slow: want the client to give up, it got an answer")
 	}
-	if _, err := call(ctx, "slow", map[string]any{"ms": 10}, mcp.Meta{transcript.MetaCorrelationID: "demo-slow-2", transcript.MetaRetryOf: "demo-slow-1"}); err != nil {
+	if _, err := call(ctx, "slow", map[string]any{"ms": 10}, mcp.Meta{mcpwire.MetaCorrelationID: "demo-slow-2", mcpwire.MetaRetryOf: "demo-slow-1"}); err != nil {
 		return fmt.Errorf("retry slow: %w", err)
 	}
 	step("a slow call timed out (outcome unknown) and was retried (linked, caller_declared)")

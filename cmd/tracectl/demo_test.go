@@ -27,7 +27,8 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Fatalf("tracectl demo: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	for _, want := range []string{
-		"verdict: verified (bundle)",
+		"verdict: verified (bundle, 1 warning)",
+		"warning     answered_after_cancel [attempt a4]",
 		"retry_linked [attempt a5]: a new attempt retrying a4 (caller_declared)",
 		"snapshot_verified [snapshot s2]",
 	} {

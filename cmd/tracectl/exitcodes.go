@@ -20,7 +20,8 @@ const (
 	exitFailed     = 1   // verification failed, drift found
 	exitUsage      = 2   // usage error or unreadable input
 	exitIncomplete = 3   // evidence unavailable or unsupported
-	exitIO         = 4   // a network or I/O failure
+	exitWarnings   = 4   // verified, with warnings, under verify --fail-on warning
+	exitIO         = 5   // a network or I/O failure
 	exitInternal   = 125 // wrap, proxy: tracectl failed after it started recording
 )
 
@@ -36,6 +37,7 @@ var exitCodeTable = []struct {
 	{exitFailed, "failed", "verification failed, drift found, or a vector failed"},
 	{exitUsage, "usage", "a usage error, invalid options, or input that cannot be read as what it should be (a missing or malformed bundle, record or file; an output that already exists)"},
 	{exitIncomplete, "incomplete", "evidence unavailable or unsupported: the verdict is incomplete"},
+	{exitWarnings, "warnings", "verified with warnings, under verify --fail-on warning"},
 	{exitIO, "io", "a network or I/O failure: a collector or upstream that cannot be reached or refuses, an address in use, a disk that fails or is full; the same command may succeed later"},
 	{exitInternal, "internal", "wrap and proxy: tracectl itself failed after recording started (the evidence could not be made durable, sealing or signing failed); stderr names the command that recovers the bundle"},
 	{exitServer, "server", "wrap: the server failed on its own; wrap exits with the server's status (128+N for signal N)"},
@@ -71,7 +73,8 @@ func exitCodesHelp() string {
 		b.WriteString(line + "\n")
 	}
 	b.WriteString("\nverify of many bundles exits with the worst status among them: failed (1),\n" +
-		"then unreadable (2), then incomplete (3).")
+		"then unreadable (2), then incomplete (3), then warnings (4, under --fail-on\n" +
+		"warning).")
 	return b.String()
 }
 
@@ -86,7 +89,7 @@ func init() {
 func ioErr(err error, hint string) error { return &exitError{code: exitIO, err: err, hint: hint} }
 
 // ioFailure reports an error of the network or the file system rather than
-// of the invocation: a peer that cannot be reached, refuses, resets or
+// of the invocation (exit 5, not 2): a peer that cannot be reached, refuses, resets or
 // times out, an address in use, a failing, full or read-only disk. A
 // malformed address stays a usage error.
 func ioFailure(err error) bool {

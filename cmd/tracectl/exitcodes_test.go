@@ -51,7 +51,7 @@ func TestExitCodeTableDocumented(t *testing.T) {
 	}
 }
 
-// TestIOFailure: which errors are the network's or the disk's (exit 4)
+// TestIOFailure: which errors are the network's or the disk's (exit 5)
 // rather than the invocation's (exit 2).
 func TestIOFailure(t *testing.T) {
 	for _, tt := range []struct {
@@ -78,7 +78,7 @@ func TestIOFailure(t *testing.T) {
 	}
 }
 
-// TestOwnErrorsExitCode: an error a command returns exits 4 when the disk
+// TestOwnErrorsExitCode: an error a command returns exits 5 when the disk
 // or the network failed, 2 otherwise, without the --help hint either way.
 func TestOwnErrorsExitCode(t *testing.T) {
 	root := &cobra.Command{Use: "tracectl", SilenceErrors: true, SilenceUsage: true}
@@ -106,7 +106,7 @@ func TestOwnErrorsExitCode(t *testing.T) {
 }
 
 // TestExportOTLPExitIO: a collector that refuses the spans, and one that
-// is not there, exit 4 (a network failure), not 2.
+// is not there, exit 5 (a network failure), not 2.
 func TestExportOTLPExitIO(t *testing.T) {
 	bundle := fixtureDir(t, "basic")
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +131,7 @@ func TestExportOTLPExitIO(t *testing.T) {
 	}
 }
 
-// TestProxyListenInUse: an address another process holds exits 4; a
+// TestProxyListenInUse: an address another process holds exits 5; a
 // malformed one stays a usage error.
 func TestProxyListenInUse(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

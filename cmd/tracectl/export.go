@@ -75,7 +75,7 @@ retained request and response bytes) only with --include-arguments, as
 arguments/result, or gen_ai.tool.call.arguments/gen_ai.tool.call.result.
 --trusted-key verifies the bundle first and refuses to export one that does
 not verify (exit 1, or 3 for incomplete). A collector that refuses the spans
-or cannot be reached within --timeout is a network failure (exit 4; see
+or cannot be reached within --timeout is a network failure (exit 5; see
 tracectl help exit-codes).`,
 		Example: "  tracectl export --format jsonl run.trace\n  tracectl export --format csv --out calls.csv run.trace\n" +
 			"  tracectl export --format otlp --endpoint http://localhost:4318 run.trace",
@@ -96,7 +96,7 @@ tracectl help exit-codes).`,
 }
 
 // csvColumns are the CSV header, in order; csvRow follows it.
-var csvColumns = []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid", "outcome", "outcome_label",
+var csvColumns = []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid", "outcome", "outcome_class", "outcome_label",
 	"result_type", "error_code", "late_response", "retry_of", "retry_basis", "snapshot_id", "snapshot_complete",
 	"correlation_id", "traceparent", "jsonrpc_id", "protocol_era", "protocol_version", "execution_scope",
 	"line_digest", "request_digest", "request_length", "response_digest", "response_length", "arguments_digest"}
@@ -108,7 +108,7 @@ func csvRow(r inspect.Record, withArgs bool) []string {
 		}
 		return strconv.FormatInt(*p, 10)
 	}
-	row := []string{r.AttemptID, strconv.FormatInt(r.Seq, 10), r.Start, r.End, opt(r.DurationMs), r.Tool, r.ToolInvalid, r.Outcome, r.OutcomeLabel,
+	row := []string{r.AttemptID, strconv.FormatInt(r.Seq, 10), r.Start, r.End, opt(r.DurationMs), r.Tool, r.ToolInvalid, r.Outcome, r.OutcomeClass, r.OutcomeLabel,
 		r.ResultType, opt(r.ErrorCode), r.LateResponse, r.RetryOf, r.RetryBasis, r.SnapshotID, strconv.FormatBool(r.SnapshotComplete),
 		r.CorrelationID, r.Traceparent, r.JSONRPCID, r.ProtocolEra, r.ProtocolVersion, r.ExecutionScope,
 		r.LineDigest, r.RequestDigest, strconv.FormatInt(r.RequestLength, 10), r.ResponseDigest, strconv.FormatInt(r.ResponseLength, 10), r.ArgumentsDigest}
@@ -313,6 +313,7 @@ const (
 	attrRequestDigest  = "tracectl.request_digest"
 	attrResponseDigest = "tracectl.response_digest"
 	attrOutcome        = "tracectl.outcome"
+	attrOutcomeClass   = "tracectl.outcome_class"
 	attrRetryOf        = "tracectl.retry_of"
 	attrRetryBasis     = "tracectl.retry_basis"
 	attrSnapshotID     = "tracectl.snapshot_id"
@@ -334,6 +335,7 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 		attribute.String(attrLineDigest, r.LineDigest),
 		attribute.String(attrRequestDigest, r.RequestDigest),
 		attribute.String(attrOutcome, r.Outcome),
+		attribute.String(attrOutcomeClass, r.OutcomeClass),
 		attribute.String(attrScope, r.ExecutionScope),
 		attribute.String(attrVerification, verificationOf(b)),
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -107,7 +108,7 @@ func jsonStr(s string) string {
 
 func recordSnapshot(r *producer.Recorder, capture string, pages ...[2][]byte) error {
 	ver := "2025-11-25"
-	c, err := snapshot.NewCollector(snapshot.Options{CaptureID: capture, Era: transcript.EraLegacy, Version: &ver})
+	c, err := snapshot.NewCollector(snapshot.Options{CaptureID: capture, Era: mcpwire.EraLegacy, Version: &ver})
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func writeFixture(dir, kind string) error {
 	}
 	ctx := context.Background()
 	proto := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"example-server","version":"2.1.0"}}}`
-	if err := r.RecordProtocol(producer.Protocol{Era: transcript.EraLegacy, Version: "2025-11-25", Source: transcript.SourceInitialize,
+	if err := r.RecordProtocol(producer.Protocol{Era: mcpwire.EraLegacy, Version: "2025-11-25", Source: transcript.SourceInitialize,
 		ServerName: "example-server", ServerVersion: "2.1.0", Line: []byte(proto + "\n")}); err != nil {
 		return err
 	}

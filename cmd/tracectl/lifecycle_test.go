@@ -110,6 +110,48 @@ func TestTSv1CancelThenClose(t *testing.T) {
 	}
 }
 
+// TestTSv1InventedToolWarns: an agent calls a tool name the server never
+// declared, through wrap, from the TypeScript SDK v1 client, against npm's
+// server-everything (which answers with an error the client sees). The
+// bundle is sound evidence of it: verified, with one warning that names the
+// tool, and --fail-on warning turns it into exit 4.
+func TestTSv1InventedToolWarns(t *testing.T) {
+	sdk := tsclient.V1(t)
+	everything := mcptest.EverythingBin(t)
+	k := newKit(t)
+	c := tsclient.Start(t, sdk, k.env(), "invented-tool", k.snippet(everything)...)
+	c.Expect(t, "connected", 30*time.Second)
+	c.Expect(t, "listed", 10*time.Second)
+	c.Expect(t, "echo", 10*time.Second)
+	e := c.Expect(t, "invented", 10*time.Second)
+	t.Logf("the client got: %s", e.Outcome)
+	c.Expect(t, "closed", 10*time.Second)
+	if err := c.Wait(t, 10*time.Second); err != nil {
+		t.Fatalf("client: %v\n%s", err, c.Stderr())
+	}
+	b := k.bundleList(t)
+	if len(b) != 1 {
+		t.Fatalf("bundles %q, want 1", b)
+	}
+	rep := k.verified(t, b[0])
+	if !strings.HasPrefix(rep, "verdict: verified (bundle, 1 warning)\n") {
+		t.Fatalf("want verified with one warning:\n%s", rep)
+	}
+	var warn []string
+	for _, l := range strings.Split(rep, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "warning ") {
+			warn = append(warn, l)
+		}
+	}
+	if len(warn) != 1 || !strings.Contains(warn[0], "tool_not_declared") || !strings.Contains(warn[0], `"get_weather_forecast"`) {
+		t.Fatalf("want one tool_not_declared warning naming get_weather_forecast, got %q\n%s", warn, rep)
+	}
+	cmd := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", "--fail-on", "warning", b[0])
+	if out, err := cmd.CombinedOutput(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 {
+		t.Fatalf("verify --fail-on warning: %v, want exit 4\n%s", err, out)
+	}
+}
+
 // setSubreaper makes this test process the reaper of orphaned descendants,
 // so a test can wait for tracectl after killing the client that started it.
 func setSubreaper(t *testing.T) {
@@ -511,4 +553,41 @@ func liveInGroup(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// TestWrapServerFailsAtStart: a server that exits with a failure before
+// any client byte arrives gives wrap its status, whether the client is
+// still connected or already at EOF (the race a launcher's probe makes);
+// nothing was recorded, so no bundle is left. A server that exits 0 at the
+// same point leaves wrap at 0.
+func TestWrapServerFailsAtStart(t *testing.T) {
+	k := newKit(t)
+	for _, tc := range []struct {
+		name      string
+		body      string
+		clientEOF bool
+		code      int
+	}{
+		{"exit 3, client connected", "exit 3", false, 3},
+		{"exit 3, client at EOF", "exit 3", true, 3},
+		{"exit 0, client at EOF", "exit 0", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := k.bundleList(t)
+			w := k.start(t, io.Discard, "sh", "-c", tc.body)
+			if tc.clientEOF {
+				w.in.Close()
+			}
+			code := w.wait(t)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, w.stderr)
+			}
+			if after := k.bundleList(t); len(after) != len(before) {
+				t.Errorf("bundles %q after a start with no client byte, want none added", after)
+			}
+			if !tc.clientEOF {
+				w.in.Close()
+			}
+		})
+	}
 }

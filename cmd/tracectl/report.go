@@ -233,7 +233,7 @@ table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #d0d7de;paddi
 th{background:#f6f8fa}code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all}
 .verdict{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:600;font-size:16px;margin:8px 0}
 .v-verified{background:#dafbe1;color:#116329}.v-failed{background:#ffebe9;color:#a40e26}.v-incomplete{background:#fff8c5;color:#7d4e00}.v-unverified{background:#eaeef2;color:#424a53}
-.s-fail{color:#a40e26;font-weight:600}.s-unavailable,.s-unsupported{color:#7d4e00;font-weight:600}.s-pass{color:#116329}.s-info{color:#424a53}
+.s-fail{color:#a40e26;font-weight:600}.s-unavailable,.s-unsupported{color:#7d4e00;font-weight:600}.s-pass{color:#116329}.s-info{color:#424a53}.s-warning{color:#9a6700;font-weight:600}
 .o-result{fill:#2da44e}.o-tool_error{fill:#d4a72c}.o-jsonrpc_error{fill:#cf222e}.o-transport_failure{fill:#8250df}
 .o-timeout,.o-cancelled,.o-unknown,.o-in_flight{fill:url(#unknown);stroke:#57606a;stroke-dasharray:3 2}
 td.o-result{color:#116329}td.o-tool_error{color:#7d4e00}td.o-jsonrpc_error,td.o-transport_failure{color:#a40e26}

@@ -66,7 +66,7 @@ that commits to the transcript.`,
 // markOwnErrors makes every error a command's RunE returns an exitError, so
 // exitCode can tell them from cobra's own (an unknown command, wrong
 // arguments), which alone get the usage hint: a failure inside a command is
-// not cured by reading --help. Such errors exit 4 when the network or the
+// not cured by reading --help. Such errors exit 5 when the network or the
 // file system failed (ioFailure), else 2.
 func markOwnErrors(c *cobra.Command) {
 	if f := c.RunE; f != nil {

@@ -279,7 +279,7 @@ func writeAttempt(w *strings.Builder, fsys fs.FS, b *inspect.Bundle, a *inspect.
 		kv("detail", escapeTerminal(a.Outcome.Reason))
 	}
 	kv("jsonrpc id", escapeTerminal(rpcIDText(a.RPCID)))
-	kv("protocol", escapeTerminal(strings.TrimSpace(a.Protocol.Era+" "+a.Protocol.State+" "+a.Protocol.Value)))
+	kv("protocol", escapeTerminal(strings.TrimSpace(string(a.Protocol.Era)+" "+a.Protocol.State+" "+a.Protocol.Value)))
 	snap := "none (" + a.Snapshot.NoneReason + ")"
 	if a.Snapshot.SnapshotID != "" {
 		snap = a.Snapshot.SnapshotID + " " + a.Snapshot.ManifestDigest
@@ -368,6 +368,9 @@ func verificationOf(b *inspect.Bundle) string {
 	s := string(r.Verdict) + " (" + r.TrustBasis
 	if r.Signer != "" {
 		s += ", signer " + r.Signer
+	}
+	if r.Warnings > 0 {
+		s += ", " + warningCount(r.Warnings)
 	}
 	s += ")"
 	if codes := r.Failures(); len(codes) > 0 {
@@ -458,26 +461,30 @@ func protocolText(b *inspect.Bundle) string {
 	if p == nil {
 		return "not observed"
 	}
-	return strings.TrimSpace(p.Era+" "+p.Version) + " (" + p.Source + ")"
+	return strings.TrimSpace(string(p.Era)+" "+p.Version) + " (" + p.Source + ")"
 }
 
+// countsText counts attempts by the one count model (inspect's outcome
+// classes, as the seal line and verify count them), with what the
+// responses were.
 func countsText(b *inspect.Bundle) string {
 	n := map[string]int{}
+	class := map[string]int{}
 	late := 0
 	for _, a := range b.Attempts {
 		n[a.Outcome.Kind]++
+		class[a.Outcome.Class()]++
 		if a.Outcome.Late != "" {
 			late++
 		}
 	}
-	unknown := n[inspect.OutcomeTimeout] + n[inspect.OutcomeCancelled] + n[inspect.OutcomeUnknown] + n[inspect.OutcomeInFlight]
 	lateText := ""
 	if late > 0 {
-		lateText = fmt.Sprintf(", %d of them answered late", late)
+		lateText = fmt.Sprintf(", %d late", late)
 	}
-	s := fmt.Sprintf("%d attempts (%d result, %d isError, %d JSON-RPC error, %d transport failure, %d unknown%s); %d snapshots, %d notifications, %d lines",
-		len(b.Attempts), n[inspect.OutcomeResult], n[inspect.OutcomeToolError], n[inspect.OutcomeJSONRPCError],
-		n[inspect.OutcomeTransportFailure], unknown, lateText, len(b.Snapshots), len(b.Notifications), b.Lines)
+	s := fmt.Sprintf("%d attempts (%d responses: %d result, %d isError, %d JSON-RPC error%s; %d transport failures; %d unknown); %d snapshots, %d notifications, %d lines",
+		len(b.Attempts), class[inspect.ClassResponse], n[inspect.OutcomeResult], n[inspect.OutcomeToolError], n[inspect.OutcomeJSONRPCError], lateText,
+		class[inspect.ClassTransportFailure], class[inspect.ClassUnknown], len(b.Snapshots), len(b.Notifications), b.Lines)
 	if b.Seal == nil {
 		return s + ", not sealed"
 	}

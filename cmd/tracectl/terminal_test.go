@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/internal/snapfile"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -143,7 +144,7 @@ func TestVerifyEscapesHostileEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := jsonString(hostile)
-	if err := rec.RecordProtocol(producer.Protocol{Era: transcript.EraLegacy, Version: "2025-11-25", Source: transcript.SourceInitialize, ServerName: hostile, ServerVersion: hostile}); err != nil {
+	if err := rec.RecordProtocol(producer.Protocol{Era: mcpwire.EraLegacy, Version: "2025-11-25", Source: transcript.SourceInitialize, ServerName: hostile, ServerVersion: hostile}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := rec.Attempt(context.Background(), producer.Call{Line: []byte(`{"jsonrpc":"2.0","id":` + q + `,"method":"tools/call","params":{"name":` + q + `,"arguments":{}}}` + "\n")})

@@ -36,6 +36,7 @@ type verifyOptions struct {
 	input            string
 	inputs           []string // more than one input, or --recursive: verify many (verifymany.go)
 	recursive        []string
+	failOnWarning    bool             // --fail-on warning
 	now              func() time.Time // the clock, an input like everything else
 }
 
@@ -72,9 +73,15 @@ device is refused (file_refused), and the transcript is read up to
 Evidence text is escaped in the text report and \u-escaped in JSON, so a
 signed string cannot forge report lines.
 
-Exit status: 0 verified, 1 failed, 3 incomplete (evidence unavailable or
-unsupported, or trust on the embedded key), 2 usage or unreadable input (a
-missing record, one that is not a regular file or over 64 KiB).
+Failed means the evidence is false or broken. What sound evidence shows
+about the agent or the server (a call to an undeclared tool, a declaration
+that changed mid-session, a server that answered a cancelled call) is a
+warning: the verdict line says "verified (bundle, 1 warning)".
+
+Exit status: 0 verified (warnings or not), 1 failed, 3 incomplete
+(evidence unavailable or unsupported, or trust on the embedded key), 4
+verified with warnings under --fail-on warning, 2 usage or unreadable input
+(a missing record, one that is not a regular file or over 64 KiB).
 
 Many at once: given several inputs, or --recursive DIR (every bundle under
 DIR: a directory holding record.json or transcript.jsonl), verify checks
@@ -115,6 +122,7 @@ with its "input". The exit status is the worst: failed (1), then unreadable
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
 	f.StringArrayVar(&o.recursive, "recursive", nil, "verify every bundle under this directory (repeatable)")
+	f.Var(&failOnFlag{&o.failOnWarning}, "fail-on", "also fail the exit status on this: warning (a verified bundle with warnings exits 4)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
 	return cmd
 }
@@ -237,6 +245,9 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 	}
 	switch rep.Verdict {
 	case verify.Verified:
+		if o.failOnWarning && rep.Warnings > 0 {
+			return &exitError{code: exitWarnings, err: fmt.Errorf("verified with %s (--fail-on warning)", warningCount(rep.Warnings))}
+		}
 		return nil
 	case verify.Incomplete:
 		return &exitError{code: exitIncomplete, err: verr, hint: hint}
@@ -332,7 +343,11 @@ func writeReport(w io.Writer, rep *verify.Report, format string) error {
 // from evidence goes through escapeTerminal.
 func textReport(rep *verify.Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "verdict: %s (%s)\n", rep.Verdict, rep.Kind)
+	if rep.Warnings > 0 {
+		fmt.Fprintf(&b, "verdict: %s (%s, %s)\n", rep.Verdict, rep.Kind, warningCount(rep.Warnings))
+	} else {
+		fmt.Fprintf(&b, "verdict: %s (%s)\n", rep.Verdict, rep.Kind)
+	}
 	fmt.Fprintf(&b, "trust: %s", rep.TrustBasis)
 	if rep.Signer != "" {
 		fmt.Fprintf(&b, " (signer %s)", escapeTerminal(rep.Signer))
@@ -377,3 +392,36 @@ func textReport(rep *verify.Report) string {
 		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, c.Lines, c.Snapshots, c.Payloads)
 	return b.String()
 }
+
+// warningCount is "1 warning" or "N warnings".
+func warningCount(n int64) string {
+	if n == 1 {
+		return "1 warning"
+	}
+	return fmt.Sprintf("%d warnings", n)
+}
+
+// failOnFlag is --fail-on: "warning" makes warnings fail the exit status
+// (exit 4); "failed", the default, leaves it to the verdict.
+type failOnFlag struct{ warning *bool }
+
+func (f *failOnFlag) String() string {
+	if f.warning != nil && *f.warning {
+		return "warning"
+	}
+	return "failed"
+}
+
+func (f *failOnFlag) Set(v string) error {
+	switch v {
+	case "warning":
+		*f.warning = true
+	case "failed":
+		*f.warning = false
+	default:
+		return fmt.Errorf("%q: want warning or failed", v)
+	}
+	return nil
+}
+
+func (f *failOnFlag) Type() string { return "warning|failed" }

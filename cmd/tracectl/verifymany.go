@@ -137,12 +137,14 @@ func runVerifyMany(ctx context.Context, s streams, o *verifyOptions) error {
 		}()
 	}
 	counts := map[string]int{}
+	warned := false // a verified input with warnings
 	worst := string(verify.Verified)
 	var werr error
 	for _, ch := range results {
 		r := <-ch
 		st := r.status()
 		counts[st]++
+		warned = warned || (r.rep != nil && r.rep.Verdict == verify.Verified && r.rep.Warnings > 0)
 		if severity(st) > severity(worst) {
 			worst = st
 		}
@@ -160,6 +162,9 @@ func runVerifyMany(ctx context.Context, s streams, o *verifyOptions) error {
 	}
 	switch worst {
 	case string(verify.Verified):
+		if o.failOnWarning && warned {
+			return &exitError{code: exitWarnings}
+		}
 		return nil
 	case string(verify.Incomplete):
 		return &exitError{code: exitIncomplete}
@@ -197,7 +202,11 @@ func writeManyLine(s streams, format string, r manyResult) error {
 	case r.rep == nil:
 		line += ": " + escapeTerminal(r.err.Error())
 	case r.rep.Verdict == verify.Verified:
-		line += fmt.Sprintf(" (%d attempts)", r.rep.Counts.Attempts)
+		if r.rep.Warnings > 0 {
+			line += fmt.Sprintf(" (%d attempts, %s)", r.rep.Counts.Attempts, warningCount(r.rep.Warnings))
+		} else {
+			line += fmt.Sprintf(" (%d attempts)", r.rep.Counts.Attempts)
+		}
 	default:
 		line += ": " + strings.Join(verdictCodes(r.rep), ", ")
 	}

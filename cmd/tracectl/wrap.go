@@ -93,7 +93,8 @@ again. The bundle is sealed and, with --key, signed. A client that goes away
 mid-session is noted; what the server still sends is recorded.
 
 Exit status: 0 when the client ended the session; the server's own status
-when it ended on its own with a failure (128+N for signal N); 2 for a usage
+when it ended on its own with a failure (128+N for signal N), or failed
+(1..127) before any client byte arrived; 2 for a usage
 error before the server started; 125 when tracectl itself failed (evidence
 could not be made durable, sealing or signing failed; stderr says what to
 run).
@@ -319,7 +320,11 @@ func wrapExit(sum *sessionSummary, err error) error {
 		}
 		return &exitError{code: exitInternal, err: err, hint: hint}
 	}
-	if r := sum.res; r != nil && r.EndedOnItsOwn && r.ExitCode != 0 {
+	// The server's own failure is wrap's status: when it ended on its own,
+	// and when no client byte ever arrived (a server failing at start races
+	// a client at EOF: closing its stdin asked nothing of a server that
+	// read nothing), unless tracectl's own signal ended it.
+	if r := sum.res; r != nil && r.ExitCode != 0 && (r.EndedOnItsOwn || (r.ClientBytes == 0 && r.ExitCode > 0 && r.ExitCode < 128)) {
 		code := r.ExitCode
 		if code < 0 || code > 255 {
 			code = 1

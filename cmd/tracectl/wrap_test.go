@@ -213,6 +213,8 @@ func TestWrapExit(t *testing.T) {
 		{"server killed by SIGKILL", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: 137, EndedOnItsOwn: true}}, nil, 137},
 		{"server exited 0 on its own", &sessionSummary{sealed: sealed, res: &producer.SessionResult{EndedOnItsOwn: true}}, nil, 0},
 		{"status unknown", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: -1, EndedOnItsOwn: true}}, nil, 1},
+		{"no client byte, server failed with 3 as its stdin closed", &sessionSummary{dropped: true, res: &producer.SessionResult{ExitCode: 3}}, nil, 3},
+		{"client bytes, server exited 1 when asked to stop", &sessionSummary{sealed: sealed, res: &producer.SessionResult{ExitCode: 1, ClientBytes: 40}}, nil, 0},
 		{"audit unavailable", &sessionSummary{sealed: sealed, res: &producer.SessionResult{}}, producer.ErrAuditUnavailable, exitInternal},
 		{"refused before start", nil, usageErr(errors.New("x"), ""), exitUsage},
 	} {

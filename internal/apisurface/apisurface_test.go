@@ -18,13 +18,13 @@ import (
 	"testing"
 )
 
-// maxExported is the bound. The goal is 700; 794 is where the third cut
+// maxExported is the bound. The goal is 700; 738 is where the third cut
 // stopped: what is left is named by another package (most of it by
 // producer, verify or the packages under parallel work), is a sentinel
 // error, a code spec/verification.md lists, an enum value other packages
 // use, or a type an exported API hands out. Lower it whenever the surface
 // shrinks, never raise it without a reason in the commit.
-const maxExported = 794
+const maxExported = 741
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")

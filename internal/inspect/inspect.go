@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/tracectl/tracectl/transcript"
@@ -48,6 +49,29 @@ const (
 	OutcomeUnknown          = "unknown"           // unknown: resolved at seal or recovery
 	OutcomeInFlight         = "in_flight"         // no terminal observation (an unsealed bundle)
 )
+
+// Outcome classes (Outcome.Class): the one count model. The seal line's
+// counts, verify's Counts, show, export, the report and the OTLP spans all
+// count attempts by it: response when any response was recorded (a late one
+// too: the server answered), else transport_failure when the transport
+// failed with the call in flight (after a timeout or cancellation too),
+// else unknown.
+const (
+	ClassResponse         = "response"
+	ClassTransportFailure = "transport_failure"
+	ClassUnknown          = "unknown"
+)
+
+// Class is the outcome's class in the one count model.
+func (o Outcome) Class() string {
+	switch {
+	case o.Late != "", o.Kind == OutcomeResult, o.Kind == OutcomeToolError, o.Kind == OutcomeJSONRPCError:
+		return ClassResponse
+	case o.Kind == OutcomeTransportFailure:
+		return ClassTransportFailure
+	}
+	return ClassUnknown
+}
 
 // Outcome is what was observed about an attempt. Unknown outcomes (timeout,
 // cancelled, unknown, in_flight) stay unknown when a late response follows:
@@ -309,6 +333,15 @@ func observe(a *Attempt, o *transcript.Observation) {
 			}
 		}
 	case transcript.ObsTransportFailure, transcript.ObsTimeout, transcript.ObsCancelSent:
+		if o.Kind == transcript.ObsTransportFailure && a.Outcome.Late == "" &&
+			(a.Outcome.Kind == OutcomeTimeout || a.Outcome.Kind == OutcomeCancelled) {
+			// The call was still in flight as far as anyone knew: the
+			// transport failing with it is its outcome class (as the seal
+			// and verify count it), after the timeout or cancellation.
+			a.Outcome = Outcome{Kind: OutcomeTransportFailure, Reason: "after " + a.Outcome.Kind + ": " + o.Detail}
+			a.EndMs = o.AtMs
+			return
+		}
 		if a.Outcome.Kind != OutcomeInFlight {
 			return
 		}
@@ -374,6 +407,11 @@ func (o Outcome) Label() string {
 		return "unknown"
 	}
 	s := label(o.Kind, o.ErrorCode)
+	if o.Kind == OutcomeTransportFailure {
+		if after, _, ok := strings.Cut(o.Reason, ": "); ok && strings.HasPrefix(after, "after ") {
+			s += " (" + after + ")"
+		}
+	}
 	if o.Kind == OutcomeUnknown && o.Reason != "" {
 		s = "unknown (" + o.Reason + ")"
 	}
@@ -381,7 +419,10 @@ func (o Outcome) Label() string {
 		s += " (" + o.ResultType + ")"
 	}
 	if o.Late != "" {
-		s += "; late " + label(o.Late, o.LateErrorCode)
+		// Answered after all: the class is response, so the label says
+		// the answer first and what came before it second.
+		before := strings.TrimPrefix(strings.TrimSuffix(s, ")"), "unknown (")
+		return "late " + label(o.Late, o.LateErrorCode) + " (after " + before + ")"
 	}
 	return s
 }

@@ -100,6 +100,10 @@ func outcomesBundle(t testing.TB, retention string) string {
 		must(t, h.CancelSent())
 		_, err = r.Attempt(ctx, req(8, "inflight", `{}`))
 		must(t, err)
+		h, err = r.Attempt(ctx, req(9, "lost", `{}`))
+		must(t, err)
+		must(t, h.Timeout())
+		must(t, h.TransportFailure("server exited"))
 	})
 }
 
@@ -109,23 +113,24 @@ func TestOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ id, kind, label string }{
-		{"a1", inspect.OutcomeResult, "result"},
-		{"a2", inspect.OutcomeToolError, "isError"},
-		{"a3", inspect.OutcomeJSONRPCError, "error -32601"},
-		{"a4", inspect.OutcomeTransportFailure, "transport failure"},
-		{"a5", inspect.OutcomeTimeout, "unknown (timeout); late result"},
-		{"a6", inspect.OutcomeResult, "result"},
-		{"a7", inspect.OutcomeCancelled, "unknown (cancelled)"},
-		{"a8", inspect.OutcomeUnknown, "unknown (sealed_in_flight)"},
+	want := []struct{ id, kind, label, class string }{
+		{"a1", inspect.OutcomeResult, "result", inspect.ClassResponse},
+		{"a2", inspect.OutcomeToolError, "isError", inspect.ClassResponse},
+		{"a3", inspect.OutcomeJSONRPCError, "error -32601", inspect.ClassResponse},
+		{"a4", inspect.OutcomeTransportFailure, "transport failure", inspect.ClassTransportFailure},
+		{"a5", inspect.OutcomeTimeout, "late result (after timeout)", inspect.ClassResponse},
+		{"a6", inspect.OutcomeResult, "result", inspect.ClassResponse},
+		{"a7", inspect.OutcomeCancelled, "unknown (cancelled)", inspect.ClassUnknown},
+		{"a8", inspect.OutcomeUnknown, "unknown (sealed_in_flight)", inspect.ClassUnknown},
+		{"a9", inspect.OutcomeTransportFailure, "transport failure (after timeout)", inspect.ClassTransportFailure},
 	}
 	if len(b.Attempts) != len(want) {
 		t.Fatalf("%d attempts, want %d", len(b.Attempts), len(want))
 	}
 	for i, w := range want {
 		a := b.Attempts[i]
-		if a.AttemptID != w.id || a.Outcome.Kind != w.kind || a.Outcome.Label() != w.label {
-			t.Errorf("attempt %d: %s %s %q, want %s %s %q", i, a.AttemptID, a.Outcome.Kind, a.Outcome.Label(), w.id, w.kind, w.label)
+		if a.AttemptID != w.id || a.Outcome.Kind != w.kind || a.Outcome.Label() != w.label || a.Outcome.Class() != w.class {
+			t.Errorf("attempt %d: %s %s %q %s, want %s %s %q %s", i, a.AttemptID, a.Outcome.Kind, a.Outcome.Label(), a.Outcome.Class(), w.id, w.kind, w.label, w.class)
 		}
 		if a.EndMs <= a.AtMs {
 			t.Errorf("%s: end %d not after start %d", a.AttemptID, a.EndMs, a.AtMs)
@@ -140,8 +145,16 @@ func TestOutcomes(t *testing.T) {
 	if code := b.Attempt("a3").Outcome.ErrorCode; code == nil || *code != -32601 {
 		t.Errorf("a3 error code %v", code)
 	}
-	if b.Seal == nil || b.Seal.Attempts != 8 {
-		t.Errorf("seal %+v", b.Seal)
+	if b.Seal == nil || b.Seal.Attempts != 9 {
+		t.Fatalf("seal %+v", b.Seal)
+	}
+	// The one count model: the seal line's counts are the classes'.
+	n := map[string]int64{}
+	for _, a := range b.Attempts {
+		n[a.Outcome.Class()]++
+	}
+	if s := b.Seal; s.Responses != n[inspect.ClassResponse] || s.TransportFailures != n[inspect.ClassTransportFailure] || s.Unknown != n[inspect.ClassUnknown] {
+		t.Errorf("seal counts %d/%d/%d, classes %v", s.Responses, s.TransportFailures, s.Unknown, n)
 	}
 
 	// The line digest is the SHA-256 of the attempt line's exact bytes.
@@ -247,7 +260,7 @@ func TestTornTranscript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Seal != nil || !strings.Contains(b.Problem, transcript.CodeTornLine) || len(b.Attempts) != 8 {
+	if b.Seal != nil || !strings.Contains(b.Problem, transcript.CodeTornLine) || len(b.Attempts) != 9 {
 		t.Errorf("seal %v, problem %q, %d attempts", b.Seal, b.Problem, len(b.Attempts))
 	}
 	if _, err := inspect.Load(context.Background(), memFS{transcript.TranscriptFile: []byte("not json\n")}, inspect.Options{}); err == nil {

@@ -45,7 +45,8 @@ type Record struct {
 
 // RecordOutcome is a Record's outcome (spec/export.md).
 type RecordOutcome struct {
-	Outcome      string `json:"outcome"` // an Outcome kind
+	Outcome      string `json:"outcome"`       // an Outcome kind
+	OutcomeClass string `json:"outcome_class"` // response, transport_failure or unknown: the one count model (Outcome.Class)
 	OutcomeLabel string `json:"outcome_label"`
 	ResultType   string `json:"result_type,omitempty"`
 	ErrorCode    *int64 `json:"error_code,omitempty"`
@@ -78,12 +79,12 @@ func (b *Bundle) Records() []Record {
 		r := Record{
 			AttemptID: a.AttemptID, Seq: a.Seq, Start: stamp(a.AtMs), Tool: a.Tool, ToolInvalid: a.ToolInvalid,
 			RecordOutcome: RecordOutcome{
-				Outcome: a.Outcome.Kind, OutcomeLabel: a.Outcome.Label(), ResultType: a.Outcome.ResultType,
+				Outcome: a.Outcome.Kind, OutcomeClass: a.Outcome.Class(), OutcomeLabel: a.Outcome.Label(), ResultType: a.Outcome.ResultType,
 				ErrorCode: a.Outcome.ErrorCode, Detail: a.Outcome.Reason, LateResponse: a.Outcome.Late,
 			},
 			RetryOf: a.RetryOf, RetryBasis: a.RetryBasis, RetriedBy: a.RetriedBy,
 			SnapshotID: a.Snapshot.SnapshotID, SnapshotComplete: a.Snapshot.Complete,
-			JSONRPCIDKind: a.RPCID.Kind, ProtocolEra: a.Protocol.Era, ProtocolVersion: a.Protocol.Value,
+			JSONRPCIDKind: a.RPCID.Kind, ProtocolEra: string(a.Protocol.Era), ProtocolVersion: a.Protocol.Value,
 			ExecutionScope: a.ExecutionScope,
 			RecordEvidence: RecordEvidence{LineDigest: a.LineDigest,
 				RequestDigest: a.Request.Digest, RequestLength: a.Request.Length, ArgumentsDigest: a.ArgsDigest},

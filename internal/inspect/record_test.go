@@ -44,7 +44,7 @@ func TestRecordJSONMembers(t *testing.T) {
 		}
 	}
 	want := []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid",
-		"outcome", "outcome_label", "result_type", "error_code", "detail", "late_response",
+		"outcome", "outcome_class", "outcome_label", "result_type", "error_code", "detail", "late_response",
 		"retry_of", "retry_basis", "retried_by", "snapshot_id", "snapshot_complete",
 		"correlation_id", "traceparent", "tracestate", "jsonrpc_id", "jsonrpc_id_kind",
 		"protocol_era", "protocol_version", "execution_scope",

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -181,7 +182,7 @@ func (s *session) discover() error {
 	resp := `{"jsonrpc":"2.0","id":0,"result":{"resultType":"complete","supportedVersions":["` + protocolVersion +
 		`"],"capabilities":{"tools":{"listChanged":true}},"ttlMs":300000,"cacheScope":"public",` + serverInfo + `}}` + "\n"
 	return s.rec.RecordProtocol(producer.Protocol{
-		Era: transcript.EraModern, Version: protocolVersion, Source: transcript.SourceDiscover,
+		Era: mcpwire.EraModern, Version: protocolVersion, Source: transcript.SourceDiscover,
 		ServerName: "weather-mcp", ServerVersion: "1.4.0", Line: []byte(resp),
 	})
 }
@@ -237,7 +238,7 @@ func collectBytes(capID string, exchanges [][2][]byte, lim snapshot.Limits) (*sn
 	col, err := snapshot.NewCollector(snapshot.Options{
 		CaptureID: capID, Mode: snapshot.ModePassive, Limits: lim,
 		ServerName: &name, ServerVersion: &ver, ServerSource: "discover_response",
-		Era: snapshot.EraModern, Version: &v, ListChangedWatch: snapshot.WatchSubscribed,
+		Era: mcpwire.EraModern, Version: &v, ListChangedWatch: snapshot.WatchSubscribed,
 	})
 	if err != nil {
 		return nil, err

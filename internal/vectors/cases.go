@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
@@ -455,7 +456,7 @@ func (g *generator) row3() ([]*vec, error) {
 		string(verify.Failed), codes(cs(verify.CodeSnapshotWrong)), codes(bound, cs(verify.CodeSnapshotVerified)), b))
 
 	// The call is to a tool the complete snapshot it is bound to does not
-	// declare: it was not selected from the declarations in evidence.
+	// declare, and the server answers it: a warning on sound evidence.
 	b, err = g.pagedBundleB("r3-tool-not-declared", []page{
 		{tools: []string{toolEmail}, next: str("page-2")},
 		{cursor: str("page-2"), tools: []string{toolSearch}},
@@ -463,9 +464,9 @@ func (g *generator) row3() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, g.bundleVec("r3-tool-not-declared", 3, CaseNegative,
-		"The attempt calls get_weather and is bound to a complete snapshot (two pages, terminal page reached, no list_changed) that declares only send_email and search_docs. The binding says the call was selected from that set; a tool outside it contradicts it.",
-		string(verify.Failed), codes(cs(verify.CodeToolNotDeclared, verify.CodeSnapshotVerified)), codes(bound), b))
+	out = append(out, g.bundleVec("r3-tool-not-declared", 3, CaseBoundary,
+		"The attempt calls get_weather and is bound to a complete snapshot (two pages, terminal page reached, no list_changed) that declares only send_email and search_docs, and the server answers with a result. The evidence is sound and says so: a call outside the declared catalog, answered, is behaviour worth a warning (tool_not_declared), not a false bundle.",
+		string(verify.Verified), codes(cs(verify.CodeToolNotDeclared, verify.CodeSnapshotVerified)), codes(bound), b))
 	return out, nil
 }
 
@@ -977,7 +978,7 @@ func (g *generator) retryBundle(id string) (*bundle, error) {
 	if _, err := s.snapshot(standardPages(), snapshot.Limits{}); err != nil {
 		return nil, err
 	}
-	req := s.callLine("get_weather", weatherArgs, `"`+transcript.MetaCorrelationID+`":"weather-lisbon-1"`)
+	req := s.callLine("get_weather", weatherArgs, `"`+mcpwire.MetaCorrelationID+`":"weather-lisbon-1"`)
 	h, err := s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
 	if err != nil {
 		return nil, err
@@ -985,7 +986,7 @@ func (g *generator) retryBundle(id string) (*bundle, error) {
 	if err := h.Response(result(req, weatherError)); err != nil {
 		return nil, err
 	}
-	req = s.callLine("get_weather", weatherArgs, `"`+transcript.MetaCorrelationID+`":"weather-lisbon-2","`+transcript.MetaRetryOf+`":"weather-lisbon-1"`)
+	req = s.callLine("get_weather", weatherArgs, `"`+mcpwire.MetaCorrelationID+`":"weather-lisbon-2","`+mcpwire.MetaRetryOf+`":"weather-lisbon-1"`)
 	h, err = s.rec.Attempt(g.fixedCtx, producer.Call{Line: req})
 	if err != nil {
 		return nil, err

@@ -14,8 +14,10 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/internal/snapfile"
 	"github.com/tracectl/tracectl/internal/vectors"
 	"github.com/tracectl/tracectl/sign"
@@ -410,4 +412,71 @@ func TestOutcomeContract(t *testing.T) {
 			t.Errorf("%s: after the JSON round trip: %q", v.Dir, p)
 		}
 	}
+}
+
+// TestCountsAgree: the one count model holds for every bundle vector, of
+// the current set and the frozen ones: the classes show, export, the
+// report and the OTLP spans count by (inspect's Outcome.Class) equal the
+// verifier's counts and, when the seal line was read and the history has
+// no conflict, the seal's.
+func TestCountsAgree(t *testing.T) {
+	sets := map[string]fs.FS{"embedded": vectors.Embedded()}
+	for _, d := range vectors.FrozenDirs {
+		sets[d] = os.DirFS(d)
+	}
+	checked := 0
+	for name, fsys := range sets {
+		vs, err := vectors.Load(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			m := v.Manifest
+			if m.Kind != vectors.KindBundle {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339, m.Bundle.At)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pem, err := fs.ReadFile(v.FS, m.Bundle.TrustedKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := sign.ParsePublicKey(pem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vf, err := verify.New(verify.Options{TrustedKey: key, At: at, AcceptWithheld: m.Bundle.AcceptWithheld})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, _ := vf.Bundle(context.Background(), v.FS)
+			b, err := inspect.Load(context.Background(), v.FS, inspect.Options{})
+			if rep == nil || err != nil || b.Problem != "" || rep.Has(verify.CodeHistoryConflict) || rep.Has(verify.CodeIdentityConflict) || rep.Has(verify.CodeTranscriptMalformed) {
+				continue // no single history to count
+			}
+			n := map[string]int64{}
+			for _, a := range b.Attempts {
+				n[a.Outcome.Class()]++
+			}
+			c := rep.Counts
+			if c.Attempts != int64(len(b.Attempts)) || c.Responses != n[inspect.ClassResponse] || c.TransportFailures != n[inspect.ClassTransportFailure] || c.Unknown != n[inspect.ClassUnknown] {
+				t.Errorf("%s/%s: verify counts %d attempts %d/%d/%d, show classes %d attempts %v", name, m.ID, c.Attempts, c.Responses, c.TransportFailures, c.Unknown, len(b.Attempts), n)
+			}
+			if s := b.Seal; s != nil && (s.Responses != c.Responses || s.TransportFailures != c.TransportFailures || s.Unknown != c.Unknown) {
+				t.Errorf("%s/%s: seal counts %d/%d/%d, verify %d/%d/%d", name, m.ID, s.Responses, s.TransportFailures, s.Unknown, c.Responses, c.TransportFailures, c.Unknown)
+			}
+			for _, r := range b.Records() {
+				if r.OutcomeClass == "" {
+					t.Errorf("%s/%s: export record %s has no outcome_class", name, m.ID, r.AttemptID)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("counts compared for %d bundle vectors, want at least 100", checked)
+	}
+	t.Logf("counts agree for %d bundle vectors", checked)
 }

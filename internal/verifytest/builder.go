@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -196,6 +197,24 @@ func Collect(t testing.TB, id string, n, perPage int) *snapshot.Snapshot {
 	return s
 }
 
+// CollectTools builds a one-page snapshot of the given tool objects (JSON).
+func CollectTools(t testing.TB, id string, tools ...string) *snapshot.Snapshot {
+	t.Helper()
+	c, err := snapshot.NewCollector(snapshot.Options{CaptureID: id, Mode: snapshot.ModeActive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := `{"id":1,"jsonrpc":"2.0","result":{"tools":[` + strings.Join(tools, ",") + `]}}`
+	if err := c.Add([]byte(`{"id":1,"jsonrpc":"2.0","method":"tools/list"}`), []byte(resp)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Attempt dispatches a tools/call of tool_1 bound to ref; mods adjust the
 // attempt line before it is written.
 func (b *Builder) Attempt(id string, ref transcript.SnapshotRef, mods ...func(*transcript.Attempt)) {
@@ -212,8 +231,8 @@ func (b *Builder) Attempt(id string, ref transcript.SnapshotRef, mods ...func(*t
 	}
 	a := &transcript.Attempt{ExecutionScope: b.Scope, AttemptID: id, Tool: f.Tool, ToolInvalid: f.ToolInvalid,
 		ArgsDigest: f.ArgsDigest, ArgsUnsupport: f.ArgsUnsupported, RPCID: f.RPCID, Correlation: f.Correlation,
-		Protocol:     transcript.AttemptProto{Era: transcript.EraModern, State: f.ProtoState, Value: f.ProtoVersion},
-		ServerDigest: b.ServerDigest, Request: b.Blob([]byte(req)), Terminator: transcript.TermLF, Snapshot: ref}
+		Protocol:     transcript.AttemptProto{Era: mcpwire.EraModern, State: f.ProtoState, Value: f.ProtoVersion},
+		ServerDigest: b.ServerDigest, Request: b.Blob([]byte(req)), Terminator: mcpwire.TermLF, Snapshot: ref}
 	for _, m := range mods {
 		m(a)
 	}
@@ -225,7 +244,7 @@ func (b *Builder) Respond(id string, kind string) {
 	b.T.Helper()
 	resp := fmt.Sprintf(`{"id":%q,"jsonrpc":"2.0","result":{"content":[{"text":"done %d","type":"text"}]}}`, id, len(b.Lines))
 	p := b.Blob([]byte(resp))
-	b.Add(&transcript.Observation{AttemptID: id, Kind: kind, ResultType: "complete", Response: &p, Terminator: transcript.TermLF, Basis: transcript.BasisProducer})
+	b.Add(&transcript.Observation{AttemptID: id, Kind: kind, ResultType: "complete", Response: &p, Terminator: mcpwire.TermLF, Basis: transcript.BasisProducer})
 }
 
 // Observe records an observation without a response (timeout, ...).

@@ -69,7 +69,7 @@ func (p *Proxy) newBundle(kind string) (*bundle, error) {
 	}
 	b := &bundle{p: p, rec: rec, done: make(chan struct{}), retired: make(chan struct{}), opened: p.cfg.Clock(), inflight: map[string][]*call{}}
 	b.sink = session.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
-	b.demux = kind == KindStateless
+	b.demux = kind == kindStateless
 	b.waiting = map[string][]*session.RecordingSink{}
 	return b, nil
 }

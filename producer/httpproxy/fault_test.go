@@ -226,7 +226,7 @@ func TestHeaderGate(t *testing.T) {
 	}
 }
 
-// TestTLSUpstream: over TLS with a test CA the leaf's SPKI and the verified
+// TestTLSUpstream: over TLS with a test CA the leaf's spki and the verified
 // chain are recorded; an upstream whose certificate the roots do not
 // verify is refused (a transport failure, nothing delivered from it).
 func TestTLSUpstream(t *testing.T) {
@@ -244,7 +244,7 @@ func TestTLSUpstream(t *testing.T) {
 	cs.Close()
 	reps := h.close()
 	requireVerified(t, reps)
-	want := SPKI(up.Certificate())
+	want := spki(up.Certificate())
 	ok := false
 	for _, r := range reps {
 		for _, f := range r.Find(verify.CodeProducerObservation) {
@@ -254,7 +254,7 @@ func TestTLSUpstream(t *testing.T) {
 		}
 	}
 	if !ok {
-		t.Fatalf("the upstream's SPKI %s and chain result are not in the verified report", want)
+		t.Fatalf("the upstream's spki %s and chain result are not in the verified report", want)
 	}
 
 	// The system roots do not know the test CA: refused.

@@ -141,14 +141,14 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				if !m.Error.Valid() {
 					v, _ := str(m.Result, "protocolVersion")
 					name, ver := serverInfo(m.Result, "serverInfo")
-					return b.sink.Protocol(session.ProtocolObs{Era: string(mcpwire.EraLegacy), Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
+					return b.sink.Protocol(session.ProtocolObs{Era: mcpwire.EraLegacy, Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: line})
 				}
 			case mcpwire.MethodDiscover:
 				if !m.Error.Valid() {
 					meta, _ := m.Result.Get("_meta")
 					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
 					v, _ := x.msg.RequestRevision()
-					return b.sink.Protocol(session.ProtocolObs{Era: string(mcpwire.EraModern), Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
+					return b.sink.Protocol(session.ProtocolObs{Era: mcpwire.EraModern, Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
 				}
 			}
 			return nil

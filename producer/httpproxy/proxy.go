@@ -40,8 +40,8 @@ import (
 
 // Bundle kinds passed to Config.Open.
 const (
-	KindSession   = "session"   // one 2025-11-25 client session
-	KindStateless = "stateless" // a rotation period of sessionless traffic
+	kindSession   = "session"   // one 2025-11-25 client session
+	kindStateless = "stateless" // a rotation period of sessionless traffic
 )
 
 // Timer is the proxy's view of a timer, so tests fire it by hand.
@@ -238,9 +238,9 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 			}
 		}
 		if b == nil {
-			kind := KindStateless
+			kind := kindStateless
 			if initialize {
-				kind = KindSession
+				kind = kindSession
 			}
 			nb, err := p.newBundle(kind)
 			if err != nil {
@@ -481,7 +481,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 	b := x.b
 	switch {
 	case m.IsToolCall():
-		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: transcript.TermLF, Msg: m, Index: index})
+		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index})
 		if err != nil {
 			return err
 		}
@@ -565,7 +565,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, sid string, hea
 			if err := b.http(x.requestLine(&index)); err != nil {
 				return err
 			}
-			return b.sink.Frame(session.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: transcript.TermLF,
+			return b.sink.Frame(session.FrameObs{Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Length: length, Terminator: mcpwire.TermLF,
 				Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused})
 		})
 	}
@@ -1005,9 +1005,9 @@ func writeRPCError(w http.ResponseWriter, status int, id string, code int, msg s
 // rpcError is a JSON-RPC error response naming tracectl as its source.
 func rpcError(id string, code int, msg string) []byte { return mcpwire.ErrorResponse(id, code, msg) }
 
-// SPKI returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the
+// spki returns sha256:<hex> of a certificate's SubjectPublicKeyInfo, the
 // form HTTP upstream lines record.
-func SPKI(c *x509.Certificate) string {
+func spki(c *x509.Certificate) string {
 	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -134,13 +134,13 @@ func (t *Transport) RefusedFrames() int64 {
 	return t.sink.RefusedFrames()
 }
 
-// DefaultTerminate is how long Command's input Close waits for the server
+// defaultTerminate is how long Command's input Close waits for the server
 // to exit before it is signalled.
-const DefaultTerminate = 5 * time.Second
+const defaultTerminate = 5 * time.Second
 
 // Command starts cmd (Stdin and Stdout unset) as a stdio server and returns
 // its streams for a Transport. Closing in closes the server's stdin and
-// waits for it to exit, up to terminate (0: DefaultTerminate), then sends
+// waits for it to exit, up to terminate (0: defaultTerminate), then sends
 // SIGTERM and, after terminate again, kills it; it returns the server's
 // exit error, if any. out is read to its end by the session: it stays open
 // when the process exits, so nothing the server wrote is lost.
@@ -149,7 +149,7 @@ func Command(cmd *exec.Cmd, terminate time.Duration) (in io.WriteCloser, out io.
 		return nil, nil, errors.New("mcpsdk: Command: cmd.Stdin and cmd.Stdout must be unset")
 	}
 	if terminate <= 0 {
-		terminate = DefaultTerminate
+		terminate = defaultTerminate
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -98,7 +98,7 @@ func frames(t *testing.T, dir string) []string {
 		case *transcript.Notification:
 			out = append(out, fmt.Sprintf("notification %s %s %s %d", e.Direction, e.Method, plain(e.Payload), e.Payload.Length))
 		case *transcript.Protocol:
-			out = append(out, "protocol "+e.Era+" "+e.Version+" "+e.Source)
+			out = append(out, "protocol "+string(e.Era)+" "+e.Version+" "+e.Source)
 		case *transcript.Resolution:
 			out = append(out, "resolution "+e.AttemptID+" "+e.Reason)
 		}

@@ -794,7 +794,7 @@ func requestKey(body []byte) (key, name string, err error) {
 		return "", "", err
 	}
 	var params map[string]json.RawMessage
-	if p, ok := env[mcpwire.MemberParams]; ok {
+	if p, ok := env["params"]; ok {
 		if err := json.Unmarshal(p, &params); err != nil {
 			return "", "", fmt.Errorf("params: %w", err)
 		}

@@ -90,7 +90,7 @@ func (s *memSink) TransportFailure(a session.AttemptRef, d string) error {
 	return s.add("transport_failure " + a.AttemptID())
 }
 func (s *memSink) Protocol(p session.ProtocolObs) error {
-	return s.add("protocol " + p.Era + " " + p.Version)
+	return s.add("protocol " + string(p.Era) + " " + p.Version)
 }
 func (s *memSink) ListPage(req, resp []byte, isErr bool) error {
 	return s.add(fmt.Sprintf("page %d %d", len(req), len(resp)))

@@ -679,7 +679,7 @@ func TestWrapSDKModern(t *testing.T) {
 		t.Fatalf("%d attempts (seal says %d), want 34", len(atts), sealed.Seal.Attempts)
 	}
 	for _, a := range atts {
-		if a.Protocol != (transcript.AttemptProto{Era: transcript.EraModern, State: transcript.ProtoPresent, Value: modernVersion}) {
+		if a.Protocol != (transcript.AttemptProto{Era: mcpwire.EraModern, State: transcript.ProtoPresent, Value: modernVersion}) {
 			t.Errorf("attempt %s protocol %+v", a.AttemptID, a.Protocol)
 		}
 		if a.Snapshot.SnapshotID != "s1" || !a.Snapshot.Complete {
@@ -724,7 +724,7 @@ func TestWrapSDKModern(t *testing.T) {
 	}
 	var srcs []string
 	for _, p := range j.protocols() {
-		srcs = append(srcs, p.Era+"/"+p.Source+"/"+p.Version)
+		srcs = append(srcs, string(p.Era)+"/"+p.Source+"/"+p.Version)
 	}
 	if got, want := strings.Join(srcs, " "), "modern/request_meta/"+modernVersion+" modern/discover_response/"+modernVersion; got != want {
 		t.Errorf("protocol observations %q, want %q", got, want)
@@ -814,7 +814,7 @@ func TestWrapSDKLegacyListChanged(t *testing.T) {
 	var gotB []binding
 	for _, a := range j.attempts() {
 		gotB = append(gotB, binding{a.Tool, a.Snapshot.SnapshotID, a.Snapshot.ListChangedSince})
-		if a.Protocol != (transcript.AttemptProto{Era: transcript.EraLegacy, State: transcript.ProtoNegotiated, Value: legacyVersion}) {
+		if a.Protocol != (transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoNegotiated, Value: legacyVersion}) {
 			t.Errorf("attempt %s protocol %+v, want legacy negotiated %s", a.AttemptID, a.Protocol, legacyVersion)
 		}
 		if h := j.history(a.AttemptID); h != "response" {
@@ -891,7 +891,7 @@ func TestWrapEverything(t *testing.T) {
 	if len(a) != 1 || a[0].Tool != "echo" || a[0].Snapshot.SnapshotID != "s1" || j.history(a[0].AttemptID) != "response" {
 		t.Fatalf("attempts %+v", a)
 	}
-	if p := j.protocols(); len(p) != 1 || p[0].Era != transcript.EraLegacy || p[0].ServerName == "" {
+	if p := j.protocols(); len(p) != 1 || p[0].Era != mcpwire.EraLegacy || p[0].ServerName == "" {
 		t.Errorf("protocol observations %+v, want the legacy initialize response with serverInfo", p)
 	}
 	requireVerified(t, verifyBundle(t, w.dir, w.signer.Public()))

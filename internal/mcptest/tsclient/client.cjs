@@ -40,6 +40,16 @@ async function main() {
   switch (scenario) {
     case 'session':
       break;
+    case 'invented-tool': {
+      // An agent inventing a tool name: what the client gets back, as its
+      // application sees it.
+      const r = await client.callTool({ name: 'get_weather_forecast', arguments: { city: 'Oslo' } }).then(
+        (res) => (res.isError ? 'isError: ' : 'result: ') + JSON.stringify(res.content),
+        (e) => 'rejected: ' + e,
+      );
+      emit('invented', { outcome: r });
+      break;
+    }
     case 'cancel-close': {
       // A long call, cancelled by the client after its first progress
       // notification; then close, timed.

@@ -540,12 +540,12 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 		case reqInit:
 			if !m.Error.Valid() {
 				v, name, ver := initializeInfo(m.Result)
-				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraLegacy), Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: mcpwire.EraLegacy, Version: v, Source: transcript.SourceInitialize, ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 			}
 		case reqDiscover:
 			if !m.Error.Valid() {
 				name, ver := discoverInfo(m.Result)
-				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraModern), Version: s.modernVer, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
+				s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: mcpwire.EraModern, Version: s.modernVer, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: append([]byte(nil), line...)}))
 			}
 		case reqCall:
 			if p.conflicted() {
@@ -636,7 +636,7 @@ func (s *session) noteEra(m *mcpwire.Message) {
 	if v, ok := m.RequestRevision(); ok {
 		s.era = mcpwire.EraModern
 		s.modernVer = v
-		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: string(mcpwire.EraModern), Version: v, Source: transcript.SourceRequestMeta}))
+		s.noteSinkErr(s.cfg.Sink.Protocol(ProtocolObs{Era: mcpwire.EraModern, Version: v, Source: transcript.SourceRequestMeta}))
 	}
 }
 

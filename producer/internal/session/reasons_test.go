@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/internal/session"
 	"github.com/tracectl/tracectl/sign"
@@ -139,7 +140,7 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 		}
 	}
 	call := []byte(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"a","arguments":{}}}` + "\n")
-	a, err := sink.Attempt(session.Call{Line: call, Terminator: transcript.TermLF})
+	a, err := sink.Attempt(session.Call{Line: call, Terminator: mcpwire.TermLF})
 	if err != nil {
 		t.Fatal(err)
 	}

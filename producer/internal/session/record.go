@@ -170,7 +170,7 @@ func (s *RecordingSink) newCollector() error {
 	if err != nil {
 		return err
 	}
-	o := snapshot.Options{CaptureID: id, Mode: snapshot.ModePassive, Limits: s.limits, Era: snapshot.EraUnknown}
+	o := snapshot.Options{CaptureID: id, Mode: snapshot.ModePassive, Limits: s.limits, Era: mcpwire.EraUnknown}
 	if s.proto.Era != "" {
 		o.Era = s.proto.Era
 		if s.proto.Version != "" {
@@ -183,7 +183,7 @@ func (s *RecordingSink) newCollector() error {
 			name, ver := s.proto.ServerName, s.proto.ServerVersion
 			o.ServerName, o.ServerVersion = &name, &ver
 		}
-		if s.proto.Era == transcript.EraLegacy {
+		if s.proto.Era == mcpwire.EraLegacy {
 			o.ListChangedWatch = snapshot.WatchSession
 		}
 	}

@@ -85,6 +85,7 @@ type FrameObs struct {
 
 // ProtocolObs is an era observation.
 type ProtocolObs struct {
-	Era, Version, Source, ServerName, ServerVersion string
-	Line                                            []byte
+	Era                                        mcpwire.Era
+	Version, Source, ServerName, ServerVersion string
+	Line                                       []byte
 }
