@@ -143,6 +143,7 @@ func TestGitignore(t *testing.T) {
 		{"bundles/tracectl-20261201T191237.268Z-1a6b175a.trace/record.json", true},
 		{"sign/testdata/rsa.pem", false},
 		{"internal/vectors/testdata/v4/r1-snapshot-matches/trusted-key.pem", false},
+		{"dist/checksums.txt", true},
 		{"README.md", false},
 	} {
 		// --no-index: whether a new file at path would be ignored, tracked or not.
