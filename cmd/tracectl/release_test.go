@@ -66,7 +66,7 @@ func TestReleaseConfig(t *testing.T) {
 	}
 
 	for _, want := range []string{
-		"version: 2\n", "    main: ./cmd/tracectl\n", "    binary: tracectl\n", "      - CGO_ENABLED=0\n", "      - -trimpath\n",
+		"version: 2\n", "    main: ./cmd/tracectl\n", "    binary: tracectl\n", "      - CGO_ENABLED=0\n", "      - -trimpath\n", "      - -buildvcs=true\n",
 		"checksum:\n  name_template: checksums.txt\n  algorithm: sha256\n",
 		"sboms:\n", `"spdx-json=$document"`,
 		"signs:\n", "    cmd: cosign\n    artifacts: checksum\n", `"sign-blob", "--bundle=${signature}", "${artifact}", "--yes"`,
