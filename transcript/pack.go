@@ -144,7 +144,10 @@ type PackProblem struct {
 	// Torn: the pack ends inside this entry (its header or its bytes), as
 	// a write cut short by a crash leaves it. Otherwise the bytes there are
 	// not an entry (a malformed header, or no LF after the bytes).
-	Torn   bool
+	Torn bool
+	// Full: IndexPack stopped at its maxEntries; the bytes there may be
+	// whole entries, not indexed.
+	Full   bool
 	Detail string
 }
 
@@ -324,7 +327,7 @@ func IndexPack(r io.Reader, maxEntries int64) (*PackIndex, error) {
 	var p *PackProblem
 	switch {
 	case err == errFull:
-		ix.Problem = &PackProblem{Offset: end, Detail: fmt.Sprintf("more than %d entries: the rest is not indexed", maxEntries)}
+		ix.Problem = &PackProblem{Offset: end, Full: true, Detail: fmt.Sprintf("more than %d entries: the rest is not indexed", maxEntries)}
 	case errors.As(err, &p):
 		ix.Problem = p
 	case err != nil:

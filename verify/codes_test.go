@@ -96,7 +96,7 @@ func TestCodesInSpec(t *testing.T) {
 // TestSpecStatuses checks the spec's status column names only real
 // statuses, so the table can be trusted by readers of the JSON report.
 func TestSpecStatuses(t *testing.T) {
-	valid := map[string]bool{"pass": true, "fail": true, "unavailable": true, "unsupported": true, "info": true}
+	valid := map[string]bool{"pass": true, "fail": true, "unavailable": true, "unsupported": true, "info": true, "warning": true}
 	_, status := specCodes(t)
 	for code, st := range status {
 		for _, s := range strings.Split(st, ",") {

@@ -97,6 +97,11 @@ type Limits struct {
 	// (a sparse file can claim terabytes). Zero means
 	// DefaultMaxPayloadBytes.
 	MaxPayloadBytes int64
+	// MaxPackEntries bounds the entries of the payload pack the verifier
+	// indexes (16 bytes of memory each); beyond it the rest of the pack is
+	// not indexed (limit_exceeded), and payloads there are not read. Zero
+	// means DefaultMaxPackEntries.
+	MaxPackEntries int64
 }
 
 // Default limits. A line is at most transcript.MaxLineBytes (64 KiB) and a
@@ -114,6 +119,9 @@ const (
 	// DefaultMaxPayloadBytes: 64 times wrap's default frame limit (16 MiB);
 	// a producer retains no frame longer than its limit.
 	DefaultMaxPayloadBytes = 1 << 30
+	// DefaultMaxPackEntries: 16 Mi entries, a 256 MiB index at most;
+	// about four payloads per call of a four-million-call session.
+	DefaultMaxPackEntries = 16 << 20
 )
 
 // ProgressEvery is how many transcript lines pass between Progress calls.
@@ -150,7 +158,7 @@ func (o Options) validate() (Options, error) {
 			errs = append(errs, errors.New("an accepted profile is the empty string"))
 		}
 	}
-	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 || o.Limits.MaxPayloadBytes < 0 {
+	if o.Limits.MaxTranscriptBytes < 0 || o.Limits.MaxTranscriptLines < 0 || o.Limits.MaxPayloadBytes < 0 || o.Limits.MaxPackEntries < 0 {
 		errs = append(errs, errors.New("limits must not be negative"))
 	}
 	if o.Limits.MaxTranscriptLines > 1<<32-1 {
@@ -181,6 +189,9 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.Limits.MaxTranscriptLines == 0 {
 		o.Limits.MaxTranscriptLines = DefaultMaxTranscriptLines
+	}
+	if o.Limits.MaxPackEntries == 0 {
+		o.Limits.MaxPackEntries = DefaultMaxPackEntries
 	}
 	if o.Limits.MaxPayloadBytes == 0 {
 		o.Limits.MaxPayloadBytes = DefaultMaxPayloadBytes

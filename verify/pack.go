@@ -58,7 +58,7 @@ func (b *bundleCheck) openPack() *packState {
 		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile, "the file system gives no random access to the payload pack")
 		return p
 	}
-	ix, err := transcript.IndexPack(f, maxPackEntriesPerLine*max(b.v.o.Limits.MaxTranscriptLines, 1))
+	ix, err := transcript.IndexPack(f, min(maxPackEntriesPerLine*max(b.v.o.Limits.MaxTranscriptLines, 1), b.v.o.Limits.MaxPackEntries))
 	if err != nil {
 		f.Close()
 		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile, "the payload pack cannot be read: "+err.Error())
@@ -145,6 +145,11 @@ func (b *bundleCheck) packFindings() {
 		return
 	}
 	pr := p.ix.Problem
+	if pr.Full {
+		b.r.add(CodeLimitExceeded, checkPayload, StatusUnsupported, transcript.PackFile,
+			fmt.Sprintf("the payload pack has more entries than the verifier indexes (%d; Limits.MaxPackEntries, --max-pack-entries, or 8 per transcript line): the entries after byte %d are not read", p.ix.Len(), pr.Offset))
+		return
+	}
 	if pr.Torn && !b.tr.sealed {
 		b.r.add(CodeEvidenceUnavailable, checkPayload, StatusUnavailable, transcript.PackFile,
 			pr.Error()+": an unsealed bundle's last entry, cut short by a crash (tracectl seal --recover removes it)")

@@ -3,6 +3,8 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -196,4 +198,45 @@ func verdictCodesTB(tb testing.TB, fsys fs.FS, o verify.Options) (*verify.Report
 		tb.Fatal(err)
 	}
 	return v.Bundle(context.Background(), fsys)
+}
+
+// TestPackEntriesBounded: the pack index is bounded by
+// Limits.MaxPackEntries (16 bytes of memory per entry): entries appended
+// to a sealed bundle's pack change nothing the evidence says (verified),
+// and past the bound the rest of the pack is not read and the verdict is
+// incomplete (limit_exceeded), never pack_malformed and never a pass on
+// bytes not read.
+func TestPackEntriesBounded(t *testing.T) {
+	fsys, _ := packed(t, verifytest.Standard(t).FS())
+	junk := bytes.Clone(fsys[transcript.PackFile].Data)
+	for i := range 3 {
+		body := []byte(strings.Repeat("x", 10+i))
+		junk = transcript.AppendPackHeader(junk, canonSHA256(body), int64(len(body)), nil)
+		junk = append(append(junk, body...), '\n')
+	}
+	appended := fstest.MapFS{}
+	for k, v := range fsys {
+		appended[k] = v
+	}
+	appended[transcript.PackFile] = &fstest.MapFile{Data: junk, Mode: 0o600}
+	rep, codes := verdictCodes(t, appended, trusted(t))
+	if rep.Verdict != verify.Verified || len(codes) != 0 {
+		t.Fatalf("appended entries: verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+	o := trusted(t)
+	o.Limits.MaxPackEntries = 2
+	rep, codes = verdictCodes(t, appended, o)
+	f := rep.Find(verify.CodeLimitExceeded)
+	if rep.Verdict != verify.Incomplete || len(f) == 0 || f[0].Subject != transcript.PackFile || rep.Has(verify.CodePackMalformed) {
+		t.Fatalf("MaxPackEntries 2: verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+	o.Limits.MaxPackEntries = -1
+	if _, err := verify.New(o); err == nil {
+		t.Error("a negative MaxPackEntries is accepted")
+	}
+}
+
+func canonSHA256(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
 }

@@ -86,10 +86,36 @@ func (b *bundleCheck) finishPartial() {
 	}
 	first := len(r.Findings)
 	b.outcomes()
+	// An attempt with no outcome line disclosed is not an unknown outcome:
+	// its lines were left out. The seal, when disclosed, counts them all:
+	// when it accounts for every transport failure and unknown among the
+	// disclosed lines, what was left out is a response line.
+	withheldResponse := false
+	var sealNote string
+	if s := b.tr.seal; s != nil {
+		c := r.Counts
+		sealNote = fmt.Sprintf("; the seal counts %d responses, %d transport failures and %d unknown, the disclosed lines show %d, %d and %d",
+			s.Responses, s.TransportFailures, s.Unknown, c.Responses, c.TransportFailures, c.Unknown-b.undisclosedOutcomes())
+		withheldResponse = s.Responses > c.Responses && s.TransportFailures == c.TransportFailures && s.Unknown == c.Unknown-b.undisclosedOutcomes()
+	}
 	for i := first; i < len(r.Findings); i++ {
-		if f := &r.Findings[i]; f.Code == CodeOutcomeUnknown {
-			f.Detail = bound("as disclosed: " + f.Detail + " (a proof cannot show that no other line about this attempt exists)")
+		f := &r.Findings[i]
+		if f.Code != CodeOutcomeUnknown {
+			continue
 		}
+		if a, ok := b.attempts.get(strings.TrimPrefix(f.Subject, "attempt ")); ok && a.state == stOpen && !a.resolved {
+			f.Code = CodeOutcomeUndisclosed
+			f.Detail = "no line about its outcome is disclosed" + sealNote
+			if b.tr.seal != nil {
+				f.Detail = "its outcome lines were withheld from the disclosure (a sealed transcript has an observation or resolution line for every attempt)" + sealNote
+			}
+			if withheldResponse {
+				f.Detail = "its response line was withheld from the disclosure" + sealNote
+			}
+			f.Detail = bound(f.Detail)
+			continue
+		}
+		f.Detail = bound("as disclosed: " + f.Detail + " (a proof cannot show that no other line about this attempt exists)")
 	}
 	if b.header != nil {
 		r.add(CodeProducerObservation, checkOutcome, StatusInfo, "server",
@@ -190,4 +216,16 @@ func ProveAttempt(tr io.Reader, attemptID string) (*transcript.Proof, error) {
 		return nil, fmt.Errorf("%w: %q", ErrAttemptNotFound, attemptID)
 	}
 	return transcript.Prove(lines, pick)
+}
+
+// undisclosedOutcomes counts the disclosed attempts with no outcome line
+// disclosed (counted unknown by outcomes()).
+func (b *bundleCheck) undisclosedOutcomes() int64 {
+	var n int64
+	b.attempts.each(func(_ string, a attemptState) {
+		if a.state == stOpen && !a.resolved {
+			n++
+		}
+	})
+	return n
 }

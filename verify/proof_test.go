@@ -68,6 +68,57 @@ func TestProof(t *testing.T) {
 		}
 	})
 
+	t.Run("outcome lines left out", func(t *testing.T) {
+		// The holder of a disclosure drops an attempt's response line from
+		// the proof (each entry proves itself, so the rest still
+		// verifies): the report names what was left out instead of calling
+		// the outcome unknown. With an unknown attempt elsewhere the seal
+		// cannot say which outcome was left out; with every other attempt
+		// answered it says it was a response.
+		allAnswered := verifytest.New(t)
+		ref := allAnswered.Snapshot("snap-1", 2, 3)
+		for _, id := range []string{"a1", "a2", "a3"} {
+			allAnswered.Attempt(id, ref)
+			allAnswered.Respond(id, transcript.ObsResponse)
+		}
+		allAnswered.Seal()
+		for _, tc := range []struct {
+			name  string
+			files map[string][]byte
+			want  string
+		}{
+			{"standard", files, "its outcome lines were withheld from the disclosure"},
+			{"all answered", bundleFiles(allAnswered), "its response line was withheld from the disclosure"},
+		} {
+			p, err := transcript.ParseProof(proveFS(t, tc.files, "a3"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := p.Entries[:0]
+			for _, e := range p.Entries {
+				if !strings.Contains(e.Line, `"type":"observation"`) {
+					kept = append(kept, e)
+				}
+			}
+			if len(kept) != len(p.Entries)-1 {
+				t.Fatalf("%s: %d of %d entries kept, want one dropped", tc.name, len(kept), len(p.Entries))
+			}
+			p.Entries = kept
+			data, err := p.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, codes := verifyProof(t, tc.files[transcript.RecordFile], data, trusted(t))
+			if rep.Verdict != verify.Verified || len(codes) != 0 || rep.Has(verify.CodeOutcomeUnknown) {
+				t.Fatalf("%s: verdict %s, codes %v\n%s", tc.name, rep.Verdict, codes, dump(rep))
+			}
+			f := rep.Find(verify.CodeOutcomeUndisclosed)
+			if len(f) != 1 || f[0].Subject != "attempt a3" || !strings.Contains(f[0].Detail, tc.want) {
+				t.Errorf("%s: outcome_not_disclosed %+v, want %q\n%s", tc.name, f, tc.want, dump(rep))
+			}
+		}
+	})
+
 	t.Run("unknown stays unknown as disclosed", func(t *testing.T) {
 		rep, _ := verifyProof(t, record, proveFS(t, files, "a2"), trusted(t))
 		unk := rep.Find(verify.CodeOutcomeUnknown)

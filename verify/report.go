@@ -74,15 +74,16 @@ const (
 	CodeFileRefused          Code = "file_refused"      // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
 	CodeLimitExceeded        Code = "limit_exceeded"    // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
 
-	CodeFormatUnsupported Code = "format_unsupported"    // unsupported: the transcript or a manifest names a format, policy or algorithm this verifier does not implement
-	CodeTranscriptBound   Code = "transcript_bound"      // pass finding: the recomputed commitment equals tool_transcript.hash
-	CodePayloadsVerified  Code = "payloads_verified"     // pass finding: every available payload matched its digest and length
-	CodeSnapshotVerified  Code = "snapshot_verified"     // pass finding: a snapshot's manifest and pages match their commitments
-	CodeHistoryConsistent Code = "history_consistent"    // pass finding: identities unique, retry links backward, no outcome replaced
-	CodeRetryLinked       Code = "retry_linked"          // info: an attempt is a retry of an earlier one; the earlier outcome is not changed by it
-	CodeRecoveryRecorded  Code = "recovery_recorded"     // info: the producer recovered after a crash (and quarantined what it could not keep)
-	CodeInclusionProofOK  Code = "inclusion_proof_valid" // pass finding: a line is included in the signed transcript
-	CodeProofScopeLimited Code = "proof_scope_limited"   // info: an inclusion proof shows some lines only; the rest of the transcript was not checked
+	CodeFormatUnsupported  Code = "format_unsupported"    // unsupported: the transcript or a manifest names a format, policy or algorithm this verifier does not implement
+	CodeTranscriptBound    Code = "transcript_bound"      // pass finding: the recomputed commitment equals tool_transcript.hash
+	CodePayloadsVerified   Code = "payloads_verified"     // pass finding: every available payload matched its digest and length
+	CodeSnapshotVerified   Code = "snapshot_verified"     // pass finding: a snapshot's manifest and pages match their commitments
+	CodeHistoryConsistent  Code = "history_consistent"    // pass finding: identities unique, retry links backward, no outcome replaced
+	CodeRetryLinked        Code = "retry_linked"          // info: an attempt is a retry of an earlier one; the earlier outcome is not changed by it
+	CodeRecoveryRecorded   Code = "recovery_recorded"     // info: the producer recovered after a crash (and quarantined what it could not keep)
+	CodeInclusionProofOK   Code = "inclusion_proof_valid" // pass finding: a line is included in the signed transcript
+	CodeProofScopeLimited  Code = "proof_scope_limited"   // info: an inclusion proof shows some lines only; the rest of the transcript was not checked
+	CodeOutcomeUndisclosed Code = "outcome_not_disclosed" // info: a disclosed attempt whose outcome lines the disclosure leaves out, with what the seal says of them
 	// Behaviour the evidence shows (StatusWarning).
 	CodeDeclarationChanged  Code = "declaration_changed"   // warning: a tool's declaration differs between two complete snapshots of the session
 	CodeAnsweredAfterCancel Code = "answered_after_cancel" // warning: the server answered a call after the client cancelled it
@@ -104,7 +105,7 @@ func AllCodes() []Code {
 		CodeSnapshotMismatch, CodeSnapshotIncomplete, CodeSnapshotWrong, CodeSnapshotVerified, CodeToolNotDeclared, CodeDeclarationChanged,
 		CodeEvidenceUnavailable, CodeEvidenceMismatch, CodeResponseIDMismatch, CodePayloadsVerified,
 		CodeOutcomeUnknown, CodeAnsweredAfterCancel, CodeProducerObservation, CodeServerProofMissing, CodeRecoveryRecorded,
-		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited,
+		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited, CodeOutcomeUndisclosed,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
 	}

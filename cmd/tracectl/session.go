@@ -26,6 +26,7 @@ type sessionOptions struct {
 	bundle, key, durability, retain string
 	redaction                       redactOptions // built
 	callTimeout, grace, killAfter   time.Duration
+	capture                         string // stdio.Config.Capture
 	maxFrame                        int64
 	serverName                      string
 	record                          recordIdentity
@@ -184,7 +185,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	res, runErr := stdio.Run(ctx, stdio.Config{
 		Command: o.exe, Args: o.args, Env: o.env,
 		ClientIn: o.clientIn, ClientOut: o.clientOut, ServerErr: serverErr,
-		Recorder: rec, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
+		Recorder: rec, Capture: o.capture, CallTimeout: o.callTimeout, Grace: grace, KillAfter: o.killAfter,
 		MaxRetain: o.maxFrame, SpoolDir: filepath.Dir(o.bundle),
 	})
 	sum := &sessionSummary{bundle: o.bundle}

@@ -33,6 +33,7 @@ type verifyOptions struct {
 	maxTranscriptB   int64
 	maxTranscriptL   int64
 	maxPayload       int64
+	maxPackEntries   int64
 	input            string
 	inputs           []string // more than one input, or --recursive: verify many (verifymany.go)
 	recursive        []string
@@ -121,6 +122,7 @@ with its "input". The exit status is the worst: failed (1), then unreadable
 	f.StringArrayVar(&o.acceptProfiles, "accept-profile", nil, "an eat_profile to accept (repeatable; default "+sign.Profile+" alone; this verifier implements that shape only)")
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
+	f.Int64Var(&o.maxPackEntries, "max-pack-entries", 0, "index at most this many payload pack entries, 16 bytes of memory each (0: "+strconv.Itoa(verify.DefaultMaxPackEntries)+"; beyond: limit_exceeded, incomplete)")
 	f.StringArrayVar(&o.recursive, "recursive", nil, "verify every bundle under this directory (repeatable)")
 	f.Var(&failOnFlag{&o.failOnWarning}, "fail-on", "also fail the exit status on this: warning (a verified bundle with warnings exits 4)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
@@ -156,13 +158,13 @@ func (o *verifyOptions) options() (verify.Options, error) {
 	if vo.AtIssued && o.maxAge != "24h" {
 		return vo, usageErr(errors.New("--at issued judges no age: --max-age does not apply"), "")
 	}
-	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 || o.maxPayload <= 0 || o.maxTranscriptL > 1<<32-1 {
-		return vo, usageErr(errors.New("--max-transcript-bytes, --max-transcript-lines (at most 4294967295) and --max-payload-bytes must be positive"), "")
+	if o.maxTranscriptB <= 0 || o.maxTranscriptL <= 0 || o.maxPayload <= 0 || o.maxPackEntries < 0 || o.maxTranscriptL > 1<<32-1 {
+		return vo, usageErr(errors.New("--max-transcript-bytes, --max-transcript-lines (at most 4294967295), --max-payload-bytes must be positive, --max-pack-entries not negative"), "")
 	}
 	if o.acceptProfiles != nil {
 		vo.AcceptProfiles = o.acceptProfiles
 	}
-	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL, MaxPayloadBytes: o.maxPayload}
+	vo.Limits = verify.Limits{MaxTranscriptBytes: o.maxTranscriptB, MaxTranscriptLines: o.maxTranscriptL, MaxPayloadBytes: o.maxPayload, MaxPackEntries: o.maxPackEntries}
 	vo.AllowEmbeddedKey = o.allowEmbeddedKey
 	vo.AcceptWithheld = o.acceptWithheld
 	if o.trustedKey != "" {

@@ -31,6 +31,7 @@ type wrapOptions struct {
 	retain          string
 	redaction       redactOptions
 	callTimeout     time.Duration
+	capture         string
 	grace           time.Duration
 	shutdownTimeout time.Duration
 	maxFrame        int64
@@ -85,6 +86,14 @@ fresh tracectl-<UTC time to the ms>-<random>.trace per start. Its absolute path
 is printed at start and in the summary. A start that never receives a byte from
 the client (a launcher's probe) leaves no bundle.
 
+Every call binds a complete snapshot of the server's tools: when no complete
+one of this session is current (the client never listed, read the first page
+only, or a list_changed came since), wrap collects every tools/list page
+itself before forwarding the call, under request ids of its own; the pages
+never reach the client and the manifest says the collection is tracectl's
+(--capture auto, the default; always: before every call; never: bind only
+what the client listed).
+
 Shutdown follows the client: when it closes stdin, calls still running at the
 server may finish for --grace (a call it cancelled does not wait); SIGTERM,
 SIGINT or SIGHUP stop waiting at once. Then the server's stdin is closed, and
@@ -132,6 +141,7 @@ environment.`,
 	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict (fsync before forwarding), batch (group commit) or none")
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (keep payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
 	o.redaction.flags(cmd)
+	f.StringVar(&o.capture, "capture", "auto", "collect the server's complete tools/list before a call that has no complete snapshot to bind (auto), before every call (always), or never")
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
 	f.DurationVar(&o.grace, "grace", stdio.DefaultGrace, "how long calls still running at the server may finish after the client closes its input")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", stdio.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
@@ -149,6 +159,11 @@ func (o *wrapOptions) validate() error {
 	}
 	if err := o.redaction.build(); err != nil {
 		return err
+	}
+	switch o.capture {
+	case "auto", "always", "never":
+	default:
+		return usageErr(fmt.Errorf("--capture %q", o.capture), "use --capture auto, always or never")
 	}
 	if o.callTimeout < 0 || o.grace < 0 {
 		return usageErr(errors.New("--call-timeout and --grace must not be negative"), "")
@@ -295,7 +310,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	defer stop()
 	sum, err := recordSession(ctx, s, sessionOptions{
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain, redaction: o.redaction,
-		callTimeout: o.callTimeout, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
+		callTimeout: o.callTimeout, capture: o.capture, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
 		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint,
 	})

@@ -36,7 +36,7 @@ func parseWrap(t *testing.T, args ...string) (*wrapOptions, error) {
 // the server's, flags included (npx -y ..., a server's own --flags).
 func TestWrapFlags(t *testing.T) {
 	o, err := parseWrap(t, "--bundle", "run.trace", "--key", "k.pem", "--durability", "batch", "--retain", "digest",
-		"--call-timeout", "1500ms", "--grace", "2s", "--shutdown-timeout", "300ms", "--max-frame", "4096", "--server-name", "files",
+		"--call-timeout", "1500ms", "--capture", "always", "--grace", "2s", "--shutdown-timeout", "300ms", "--max-frame", "4096", "--server-name", "files",
 		"--subject", "spiffe://example.org/agent", "--",
 		"npx", "-y", "@modelcontextprotocol/server-everything", "--bundle", "not-ours", "--", "x")
 	if err != nil {
@@ -44,7 +44,7 @@ func TestWrapFlags(t *testing.T) {
 	}
 	want := wrapOptions{
 		bundle: "run.trace", key: "k.pem", durability: transcript.DurabilityBatch, retain: transcript.RetainDigest,
-		callTimeout: 1500 * time.Millisecond, grace: 2 * time.Second, shutdownTimeout: 300 * time.Millisecond, maxFrame: 4096, serverName: "files",
+		callTimeout: 1500 * time.Millisecond, capture: "always", grace: 2 * time.Second, shutdownTimeout: 300 * time.Millisecond, maxFrame: 4096, serverName: "files",
 		record: recordIdentity{subject: "spiffe://example.org/agent"},
 		server: []string{"npx", "-y", "@modelcontextprotocol/server-everything", "--bundle", "not-ours", "--", "x"},
 	}
@@ -77,7 +77,7 @@ func TestWrapDefaults(t *testing.T) {
 // limit and one past it.
 func TestWrapValidate(t *testing.T) {
 	base := func() wrapOptions {
-		return wrapOptions{durability: transcript.DurabilityStrict, retain: transcript.RetainFull, maxFrame: 1, grace: 0, callTimeout: 0, shutdownTimeout: 1}
+		return wrapOptions{durability: transcript.DurabilityStrict, retain: transcript.RetainFull, maxFrame: 1, grace: 0, callTimeout: 0, shutdownTimeout: 1, capture: "auto"}
 	}
 	for _, tc := range []struct {
 		name string
@@ -99,6 +99,8 @@ func TestWrapValidate(t *testing.T) {
 		{"shutdown timeout 0", func(o *wrapOptions) { o.shutdownTimeout = 0 }, false},
 		{"bundle and bundle-dir", func(o *wrapOptions) { o.bundle, o.bundleDir = "b", "d" }, false},
 		{"bundle-dir alone", func(o *wrapOptions) { o.bundleDir = "d" }, true},
+		{"capture never", func(o *wrapOptions) { o.capture = "never" }, true},
+		{"capture other", func(o *wrapOptions) { o.capture = "sometimes" }, false},
 	} {
 		o := base()
 		tc.edit(&o)

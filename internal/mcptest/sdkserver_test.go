@@ -40,9 +40,12 @@ func connectSDK(t *testing.T, version string, args ...string) (*mcp.ClientSessio
 			}
 		},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), lineTimeout)
-	defer cancel()
+	// Built first: the build (seconds under a loaded -race run) is not
+	// part of the connection, which the deadline only guards against a
+	// hang (the handshake itself is awaited as an event).
 	cmd := exec.Command(mcptest.Build(t, "sdkserver"), args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*lineTimeout)
+	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)

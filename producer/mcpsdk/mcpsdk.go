@@ -49,6 +49,10 @@ type Transport struct {
 	// CallTimeout records a timeout when a tools/call has no response
 	// within it (0: never).
 	CallTimeout time.Duration
+	// Capture says when the session collects the server's complete
+	// tools/list itself before forwarding a call: "auto" (default: when
+	// no complete snapshot of the session is current), "always", "never".
+	Capture string
 	// SpoolDir is where a server frame too long to hold is spooled while it
 	// is committed (default os.TempDir()).
 	SpoolDir string
@@ -92,7 +96,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// from the other: the session sits between them, byte for byte.
 	fromClient, clientW := io.Pipe()
 	clientR, toClient := io.Pipe()
-	sess := session.New(session.Config{Sink: t.sink, CallTimeout: t.CallTimeout, SpoolDir: t.SpoolDir},
+	sess := session.New(session.Config{Sink: t.sink, CallTimeout: t.CallTimeout, SpoolDir: t.SpoolDir, Capture: t.Capture},
 		session.Streams{ClientIn: fromClient, ClientOut: toClient, ServerIn: t.ServerIn, ServerOut: t.ServerOut})
 	go func() {
 		defer close(t.done)

@@ -42,6 +42,13 @@ type Config struct {
 	// SnapshotLimits bound the collection of tools/list pages (zero:
 	// snapshot's defaults).
 	SnapshotLimits snapshot.Limits
+	// Capture says when the session collects the server's complete
+	// tools/list itself before forwarding a call: "auto" (the default:
+	// when no complete snapshot of the session is current), "always" or
+	// "never". CaptureTimeout bounds the wait for each page (default
+	// 30 s).
+	Capture        string
+	CaptureTimeout time.Duration
 
 	CallTimeout time.Duration // 0: none
 	Grace       time.Duration // how long open calls may finish after client EOF (0: DefaultGrace; negative: none)
@@ -119,6 +126,11 @@ func Run(ctx context.Context, cfg Config) (*producer.SessionResult, error) {
 	if cfg.Recorder == nil {
 		return nil, errors.New("stdio: Config.Recorder is nil")
 	}
+	switch cfg.Capture {
+	case "", session.CaptureAuto, session.CaptureAlways, session.CaptureNever:
+	default:
+		return nil, fmt.Errorf("stdio: Config.Capture %q: want auto, always or never", cfg.Capture)
+	}
 	captureID := cfg.CaptureID
 	if captureID == nil {
 		captureID = func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }
@@ -185,6 +197,7 @@ func run(ctx context.Context, cfg Config) (*producer.SessionResult, error) {
 	sess := session.New(session.Config{
 		Sink: cfg.sink, CallTimeout: cfg.CallTimeout, Event: cfg.Event,
 		MaxInterpret: cfg.MaxInterpret, SpoolDir: cfg.SpoolDir, MaxRetain: cfg.MaxRetain, MaxServerFrame: cfg.MaxServerFrame,
+		Capture: cfg.Capture, CaptureTimeout: cfg.CaptureTimeout,
 		Changed: func() {
 			select {
 			case changed <- struct{}{}:

@@ -9,6 +9,7 @@ package stdio
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -103,6 +104,7 @@ type wrapOpts struct {
 	fs          producer.FS   // default OSFS
 	maxFrame    int64         // producer.Limits.MaxFrameBytes (0: the default)
 	noRedact    bool          // producer.Options.NoRedaction
+	capture     string        // Config.Capture
 }
 
 // wrapRun is one recorded proxy session. The client side is a pair of
@@ -176,7 +178,7 @@ func startWrap(t *testing.T, o wrapOpts, server string, args ...string) *wrapRun
 	cfg := Config{
 		Command: server, Args: args,
 		ClientIn: io.TeeReader(inR, &w.sent), ClientOut: outW, ServerErr: &w.stderr,
-		Recorder: rec, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: time.Second, MaxRetain: o.maxFrame,
+		Recorder: rec, CallTimeout: o.callTimeout, Grace: o.grace, KillAfter: time.Second, MaxRetain: o.maxFrame, Capture: o.capture,
 		Started: func(pid int) { w.pid.Store(int64(pid)) },
 	}
 	go func() {
@@ -399,6 +401,32 @@ func (j *journalView) snapshots() []*transcript.SnapshotEvent {
 		}
 	}
 	return out
+}
+
+// manifest reads the retained manifest of the snapshot with id.
+func (j *journalView) manifest(t *testing.T, dir, id string) *snapshot.Manifest {
+	t.Helper()
+	for _, s := range j.snapshots() {
+		if s.SnapshotID != id {
+			continue
+		}
+		payloads, err := transcript.OpenPayloads(os.DirFS(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer payloads.Close()
+		b, err := payloads.Read(s.ManifestDigest, 1<<24)
+		if err != nil {
+			t.Fatalf("manifest of %s: %v", id, err)
+		}
+		m, err := snapshot.ParseManifest(b)
+		if err != nil {
+			t.Fatalf("manifest of %s: %v", id, err)
+		}
+		return m
+	}
+	t.Fatalf("no snapshot %s", id)
+	return nil
 }
 
 func (j *journalView) notifications(method string) []*transcript.Notification {
@@ -800,13 +828,17 @@ func TestWrapSDKLegacyListChanged(t *testing.T) {
 		// missed it, and knows it may have.
 		"s1 complete=false tools=27 pages=6 " + snapshot.ReasonListChangedDuring,
 		"s2 complete=true tools=28 pages=6 ",
+		// add_tool's list_changed leaves no current snapshot: the next
+		// call makes the session collect the list itself (capture auto).
 		"s3 complete=true tools=29 pages=6 ",
+		"s4 complete=true tools=29 pages=6 ",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("snapshots:\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	// Each call binds the snapshot in force: s2; s2 flagged stale after
-	// add_tool's list_changed; s3 for the added tool.
+	// Each call binds the snapshot in force: s2; then s3, the session's
+	// own collection after add_tool's list_changed; s4, the client's
+	// re-listing, for the added tool.
 	type binding struct {
 		tool, snap string
 		stale      bool
@@ -821,7 +853,7 @@ func TestWrapSDKLegacyListChanged(t *testing.T) {
 			t.Errorf("attempt %s history %q", a.AttemptID, h)
 		}
 	}
-	wantB := []binding{{"echo", "s2", false}, {"add_tool", "s2", false}, {"echo", "s2", true}, {"zz_added", "s3", false}}
+	wantB := []binding{{"echo", "s2", false}, {"add_tool", "s2", false}, {"echo", "s3", false}, {"zz_added", "s4", false}}
 	if !slices.Equal(gotB, wantB) {
 		t.Errorf("bindings %+v, want %+v", gotB, wantB)
 	}
@@ -834,12 +866,14 @@ func TestWrapSDKLegacyListChanged(t *testing.T) {
 	if sealed.Seal.Attempts != 4 || sealed.Seal.Responses != 4 {
 		t.Errorf("seal %+v", sealed.Seal)
 	}
-	// The call made after list_changed without re-listing used a catalog
-	// that may be stale: that is evidence the verifier cannot complete,
-	// and the only thing short of verified.
+	// The call made after list_changed without re-listing binds the
+	// session's own complete collection: verified.
+	if m := j.manifest(t, w.dir, "s3"); m.Collection.Mode != snapshot.ModeActive {
+		t.Errorf("s3 collection mode %q, want %q (the producer's own)", m.Collection.Mode, snapshot.ModeActive)
+	}
 	rep := verifyBundle(t, w.dir, w.signer.Public())
-	if got, want := notPassed(rep), []string{"unavailable snapshot_incomplete snapshot s2 a3"}; rep.Verdict != verify.Incomplete || !slices.Equal(got, want) {
-		t.Errorf("verdict %s, findings %q; want incomplete with %q", rep.Verdict, got, want)
+	if got := notPassed(rep); rep.Verdict != verify.Verified || len(got) != 0 {
+		t.Errorf("verdict %s, findings %q; want verified", rep.Verdict, got)
 	}
 }
 
@@ -991,4 +1025,67 @@ func isAttempt(tool string) func(any) bool {
 
 func isObservation(kind string) func(any) bool {
 	return func(ev any) bool { o, ok := ev.(*transcript.Observation); return ok && o.Kind == kind }
+}
+
+// TestWrapCapturesForClientsThatNeverList: a client that calls a tool
+// without listing (a one-shot client, one that reuses a cached list) gets
+// its call bound to a complete snapshot all the same: before forwarding
+// the call the session collects every page of tools/list itself, under ids
+// of its own, on the same server connection; the pages never reach the
+// client, the server's log shows the requests, the manifest says the
+// collection is the producer's own, and the bundle verifies. With capture
+// "never" the same session binds no snapshot and is incomplete.
+func TestWrapCapturesForClientsThatNeverList(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Build(t, "sdkserver")
+	for _, capture := range []string{"", "never"} {
+		t.Run("capture="+cmp.Or(capture, "auto"), func(t *testing.T) {
+			received := filepath.Join(t.TempDir(), "received.jsonl")
+			// The server's stdin is logged as the server reads it.
+			w := startWrap(t, wrapOpts{capture: capture}, "/bin/sh", "-c", `tee "$0" | "$1" -tools 12 -page-size 5`, received, srv)
+			c := w.raw()
+			c.legacyHandshake()
+			c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"n":1}}}`)
+			if r := c.recv(); string(r.ID) != "7" || r.Error != nil {
+				t.Fatalf("the call: %s", r.raw)
+			}
+			w.end()
+			w.seal()
+			for _, l := range splitWire(t, w.got.Bytes()) {
+				if l.Method == "" && strings.Contains(string(l.raw), `"result":{"tools"`) {
+					t.Errorf("a tools/list page reached the client: %.120s", l.raw)
+				}
+			}
+			log, err := os.ReadFile(received)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := readJournal(t, w.dir)
+			rep := verifyBundle(t, w.dir, w.signer.Public())
+			lists := strings.Count(string(log), `"method":"tools/list"`)
+			if capture == "never" {
+				if lists != 0 || len(j.snapshots()) != 0 || rep.Verdict != verify.Incomplete {
+					t.Fatalf("capture never: %d tools/list sent, %d snapshots, verdict %s", lists, len(j.snapshots()), rep.Verdict)
+				}
+				return
+			}
+			snaps := j.snapshots()
+			if len(snaps) != 1 || !snaps[0].Complete || snaps[0].Pages < 3 {
+				t.Fatalf("snapshots %+v, want one complete snapshot of 3 pages or more", snaps)
+			}
+			if int64(lists) != snaps[0].Pages || strings.Count(string(log), `"id":"tracectl-capture-`) != lists {
+				t.Errorf("the server received %d tools/list requests (want %d pages, each under a tracectl-capture id):\n%s", lists, snaps[0].Pages, log)
+			}
+			if m := j.manifest(t, w.dir, snaps[0].SnapshotID); m.Collection.Mode != snapshot.ModeActive {
+				t.Errorf("collection mode %q, want %q", m.Collection.Mode, snapshot.ModeActive)
+			}
+			a := j.attempts()
+			if len(a) != 1 || a[0].Snapshot.SnapshotID != snaps[0].SnapshotID || a[0].Snapshot.ListChangedSince {
+				t.Fatalf("attempts %+v, want one bound to %s", a, snaps[0].SnapshotID)
+			}
+			if got := notPassed(rep); rep.Verdict != verify.Verified || len(got) != 0 {
+				t.Errorf("verdict %s, findings %q; want verified", rep.Verdict, got)
+			}
+		})
+	}
 }

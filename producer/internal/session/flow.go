@@ -158,6 +158,11 @@ func (s *session) fromClient(f frame, index int64) error {
 	var fail func(error)
 	switch {
 	case m.IsToolCall():
+		if m.Kind == mcpwire.KindRequest {
+			// A call binds a complete snapshot of this server: collected
+			// now when none is current (capture.go).
+			s.captureBefore(m)
+		}
 		// The attempt is made durable before anything else: no session
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
@@ -535,6 +540,14 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 			s.settled.add(p.match)
 		}
 		switch p.what {
+		case reqCapture:
+			// The session's own page: committed, never delivered, kept
+			// as the snapshot's (captureBefore waits for it).
+			obs.Disposition = transcript.FrameWithheld
+			s.mu.Unlock()
+			commit()
+			p.capture <- append([]byte(nil), line...)
+			return false, nil, nil, ""
 		case reqList:
 			s.noteSinkErr(s.cfg.Sink.ListPage(p.listReq, append([]byte(nil), line...), m.Error.Valid()))
 		case reqInit:

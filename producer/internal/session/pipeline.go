@@ -178,6 +178,9 @@ func (s *session) pipeline() {
 	if p, ok := sink.(pipelineSink); ok && p.pipelined() {
 		s.pipe = p
 	}
+	if c, ok := sink.(capturer); ok {
+		s.capt = c
+	}
 	s.cq, s.sq = newOutQueue(s, s.pipe != nil), newOutQueue(s, s.pipe != nil)
 }
 

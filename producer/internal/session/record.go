@@ -22,11 +22,13 @@ type RecordingSink struct {
 	limits    snapshot.Limits
 
 	mu         sync.Mutex
-	coll       *snapshot.Collector
-	proto      producer.Protocol // latest protocol observation, for snapshot manifests
-	oversized  int64             // frames over the gate's limit
-	refused    int64             // client frames the gate refused
-	unreadable int64             // tools/list requests snapshot collection could not read
+	coll       *snapshot.Collector // the client's own listing, observed (passive)
+	active     *snapshot.Collector // the session's own collection (capture.go), while it runs
+	current    bool                // the last snapshot recorded is complete, and no list_changed came since
+	proto      producer.Protocol   // latest protocol observation, for snapshot manifests
+	oversized  int64               // frames over the gate's limit
+	refused    int64               // client frames the gate refused
+	unreadable int64               // tools/list requests snapshot collection could not read
 }
 
 // NewRecordingSink returns a Sink over rec, which must have been opened with
@@ -166,11 +168,22 @@ func (s *RecordingSink) ListPage(req, resp []byte, isErr bool) error {
 }
 
 func (s *RecordingSink) newCollector() error {
-	id, err := s.captureID()
+	c, err := s.collector(snapshot.ModePassive)
 	if err != nil {
 		return err
 	}
-	o := snapshot.Options{CaptureID: id, Mode: snapshot.ModePassive, Limits: s.limits, Era: mcpwire.EraUnknown}
+	s.coll = c
+	return nil
+}
+
+// collector returns a new collector in mode, with what the session
+// observed of the server and its protocol.
+func (s *RecordingSink) collector(mode string) (*snapshot.Collector, error) {
+	id, err := s.captureID()
+	if err != nil {
+		return nil, err
+	}
+	o := snapshot.Options{CaptureID: id, Mode: mode, Limits: s.limits, Era: mcpwire.EraUnknown}
 	if s.proto.Era != "" {
 		o.Era = s.proto.Era
 		if s.proto.Version != "" {
@@ -187,18 +200,18 @@ func (s *RecordingSink) newCollector() error {
 			o.ListChangedWatch = snapshot.WatchSession
 		}
 	}
-	c, err := snapshot.NewCollector(o)
-	if err != nil {
-		return err
-	}
-	s.coll = c
-	return nil
+	return snapshot.NewCollector(o)
 }
 
-// recordLocked records the current collection's snapshot and forgets it.
+// recordLocked records the client's collection's snapshot and forgets it.
 func (s *RecordingSink) recordLocked() error {
 	c := s.coll
 	s.coll = nil
+	return s.recordCollectorLocked(c)
+}
+
+// recordCollectorLocked records a collection's snapshot.
+func (s *RecordingSink) recordCollectorLocked(c *snapshot.Collector) error {
 	snap, err := c.Snapshot()
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -222,6 +235,7 @@ func (s *RecordingSink) recordLocked() error {
 		}
 	}
 	_, err = s.rec.RecordSnapshot(ps)
+	s.current = err == nil && m.Complete
 	return err
 }
 
@@ -232,6 +246,10 @@ func (s *RecordingSink) ListChanged(n NotificationObs) error {
 	if s.coll != nil {
 		s.coll.NotifyListChanged()
 	}
+	if s.active != nil {
+		s.active.NotifyListChanged()
+	}
+	s.current = false
 	s.mu.Unlock()
 	i := n.Index
 	return s.rec.RecordNotification(producer.Notification{Line: n.Line, Message: n.Msg, Frame: &i, Direction: transcript.ServerToClient})
@@ -265,6 +283,14 @@ var _ pipelineSink = (*RecordingSink)(nil)
 func (s *RecordingSink) Finish() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.active != nil {
+		a := s.active
+		s.active = nil
+		a.Stop(snapshot.StopTransportClosed, "the session ended during tracectl's own collection")
+		if err := s.recordCollectorLocked(a); err != nil {
+			return err
+		}
+	}
 	if s.coll == nil {
 		return nil
 	}
@@ -303,3 +329,66 @@ func (s *RecordingSink) UnreadableListRequests() int64 {
 }
 
 func (s *RecordingSink) ClientGone(detail string) error { return s.rec.RecordClientGone(detail) }
+
+// The session's own collection (capture.go).
+
+func (s *RecordingSink) snapshotCurrent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current && s.coll == nil
+}
+
+func (s *RecordingSink) captureStart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coll != nil && s.coll.OfferedNextPage() {
+		// The client read part of the list: that is what it selected
+		// from, recorded as it stands before the session's own.
+		s.coll.Stop(snapshot.StopNextPageNotObserved, "a tools/call came after a page offering nextCursor; no next page was observed before it")
+		if err := s.recordLocked(); err != nil {
+			return err
+		}
+	}
+	c, err := s.collector(snapshot.ModeActive)
+	if err != nil {
+		return err
+	}
+	s.active = c
+	return nil
+}
+
+func (s *RecordingSink) capturePage(req, resp []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil {
+		return nil
+	}
+	if err := s.active.Add(req, resp); err != nil {
+		// The session's own request is always readable; a collector
+		// that refuses it ends the collection.
+		s.active.Stop(snapshot.StopInvalidPage, "tracectl's own page request: "+err.Error())
+	}
+	return nil
+}
+
+func (s *RecordingSink) captureFinished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active == nil || s.active.Finished()
+}
+
+func (s *RecordingSink) captureEnd(reason, detail string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.active
+	if a == nil {
+		return nil
+	}
+	s.active = nil
+	if reason != "" {
+		a.Stop(reason, detail)
+	}
+	return s.recordCollectorLocked(a)
+}
+
+var _ capturer = (*RecordingSink)(nil)

@@ -80,6 +80,14 @@ type Config struct {
 	// and length and withheld: it cannot be committed before delivery
 	// without holding it whole.
 	MaxServerFrame int64
+	// Capture says when the session collects the server's complete
+	// tools/list itself before forwarding a call (CaptureAuto, the
+	// default; CaptureAlways; CaptureNever), so every call binds a
+	// complete snapshot of the server it went to (capture.go).
+	Capture string
+	// CaptureTimeout bounds the wait for each page of that collection
+	// (default 30 s).
+	CaptureTimeout time.Duration
 }
 
 // defaultMaxServerFrame is the default Config.MaxServerFrame.
@@ -103,6 +111,7 @@ const (
 	reqInit            // initialize: the legacy negotiated version
 	reqDiscover        // server/discover: the modern server's self-description
 	reqOther           // any other request: tracked so its response is never taken for a call's
+	reqCapture         // the session's own tools/list page request (capture.go)
 )
 
 type pending struct {
@@ -120,10 +129,11 @@ type pending struct {
 	// conflict holds further attempts sent under this id while it was in
 	// flight: responses to the id are then not attributed to any of them.
 	conflict     []AttemptRef
-	unattributed int    // responses still expected for a conflicted id
-	ambiguous    bool   // another request (not a call) shares this call's id in flight
-	token        string // the key of the call's _meta.progressToken, or ""
-	match        string // mcpwire.MatchKey of the request's id: what a client matches answers by
+	unattributed int         // responses still expected for a conflicted id
+	ambiguous    bool        // another request (not a call) shares this call's id in flight
+	token        string      // the key of the call's _meta.progressToken, or ""
+	match        string      // mcpwire.MatchKey of the request's id: what a client matches answers by
+	capture      chan []byte // reqCapture: receives the response line, or is closed when the session gives up
 }
 
 // conflicted: responses to this call's id cannot be attributed to it.
@@ -151,6 +161,8 @@ type session struct {
 	// wake tells the grace loop an open call may have closed.
 	pipe pipelineSink
 	wake func()
+	// capt is the Sink's own collection, when it can record one.
+	capt capturer
 	// cq delivers what client frames cause (the frames to the server, the
 	// proxy's answers to the client), sq what server frames cause, each in
 	// read order.
@@ -295,6 +307,9 @@ func (s *session) abandonInflight() []string {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
+		if p.what == reqCapture {
+			close(p.capture)
+		}
 		if p.what == reqCall {
 			ids = append(ids, p.ref.AttemptID())
 			for _, c := range p.conflict {
@@ -321,6 +336,9 @@ func (s *session) failInflight(detail string) int {
 			p.timer.Stop()
 		}
 		if p.what != reqCall {
+			if p.what == reqCapture {
+				close(p.capture)
+			}
 			delete(s.inflight, key)
 			continue
 		}
