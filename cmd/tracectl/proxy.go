@@ -238,6 +238,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
+		if ioFailure(err) { // in use, not available here
+			return ioErr(fmt.Errorf("listen: %w", err), "choose another --listen address")
+		}
 		return usageErr(fmt.Errorf("listen: %w", err), "")
 	}
 	if !loopback(o.listen) {

@@ -4,20 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
-)
-
-// Exit codes: the contract scripts rely on (spec/README.md).
-const (
-	exitOK         = 0 // success, verified, identical
-	exitFailed     = 1 // verification failed, drift found
-	exitUsage      = 2 // usage error or unreadable input
-	exitIncomplete = 3 // evidence unavailable or unsupported
-	exitWarnings   = 4 // verified, with warnings, under verify --fail-on warning
-	// wrap alone also exits with the server's own status, and with
-	// exitInternal (125) when tracectl failed after the server started.
 )
 
 // exitError carries an exit code decided by a command's result, so the
@@ -38,33 +26,6 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error, hint string) error { return &exitError{code: exitUsage, err: err, hint: hint} }
-
-// version reports the module version and VCS revision of this binary.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if rev != "" {
-		return v + " " + rev + dirty
-	}
-	return v
-}
 
 type streams struct {
 	in       io.Reader
@@ -105,14 +66,19 @@ that commits to the transcript.`,
 // markOwnErrors makes every error a command's RunE returns an exitError, so
 // exitCode can tell them from cobra's own (an unknown command, wrong
 // arguments), which alone get the usage hint: a failure inside a command is
-// not cured by reading --help. Such errors keep exit status 2.
+// not cured by reading --help. Such errors exit 5 when the network or the
+// file system failed (ioFailure), else 2.
 func markOwnErrors(c *cobra.Command) {
 	if f := c.RunE; f != nil {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			err := f(cmd, args)
 			var ee *exitError
 			if err != nil && !errors.As(err, &ee) {
-				return &exitError{code: exitUsage, err: err}
+				code := exitUsage
+				if ioFailure(err) {
+					code = exitIO
+				}
+				return &exitError{code: code, err: err}
 			}
 			return err
 		}

@@ -277,11 +277,6 @@ func serverEnv(environ []string) []string {
 	return env
 }
 
-// exitInternal is wrap's status when tracectl itself failed after the
-// server started (the evidence could not be made durable, sealing or
-// signing failed), so a launcher can tell it from the server's own status.
-const exitInternal = 125
-
 func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	if err := o.validate(); err != nil {
 		return err
