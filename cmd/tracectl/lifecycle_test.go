@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,6 +146,16 @@ func TestTSv1InventedToolWarns(t *testing.T) {
 	}
 	if len(warn) != 1 || !strings.Contains(warn[0], "tool_not_declared") || !strings.Contains(warn[0], `"get_weather_forecast"`) {
 		t.Fatalf("want one tool_not_declared warning naming get_weather_forecast, got %q\n%s", warn, rep)
+	}
+	// README.md quotes this line as the example of a warning.
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (its line number may differ with the server's own notifications)
+	seq := regexp.MustCompile(`seq [0-9]+`)
+	if !strings.Contains(seq.ReplaceAllString(string(readme), "seq N"), "\n"+seq.ReplaceAllString(warn[0], "seq N")+"\n") {
+		t.Errorf("README.md does not quote the warning as verify prints it:\n%s", warn[0])
 	}
 	cmd := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", "--fail-on", "warning", b[0])
 	if out, err := cmd.CombinedOutput(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 {
