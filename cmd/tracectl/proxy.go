@@ -39,6 +39,7 @@ type proxyOptions struct {
 	rotateEvery                      string
 	upstreamCA                       string
 	allowRemote                      bool
+	allowedHosts, allowedOrigins     []string
 	record                           recordIdentity
 }
 
@@ -67,7 +68,10 @@ duration, or N calls). Every bundle is sealed and, with --key, signed when it
 ends: the session is deleted, the bundle rotates, or the proxy stops (SIGINT,
 SIGTERM).
 
-It listens on loopback unless --allow-remote is given. The upstream's TLS is
+It listens on loopback unless --allow-remote is given (which then needs
+--allowed-host). A request whose Host is not the listen address, a loopback
+name on its port or an --allowed-host, or whose Origin is present and not an
+--allowed-origin, is refused with 403 and recorded. The upstream's TLS is
 verified (system roots, or --upstream-ca).`,
 		Example: `  tracectl proxy --upstream https://mcp.example.com/mcp --listen 127.0.0.1:8931 --key key.pem
   tracectl proxy --upstream http://127.0.0.1:3001/mcp --rotate-every 100`,
@@ -91,6 +95,8 @@ verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
+	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "a Host name clients may reach the proxy by, HOST (any port) or HOST:PORT, besides the listen address and loopback names (repeatable; required with --allow-remote)")
+	f.StringSliceVar(&o.allowedOrigins, "allowed-origin", nil, "an Origin browsers may call from, scheme://host[:port] (repeatable; none by default, null never)")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
@@ -156,6 +162,10 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if !loopback(o.listen) && !o.allowRemote {
 		return usageErr(fmt.Errorf("--listen %q is not a loopback address", o.listen),
 			"pass --allow-remote to expose the upstream's tools to anyone who can reach that address")
+	}
+	if !loopback(o.listen) && len(o.allowedHosts) == 0 {
+		return usageErr(fmt.Errorf("--listen %q is not a loopback address: name the hosts clients reach it by", o.listen),
+			"pass --allowed-host NAME for each name clients use (requests with any other Host are refused)")
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if o.upstreamCA != "" {
@@ -230,7 +240,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			}
 			return err
 		},
-		CaptureID:   func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+		CaptureID:    func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+		AllowedHosts: o.allowedHosts, AllowedOrigins: o.allowedOrigins,
 		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle, SessionIdle: sessionIdle(o.sessionIdle),
 	})
 	if err != nil {

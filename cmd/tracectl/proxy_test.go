@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// TestProxyFlags: a non-loopback listen address needs --allow-remote, and
+// TestProxyFlags: a non-loopback listen address needs --allow-remote and
+// then --allowed-host; null is never an allowed origin; and
 // --rotate-every takes a duration or a call count.
 func TestProxyFlags(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:8931": true, "[::1]:0": true, "localhost:1": true, "0.0.0.0:8931": false, ":8931": false, "192.168.1.2:80": false} {
@@ -29,6 +30,16 @@ func TestProxyFlags(t *testing.T) {
 		o.redaction.pointers = []string{bad}
 		if err := runProxy(t.Context(), streams{}, o); err == nil || !strings.Contains(err.Error(), "redact_bad_pointer") {
 			t.Errorf("--redact %q: %v, want redact_bad_pointer", bad, err)
+		}
+	}
+	remote := &proxyOptions{listen: "0.0.0.0:0", allowRemote: true, upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20}
+	if err := runProxy(t.Context(), streams{}, remote); err == nil || !strings.Contains(err.Error(), "name the hosts") {
+		t.Errorf("--allow-remote without --allowed-host: %v", err)
+	}
+	for _, o := range []*proxyOptions{{allowedOrigins: []string{"null"}}, {allowedHosts: []string{"http://x/"}}} {
+		o.listen, o.upstream, o.rotateEvery, o.durability, o.retain, o.streamIdle, o.maxFrame, o.bundleDir = "127.0.0.1:0", "http://127.0.0.1:1/mcp", "1h", "strict", "full", time.Minute, 1<<20, t.TempDir()
+		if err := runProxy(t.Context(), streams{}, o); err == nil || !strings.Contains(err.Error(), "allowed") {
+			t.Errorf("hosts %q origins %q: %v, want refused", o.allowedHosts, o.allowedOrigins, err)
 		}
 	}
 	if d, n, err := parseRotate("10m"); err != nil || d != 10*time.Minute || n != 0 {

@@ -97,6 +97,14 @@ type Config struct {
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// Clock is the time (nil: time.Now).
 	Clock func() time.Time
+	// AllowedHosts are the Host names accepted besides the address a
+	// connection reached and the loopback names on its port: HOST (any
+	// port) or HOST:PORT. Any other Host is refused (403, recorded).
+	AllowedHosts []string
+	// AllowedOrigins are the Origin values accepted (scheme://host[:port]);
+	// a request with any other Origin, "null" included, is refused. A
+	// request without Origin (not from a browser) passes.
+	AllowedOrigins []string
 }
 
 // DefaultStreamIdle is how long an upstream stream may stay silent.
@@ -108,6 +116,7 @@ const DefaultSessionIdle = time.Hour
 // Proxy is an http.Handler.
 type Proxy struct {
 	cfg       Config
+	access    access
 	serverURL string
 	decls     bindings
 	exch      atomic.Int64
@@ -153,8 +162,12 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	acc, err := newAccess(cfg.AllowedHosts, cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
+	return &Proxy{cfg: cfg, access: acc, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
 		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
 }
 
@@ -355,6 +368,11 @@ type exchange struct {
 const maxBody = mcpwire.MaxFrameBytes
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// who
+	if rule, detail := p.access.check(r); rule != "" {
+		p.refusePeer(w, r, rule, detail)
+		return
+	}
 	// read
 	sid := r.Header.Get("Mcp-Session-Id")
 	body, ok := p.readBody(w, r, sid)
