@@ -373,6 +373,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refusePeer(w, r, rule, detail)
 		return
 	}
+	// The hop-by-hop headers end here: the header gate, the record and
+	// the upstream all see the same headers (a Connection header naming
+	// Mcp-Name cannot show the gate a header the upstream never gets).
+	r.Header = r.Header.Clone()
+	dropHop(r.Header)
 	// read
 	sid := r.Header.Get("Mcp-Session-Id")
 	body, ok := p.readBody(w, r, sid)
@@ -722,8 +727,10 @@ func tlsVersion(v uint16) string {
 	return "TLS 0x" + strconv.FormatUint(uint64(v), 16)
 }
 
-// hop-by-hop headers are not forwarded (RFC 9110 section 7.6.1).
-var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// hop-by-hop headers are not forwarded in either direction (RFC 9110
+// section 7.6.1, and httputil.ReverseProxy's list): Proxy-Authorization
+// is a credential for the hop to the proxy, never the upstream's.
+var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // dropHop removes hop-by-hop headers, those the Connection header names
 // included.
@@ -815,6 +822,13 @@ func (x *exchange) forward(body []byte) {
 	}
 	if err := x.b.http(rl); err != nil {
 		x.auditFail(err)
+		return
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// A client that follows a redirect sends the request to the
+		// Location itself, around the recorder: never relayed (neither
+		// the status nor the Location), whatever the method.
+		x.upstreamFailed("the upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" (a redirect), which is not followed and not relayed: a client following it would reach a server around the recorder", http.StatusBadGateway)
 		return
 	}
 	hdr := x.w.Header()
