@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -509,7 +510,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 			return err
 		}
 		if m.Kind == mcpwire.KindRequest {
-			x.call = &call{ref: a, key: mcpwire.Key(m.ID), token: progressToken(m.Params)}
+			x.call = &call{ref: a, key: callKey(x.r, mcpwire.Key(m.ID)), token: progressToken(m.Params)}
 			b.track(x.call)
 		}
 		return nil
@@ -517,7 +518,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		rid, ok := m.Params.Get("requestId")
 		var c *call
 		if ok {
-			c = b.onlyInflight(mcpwire.Key(rid))
+			c = b.onlyInflight(callKey(x.r, mcpwire.Key(rid)))
 		}
 		if c != nil {
 			c.mu.Lock()
@@ -535,6 +536,25 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		}
 	}
 	return b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded})
+}
+
+// callKey names a call in flight by its client and its JSON-RPC id: a
+// cancellation names only a call of the same client. A client is its
+// session (the Mcp-Session-Id it sends, whether or not this proxy saw the
+// session begin); sessionless traffic has no identity beyond its
+// connection, so it is the connection the request came on (its local and
+// remote addresses: unique while the connection is open, and a call in
+// flight holds its connection open, since a client that closes it closes
+// the call). JSON-RPC ids are per client: every client starts at 1.
+func callKey(r *http.Request, id string) string {
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		return "session " + canon.SHA256([]byte(sid)) + " " + id
+	}
+	local := ""
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+		local = a.String()
+	}
+	return "connection " + local + " " + r.RemoteAddr + " " + id
 }
 
 // watchCall records a timeout (an unknown outcome) when the call has no
