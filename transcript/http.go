@@ -59,9 +59,10 @@ const (
 )
 
 // Peer rules of an HTTP refusal (HTTPEvent.Rule with HTTPRefused): a
-// request refused for who sent it, before its body is read, so the line
-// names no frame; spec/http.md, "Who may talk to it".
-var peerRules = []string{"host_not_allowed", "origin_not_allowed"}
+// request refused before its body is read, for who sent it or for the
+// producer's bounds, so the line names no frame; spec/http.md, "Who may
+// talk to it" and "Limits".
+var peerRules = []string{"host_not_allowed", "origin_not_allowed", "inflight_budget"}
 
 // MaxHeaderValueBytes bounds a header value recorded as text; a longer one
 // (or one that is not UTF-8) is recorded by its SHA-256 in HeaderDigests.
@@ -164,7 +165,7 @@ func (v *HTTPEvent) validate() *invalid {
 	} else if v.Rule != "" {
 		if slices.Contains(peerRules, v.Rule) {
 			if v.Frame != nil {
-				return bad("a request refused for its peer (%s) names no frame: its body is not read", v.Rule)
+				return bad("a request refused before its body is read (%s) names no frame", v.Rule)
 			}
 		} else if e := oneOf("rule", v.Rule, RuleHeaderMissing, RuleHeaderMismatch, RuleHeaderRepeated, RuleHeaderUnverifiable); e != nil {
 			return e

@@ -14,8 +14,8 @@ type httpCheck struct {
 	upstreams []string         // distinct identities observed, in order
 	seen      map[string]bool
 	creds     int64 // requests that carried credential headers (names only)
-	// peerRefused counts requests refused for who sent them (Host,
-	// Origin): no frame, never forwarded.
+	// peerRefused counts requests refused before their bodies were read
+	// (Host, Origin, body budget): no frame, never forwarded.
 	peerRefused int64
 }
 
@@ -36,8 +36,8 @@ func (b *bundleCheck) onHTTP(idx int64, e *transcript.HTTPEvent) {
 		}
 	case transcript.HTTPRefused:
 		if e.Frame == nil {
-			// Refused for its peer (Host, Origin) before its body was
-			// read: no frame to excuse.
+			// Refused before its body was read (its Host or Origin, the
+			// producer's body budget): no frame to excuse.
 			h.peerRefused++
 			break
 		}
@@ -94,7 +94,7 @@ func (b *bundleCheck) finishHTTP() {
 	}
 	if h.peerRefused > 0 {
 		b.r.add(CodeProducerObservation, checkOutcome, StatusInfo, "http",
-			fmt.Sprintf("%d requests refused for their Host or Origin before their bodies were read: never forwarded", h.peerRefused))
+			fmt.Sprintf("%d requests refused before their bodies were read (Host, Origin, or the proxy's in-flight body budget): never forwarded", h.peerRefused))
 	}
 	if h.creds > 0 {
 		b.r.add(CodeProducerObservation, checkOutcome, StatusInfo, "http",

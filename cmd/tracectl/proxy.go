@@ -35,6 +35,8 @@ type proxyOptions struct {
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
 	sessionIdle                      time.Duration
+	maxSessions                      int
+	maxInflight                      int64
 	maxFrame                         int64
 	rotateEvery                      string
 	upstreamCA                       string
@@ -79,6 +81,7 @@ verified (system roots, or --upstream-ca).`,
 		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), s, o) },
 	}
 	f := cmd.Flags()
+	def := httpproxy.Defaults()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8931", "address to listen on (loopback unless --allow-remote)")
 	f.StringVar(&o.upstream, "upstream", "", "the MCP server's Streamable HTTP endpoint (http:// or https://)")
 	f.StringVar(&o.bundleDir, "bundle-dir", "", "directory for the bundles (default: the user's state directory, tracectl/bundles)")
@@ -88,8 +91,10 @@ verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
 	o.redaction.flags(cmd)
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
-	f.DurationVar(&o.streamIdle, "stream-idle-timeout", httpproxy.DefaultStreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
-	f.DurationVar(&o.sessionIdle, "session-idle", httpproxy.DefaultSessionIdle, "seal a 2025-11-25 session's bundle when no request has used it this long (its later requests record into the stateless bundle; 0: never)")
+	f.DurationVar(&o.streamIdle, "stream-idle-timeout", def.StreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
+	f.DurationVar(&o.sessionIdle, "session-idle", def.SessionIdle, "seal a 2025-11-25 session's bundle when no request has used it this long (its later requests record into the stateless bundle; 0: never)")
+	f.IntVar(&o.maxSessions, "max-sessions", def.MaxSessions, "session bundles open at once; a new session past it seals the least recently used one")
+	f.Int64Var(&o.maxInflight, "max-inflight-bytes", def.MaxInflightBytes, "request bodies held in memory at once; a request past it is answered 503 with Retry-After")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
@@ -152,8 +157,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if o.checkpoint.set() && o.key == "" {
 		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
-	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 {
-		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
+	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 || o.maxSessions <= 0 || o.maxInflight <= 0 {
+		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout, --max-frame, --max-sessions and --max-inflight-bytes must be positive"), "")
 	}
 	every, calls, err := parseRotate(o.rotateEvery)
 	if err != nil {
@@ -242,6 +247,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 		},
 		CaptureID:    func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
 		AllowedHosts: o.allowedHosts, AllowedOrigins: o.allowedOrigins,
+		MaxSessions: o.maxSessions, MaxInflightBytes: o.maxInflight,
+		Failed:      func(err error) { fmt.Fprintf(s.err, "tracectl: error: %s\n", escapeTerminal(err.Error())) },
 		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle, SessionIdle: sessionIdle(o.sessionIdle),
 	})
 	if err != nil {

@@ -162,7 +162,7 @@ func TestHostOriginRefused(t *testing.T) {
 	seen := false
 	for _, rep := range reps {
 		for _, f := range rep.Find(verify.CodeProducerObservation) {
-			seen = seen || strings.Contains(f.Detail, "refused for their Host or Origin")
+			seen = seen || strings.Contains(f.Detail, "refused before their bodies were read")
 		}
 	}
 	if !seen {

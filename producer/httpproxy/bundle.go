@@ -34,7 +34,7 @@ type bundle struct {
 	inflight map[string][]*call
 	session  string // Mcp-Session-Id, for session bundles
 	sealErr  error
-	lastUsed time.Time   // when the last exchange ended
+	lastUsed time.Time   // when an exchange last began or ended
 	expiry   func() bool // the pending expiry check of an unused session bundle
 
 	// Stateless bundles hold many clients' tools/list collections at once:
@@ -82,6 +82,7 @@ func (b *bundle) acquire() bool {
 		return false
 	}
 	b.refs++
+	b.lastUsed = b.p.cfg.Clock()
 	return true
 }
 

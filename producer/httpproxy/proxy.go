@@ -83,12 +83,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// StreamIdle abandons an upstream response stream silent this long: the
 	// calls waiting on it get a timeout (unknown), and the client's
-	// response ends (0: DefaultStreamIdle).
+	// response ends (0: Defaults().StreamIdle, 5 minutes).
 	StreamIdle time.Duration
 	// SessionIdle retires a session bundle no exchange has used for this
 	// long (an open GET stream is an exchange): it is sealed, and later
 	// requests with its session id record into the stateless bundle, as
-	// for any session this proxy did not see begin (0: DefaultSessionIdle;
+	// for any session this proxy did not see begin (0: Defaults().SessionIdle, 10 minutes;
 	// negative: never).
 	SessionIdle time.Duration
 	// NewTimer makes timers (nil: time.NewTimer).
@@ -106,18 +106,39 @@ type Config struct {
 	// a request with any other Origin, "null" included, is refused. A
 	// request without Origin (not from a browser) passes.
 	AllowedOrigins []string
+	// MaxInflightBytes bounds the request bodies held in memory at once
+	// (0: Defaults(), 256 MiB); a request past it is answered 503 with
+	// Retry-After and recorded.
+	MaxInflightBytes int64
+	// MaxSessions bounds the session bundles open at once (0:
+	// Defaults(), 256): a new session past it seals the least recently
+	// used one (an idle one first).
+	MaxSessions int
+	// Failed, when set, is told an error the proxy answered a client for
+	// without its text (a bundle that could not be opened: the text may
+	// name a file system path, which a client is never shown).
+	Failed func(error)
 }
 
-// DefaultStreamIdle is how long an upstream stream may stay silent.
-const DefaultStreamIdle = 5 * time.Minute
+// Defaults is the configuration's bounds as New fills them in when they
+// are zero: StreamIdle, SessionIdle, MaxInflightBytes and MaxSessions.
+func Defaults() Config {
+	return Config{StreamIdle: defaultStreamIdle, SessionIdle: defaultSessionIdle, MaxInflightBytes: defaultMaxInflightBytes, MaxSessions: defaultMaxSessions}
+}
 
-// DefaultSessionIdle is how long a session bundle stays open unused.
-const DefaultSessionIdle = time.Hour
+// defaultStreamIdle is how long an upstream stream may stay silent.
+const defaultStreamIdle = 5 * time.Minute
+
+// defaultSessionIdle is how long a session bundle stays open unused:
+// minutes, since clients often never DELETE their sessions (the MCP
+// Inspector does not) and each open bundle holds descriptors.
+const defaultSessionIdle = 10 * time.Minute
 
 // Proxy is an http.Handler.
 type Proxy struct {
 	cfg       Config
 	access    access
+	budget    budget
 	serverURL string
 	decls     bindings
 	exch      atomic.Int64
@@ -151,10 +172,16 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Clock = time.Now
 	}
 	if cfg.StreamIdle <= 0 {
-		cfg.StreamIdle = DefaultStreamIdle
+		cfg.StreamIdle = defaultStreamIdle
 	}
 	if cfg.SessionIdle == 0 {
-		cfg.SessionIdle = DefaultSessionIdle
+		cfg.SessionIdle = defaultSessionIdle
+	}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = defaultMaxInflightBytes
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = defaultMaxSessions
 	}
 	if cfg.AfterFunc == nil {
 		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
@@ -168,7 +195,7 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, access: acc, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
+	return &Proxy{cfg: cfg, access: acc, budget: budget{max: cfg.MaxInflightBytes}, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
 		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
 }
 
@@ -238,7 +265,14 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 		case b != nil:
 		case initialize:
 			// A new client session: its own bundle, keyed by the session id
-			// the server assigns in its answer.
+			// the server assigns in its answer. At the cap, the least
+			// recently used session is sealed first: a new client is
+			// served, never turned away by sessions others abandoned.
+			if v := p.sessionVictim(); v != nil {
+				p.mu.Unlock()
+				v.retire()
+				continue
+			}
 		default:
 			// Sessionless traffic, and sessions this proxy did not see begin
 			// (it restarted): the shared bundle. A client cannot make the
@@ -277,6 +311,49 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 			return b, nil
 		}
 	}
+}
+
+// sessionVictim, with p.mu held, is the session bundle to seal before
+// another opens, when MaxSessions are open: the least recently used idle
+// one, else the least recently used (its calls in flight finish; its
+// streams without a call end). It is no longer reachable by its session
+// id once returned.
+func (p *Proxy) sessionVictim() *bundle {
+	open := 0
+	var idle, any *bundle
+	var idleAt, anyAt time.Time
+	for b := range p.live {
+		if b.demux {
+			continue
+		}
+		b.mu.Lock()
+		retiring, refs, used := b.retiring, b.refs, b.lastUsed
+		b.mu.Unlock()
+		if retiring {
+			continue
+		}
+		open++
+		if b.session == "" {
+			continue // its initialize is in flight
+		}
+		if refs == 0 && (idle == nil || used.Before(idleAt)) {
+			idle, idleAt = b, used
+		}
+		if any == nil || used.Before(anyAt) {
+			any, anyAt = b, used
+		}
+	}
+	if open < p.cfg.MaxSessions {
+		return nil
+	}
+	v := idle
+	if v == nil {
+		v = any
+	}
+	if v != nil && p.sessions[v.session] == v {
+		delete(p.sessions, v.session)
+	}
+	return v
 }
 
 // rotate retires b if it is still the stateless bundle.
@@ -381,19 +458,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dropHop(r.Header)
 	// read
 	sid := r.Header.Get("Mcp-Session-Id")
-	body, ok := p.readBody(w, r, sid)
+	line, release, ok := p.readBody(w, r, sid)
+	defer release()
 	if !ok {
 		return
 	}
 	// gate
 	var g gated
-	if body != nil {
-		g.line, g.msg, g.refusal = gateLine(body)
+	var body []byte
+	if line != nil {
+		body = line[:len(line)-1]
+		g.line = line
+		g.msg, g.refusal = mcpwire.Read(line)
 	}
 	initialize := g.msg != nil && g.msg.Kind == mcpwire.KindRequest && g.msg.Method == mcpwire.MethodInitialize && sid == ""
 	b, err := p.bundleFor(sid, initialize)
 	if err != nil {
-		writeRPCError(w, http.StatusServiceUnavailable, idOf(g.msg), codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		p.unavailable(w, idOf(g.msg), err)
 		return
 	}
 	defer b.release()
@@ -439,22 +520,17 @@ type gated struct {
 	refusal *mcpwire.Refusal
 }
 
-// readBody reads a POST's body within the gate's limit; a longer one is
-// committed by digest and refused (ok false: the exchange is answered).
-func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (body []byte, ok bool) {
-	if r.Method != http.MethodPost {
-		return nil, true
+// unavailable answers a request no bundle could take: 503, without the
+// error's text (it may name a path); the operator is told it (Failed).
+func (p *Proxy) unavailable(w http.ResponseWriter, id string, err error) {
+	if errors.Is(err, errClosed) {
+		writeRPCError(w, http.StatusServiceUnavailable, id, codeAuditUnavailable, "tracectl: not forwarded: "+errClosed.Error())
+		return
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
-		return nil, false
+	if p.cfg.Failed != nil {
+		p.cfg.Failed(err)
 	}
-	if int64(len(b)) > maxBody {
-		p.tooLarge(w, r, sid, b)
-		return nil, false
-	}
-	return b, true
+	writeRPCError(w, http.StatusServiceUnavailable, id, codeAuditUnavailable, "tracectl: not forwarded: "+session.ErrAuditUnavailable.Error()+": the recorder could not open a bundle")
 }
 
 // commit records the request before anything reaches the upstream: its
@@ -596,7 +672,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, sid string, hea
 	}
 	b, err := p.bundleFor(sid, false)
 	if err != nil {
-		writeRPCError(w, http.StatusServiceUnavailable, "null", codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		p.unavailable(w, "null", err)
 		return
 	}
 	defer b.release()
