@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ type proxyOptions struct {
 	upstreamCA                       string
 	allowRemote                      bool
 	allowedHosts, allowedOrigins     []string
+	redactPaths                      []string
 	record                           recordIdentity
 }
 
@@ -102,6 +104,7 @@ verified (system roots, or --upstream-ca).`,
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "a Host name clients may reach the proxy by, HOST (any port) or HOST:PORT, besides the listen address and loopback names (repeatable; required with --allow-remote)")
 	f.StringSliceVar(&o.allowedOrigins, "allowed-origin", nil, "an Origin browsers may call from, scheme://host[:port] (repeatable; none by default, null never)")
+	f.StringArrayVar(&o.redactPaths, "redact-path", nil, "also redact, in what is recorded, every URL path segment (of --upstream and of client requests) this Go regular expression matches (repeatable)")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
@@ -159,6 +162,14 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	}
 	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 || o.maxSessions <= 0 || o.maxInflight <= 0 {
 		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout, --max-frame, --max-sessions and --max-inflight-bytes must be positive"), "")
+	}
+	var pathREs []*regexp.Regexp
+	for _, expr := range o.redactPaths {
+		re, err := regexp.Compile(expr)
+		if err != nil || expr == "" {
+			return usageErr(fmt.Errorf("--redact-path %q: not a non-empty Go regular expression", expr), "")
+		}
+		pathREs = append(pathREs, re)
 	}
 	every, calls, err := parseRotate(o.rotateEvery)
 	if err != nil {
@@ -248,12 +259,16 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 		CaptureID:    func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
 		AllowedHosts: o.allowedHosts, AllowedOrigins: o.allowedOrigins,
 		MaxSessions: o.maxSessions, MaxInflightBytes: o.maxInflight,
+		Redact: o.redaction.rules, RedactPaths: pathREs, UnsafeRecordInClear: o.redaction.off && o.retain == transcript.RetainFull,
 		Failed:      func(err error) { fmt.Fprintf(s.err, "tracectl: error: %s\n", escapeTerminal(err.Error())) },
 		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle, SessionIdle: sessionIdle(o.sessionIdle),
 	})
 	if err != nil {
 		return usageErr(err, "")
 	}
+	// What is recorded and printed names the upstream with its
+	// credential-like path segments redacted.
+	srv.URL = p.ServerURL()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return usageErr(fmt.Errorf("listen: %w", err), "")

@@ -44,6 +44,12 @@ func TestProxyFlags(t *testing.T) {
 			t.Errorf("hosts %q origins %q: %v, want refused", o.allowedHosts, o.allowedOrigins, err)
 		}
 	}
+	for _, expr := range []string{"(", ""} {
+		o := &proxyOptions{listen: "127.0.0.1:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20, maxSessions: 8, maxInflight: 1 << 20, redactPaths: []string{expr}}
+		if err := runProxy(t.Context(), streams{}, o); err == nil || !strings.Contains(err.Error(), "--redact-path") {
+			t.Errorf("--redact-path %q: %v", expr, err)
+		}
+	}
 	for _, o := range []*proxyOptions{{maxSessions: 0, maxInflight: 1}, {maxSessions: 1, maxInflight: 0}} {
 		o.listen, o.upstream, o.rotateEvery, o.durability, o.retain, o.streamIdle, o.maxFrame = "127.0.0.1:0", "http://127.0.0.1:1/mcp", "1h", "strict", "full", time.Minute, 1<<20
 		if err := runProxy(t.Context(), streams{}, o); err == nil || !strings.Contains(err.Error(), "must be positive") {

@@ -13,6 +13,7 @@ package httpproxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -24,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +37,7 @@ import (
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/internal/session"
+	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -114,6 +117,21 @@ type Config struct {
 	// Defaults(), 256): a new session past it seals the least recently
 	// used one (an idle one first).
 	MaxSessions int
+	// Redact are the rules a recorded URL path segment is scanned with
+	// (nil: redact.Default()); RedactPaths are the operator's expressions
+	// for path segments to redact besides (spec/http.md, "Secrets in
+	// headers and URLs").
+	Redact      *redact.Rules
+	RedactPaths []*regexp.Regexp
+	// UnsafeRecordInClear records Mcp-Param-* values and URL paths as
+	// received, secrets included (an operator who retains payloads
+	// unredacted). Otherwise a param value is recorded by a salted digest
+	// whose salt is not kept, and a path with its credential-like segments
+	// redacted.
+	UnsafeRecordInClear bool
+	// Entropy salts the digests of Mcp-Param-* values (nil:
+	// crypto/rand.Reader).
+	Entropy io.Reader
 	// Failed, when set, is told an error the proxy answered a client for
 	// without its text (a bundle that could not be opened: the text may
 	// name a file system path, which a client is never shown).
@@ -177,6 +195,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.SessionIdle == 0 {
 		cfg.SessionIdle = defaultSessionIdle
 	}
+	if cfg.Entropy == nil {
+		cfg.Entropy = rand.Reader
+	}
 	if cfg.MaxInflightBytes <= 0 {
 		cfg.MaxInflightBytes = defaultMaxInflightBytes
 	}
@@ -195,8 +216,10 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, access: acc, budget: budget{max: cfg.MaxInflightBytes}, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
-		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
+	p := &Proxy{cfg: cfg, access: acc, budget: budget{max: cfg.MaxInflightBytes}, base: base, baseCancel: cancel, closing: make(chan struct{}),
+		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}
+	p.serverURL = p.redactURL(srv.URL)
+	return p, nil
 }
 
 func (p *Proxy) sealed(b *bundle, err error) {
@@ -704,16 +727,17 @@ func (x *exchange) auditFail(err error) {
 
 // requestLine is the HTTP facts of the client's request.
 func (x *exchange) requestLine(frame *int64) transcript.HTTPEvent {
-	ev := transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: x.id, Method: x.r.Method, Path: boundedPath(x.r.URL), Frame: frame}
+	ev := transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: x.id, Method: x.r.Method, Path: boundedPath(x.p.redactPath(x.r.URL.EscapedPath())), Frame: frame}
 	ev.ContentType = boundedText(x.r.Header.Get("Content-Type"))
-	ev.Headers, ev.HeaderDigests, ev.Session, ev.Credentials = headerFacts(x.r.Header)
+	ev.Headers, ev.HeaderDigests, ev.Session, ev.Credentials = x.p.headerFacts(x.r.Header)
 	return ev
 }
 
 // headerFacts splits a request's headers into what is recorded: the MCP
-// headers by value (or digest), the session id by digest, credential
-// headers by name only. Nothing else is recorded.
-func headerFacts(h http.Header) (vals, digests map[string]string, sid string, creds []string) {
+// headers by value (or digest), Mcp-Param-* values by salted digest
+// (paramValue), the session id by digest, credential headers by name only.
+// Nothing else is recorded.
+func (p *Proxy) headerFacts(h http.Header) (vals, digests map[string]string, sid string, creds []string) {
 	for name, vv := range h {
 		n := strings.ToLower(name)
 		switch {
@@ -731,6 +755,15 @@ func headerFacts(h http.Header) (vals, digests map[string]string, sid string, cr
 			continue
 		}
 		v := strings.Join(vv, ", ")
+		if strings.HasPrefix(n, hParamPrefix) && !p.cfg.UnsafeRecordInClear {
+			if d, ok := p.paramValue(v); ok {
+				if digests == nil {
+					digests = map[string]string{}
+				}
+				digests[n] = d
+			}
+			continue
+		}
 		if len(v) > transcript.MaxHeaderValueBytes || !validText(v) {
 			if digests == nil {
 				digests = map[string]string{}
@@ -766,8 +799,7 @@ func validText(s string) bool {
 	return err == nil && len(b) > 0
 }
 
-func boundedPath(u *url.URL) string {
-	p := u.EscapedPath()
+func boundedPath(p string) string {
 	if len(p) > transcript.MaxPathBytes {
 		p = p[:transcript.MaxPathBytes]
 	}
@@ -889,6 +921,11 @@ func (x *exchange) forward(body []byte) {
 	close(stop)
 	wait.Stop()
 	if err != nil {
+		// Never the URL (its path may hold a key): the cause only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		detail := "upstream request failed: " + err.Error()
 		if w, ok := why.Load().(string); ok {
 			detail = w
