@@ -13,7 +13,7 @@ import (
 // memory at once, and session bundles open at once.
 
 // defaultMaxInflightBytes bounds the request bodies held in memory at once,
-// over all exchanges: 4 bodies at the gate's limit. Past it a request is
+// over all exchanges: four bodies just under the gate's limit. Past it a request is
 // answered 503 with Retry-After, not read further.
 const defaultMaxInflightBytes = 256 << 20
 
