@@ -115,6 +115,8 @@ func TestHostOriginRefused(t *testing.T) {
 			if tc.origin != "" {
 				req.Header.Set("Origin", tc.origin)
 			}
+			req.Header.Set("Proxy-Authorization", "Basic cmVmdXNlZC1wcm94eS1jcmVk")
+			req.Header.Set("Connection", "Origin")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -153,6 +155,11 @@ func TestHostOriginRefused(t *testing.T) {
 	files := bundleBytes(t, reps)
 	// Each raw request above is one line; the SDK client sends at least
 	// its initialize (and may send more, a DELETE, before it gives up).
+	for _, s := range []string{"proxy-authorization", "cmVmdXNlZC1wcm94eS1jcmVk"} {
+		if n := countIn(files, s); n != 0 {
+			t.Errorf("a refused request's %q is recorded %d times", s, n)
+		}
+	}
 	if n := countIn(files, `"rule":"host_not_allowed"`); n < 4 {
 		t.Errorf("%d host_not_allowed lines, want at least 4", n)
 	}

@@ -469,16 +469,19 @@ type exchange struct {
 const maxBody = mcpwire.MaxFrameBytes
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// who
-	if rule, detail := p.access.check(r); rule != "" {
+	// who: judged on the headers as received (a Connection header naming
+	// Origin cannot hide it)
+	rule, detail := p.access.check(r)
+	// The hop-by-hop headers end here: the header gate, the record and
+	// the upstream all see the same headers (a Connection header naming
+	// Mcp-Name cannot show the gate a header the upstream never gets),
+	// and Proxy-Authorization is never recorded.
+	r.Header = r.Header.Clone()
+	dropHop(r.Header)
+	if rule != "" {
 		p.refusePeer(w, r, rule, detail)
 		return
 	}
-	// The hop-by-hop headers end here: the header gate, the record and
-	// the upstream all see the same headers (a Connection header naming
-	// Mcp-Name cannot show the gate a header the upstream never gets).
-	r.Header = r.Header.Clone()
-	dropHop(r.Header)
 	// read
 	sid := r.Header.Get("Mcp-Session-Id")
 	line, release, ok := p.readBody(w, r, sid)
