@@ -75,8 +75,17 @@ SIGTERM).
 It listens on loopback unless --allow-remote is given (which then needs
 --allowed-host). A request whose Host is not the listen address, a loopback
 name on its port or an --allowed-host, or whose Origin is present and not an
---allowed-origin, is refused with 403 and recorded. The upstream's TLS is
-verified (system roots, or --upstream-ca).`,
+--allowed-origin, is refused with 403 and recorded. Proxy-Authorization and
+the other hop-by-hop headers are neither forwarded nor recorded; an upstream
+redirect is never relayed (502).
+
+Bounds: request bodies held at once (--max-inflight-bytes; past it, 503 with
+Retry-After) and session bundles open at once (--max-sessions; past it the
+least recently used session is sealed). Mcp-Param-* values are recorded by a
+salted digest and URL path segments that look like keys as [REDACTED:path]
+(also --redact-path), unless --no-redaction with --retain full.
+
+The upstream's TLS is verified (system roots, or --upstream-ca).`,
 		Example: `  tracectl proxy --upstream https://mcp.example.com/mcp --listen 127.0.0.1:8931 --key key.pem
   tracectl proxy --upstream http://127.0.0.1:3001/mcp --rotate-every 100`,
 		Args: cobra.NoArgs,
