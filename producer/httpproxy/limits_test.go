@@ -205,3 +205,47 @@ func TestErrorsCarryNoPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeclaredLengthHoldsNothing: a client that declares a body filling
+// the whole budget and sends one byte of it holds only what arrived (one
+// read chunk), not what it declared: another client's request is served.
+func TestDeclaredLengthHoldsNothing(t *testing.T) {
+	url, started, release := blockingUpstream(t)
+	close(release)
+	h := newHarness(t, url, func(c *Config) { c.MaxInflightBytes = 1 << 20 })
+	read := make(chan struct{}, 64)
+	h.proxy.onRead = func() {
+		select {
+		case read <- struct{}{}:
+		default:
+		}
+	}
+	pr, pw := io.Pipe()
+	// Ended on every path (a failure too): the server's Close waits for it.
+	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
+	req, _ := http.NewRequest(http.MethodPost, h.srv.URL, pr)
+	req.ContentLength = 1<<20 - 1
+	req.Header.Set("Content-Type", "application/json")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	if _, err := pw.Write([]byte("{")); err != nil {
+		t.Fatal(err)
+	}
+	<-read // the proxy read it: the body's buffer and its charge are taken
+	if n := h.proxy.budget.inUse(); n > readChunk {
+		t.Fatalf("a client that sent 1 byte holds %d bytes of budget", n)
+	}
+	if code, body := rawPost(t, h.srv.URL, blockCall, ""); code != http.StatusOK || !strings.Contains(body, `"done"`) {
+		t.Fatalf("another client: %d %s", code, body)
+	}
+	<-started
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	<-errc
+	requireIntact(t, h.close())
+}

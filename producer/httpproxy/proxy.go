@@ -166,6 +166,7 @@ type Proxy struct {
 	closing    chan struct{} // closed when a shutdown starts: streams without a call end
 
 	onTimeout func() // tests: told after a call timeout is recorded
+	onRead    func() // tests: told after each read of a request body
 
 	mu        sync.Mutex
 	closed    bool
