@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -56,6 +57,12 @@ const (
 	RuleHeaderRepeated     = "header_repeated"     // a routing header given more than once
 	RuleHeaderUnverifiable = "header_unverifiable" // an Mcp-Param-* header for a tool whose declaration the producer has not observed
 )
+
+// Peer rules of an HTTP refusal (HTTPEvent.Rule with HTTPRefused): a
+// request refused before its body is read, for who sent it or for the
+// producer's bounds, so the line names no frame; spec/http.md, "Who may
+// talk to it" and "Limits".
+var peerRules = []string{"host_not_allowed", "origin_not_allowed", "inflight_budget"}
 
 // MaxHeaderValueBytes bounds a header value recorded as text; a longer one
 // (or one that is not UTF-8) is recorded by its SHA-256 in HeaderDigests.
@@ -156,10 +163,13 @@ func (v *HTTPEvent) validate() *invalid {
 			return e
 		}
 	} else if v.Rule != "" {
-		if e := oneOf("rule", v.Rule, RuleHeaderMissing, RuleHeaderMismatch, RuleHeaderRepeated, RuleHeaderUnverifiable); e != nil {
+		if slices.Contains(peerRules, v.Rule) {
+			if v.Frame != nil {
+				return bad("a request refused before its body is read (%s) names no frame", v.Rule)
+			}
+		} else if e := oneOf("rule", v.Rule, RuleHeaderMissing, RuleHeaderMismatch, RuleHeaderRepeated, RuleHeaderUnverifiable); e != nil {
 			return e
-		}
-		if v.Frame == nil {
+		} else if v.Frame == nil {
 			return bad("a refused request names its frame")
 		}
 	}

@@ -14,6 +14,9 @@ type httpCheck struct {
 	upstreams []string         // distinct identities observed, in order
 	seen      map[string]bool
 	creds     int64 // requests that carried credential headers (names only)
+	// peerRefused counts requests refused before their bodies were read
+	// (Host, Origin, body budget): no frame, never forwarded.
+	peerRefused int64
 }
 
 // onHTTP checks an HTTP line against the header and records what it says.
@@ -32,6 +35,12 @@ func (b *bundleCheck) onHTTP(idx int64, e *transcript.HTTPEvent) {
 			b.malformed(idx, transcript.CodeInvalidMember, "an http withheld line in a transcript before "+transcript.Format+", which never withholds for framing")
 		}
 	case transcript.HTTPRefused:
+		if e.Frame == nil {
+			// Refused before its body was read (its Host or Origin, the
+			// producer's body budget): no frame to excuse.
+			h.peerRefused++
+			break
+		}
 		if h.refused == nil {
 			h.refused = map[int64]string{}
 		}
@@ -82,6 +91,10 @@ func (b *bundleCheck) finishHTTP() {
 	if n := int64(len(h.refused)); n > 0 {
 		b.r.add(CodeFramesRefused, checkTranscript, StatusInfo, "http",
 			fmt.Sprintf("%d client requests refused for routing headers missing or disagreeing with their bodies: committed, answered with an error, never forwarded", n))
+	}
+	if h.peerRefused > 0 {
+		b.r.add(CodeProducerObservation, checkOutcome, StatusInfo, "http",
+			fmt.Sprintf("%d requests refused before their bodies were read (Host, Origin, or the proxy's in-flight body budget): never forwarded", h.peerRefused))
 	}
 	if h.creds > 0 {
 		b.r.add(CodeProducerObservation, checkOutcome, StatusInfo, "http",

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,10 +36,14 @@ type proxyOptions struct {
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
 	sessionIdle                      time.Duration
+	maxSessions                      int
+	maxInflight                      int64
 	maxFrame                         int64
 	rotateEvery                      string
 	upstreamCA                       string
 	allowRemote                      bool
+	allowedHosts, allowedOrigins     []string
+	redactPaths                      []string
 	record                           recordIdentity
 }
 
@@ -67,14 +72,27 @@ duration, or N calls). Every bundle is sealed and, with --key, signed when it
 ends: the session is deleted, the bundle rotates, or the proxy stops (SIGINT,
 SIGTERM).
 
-It listens on loopback unless --allow-remote is given. The upstream's TLS is
-verified (system roots, or --upstream-ca).`,
+It listens on loopback unless --allow-remote is given (which then needs
+--allowed-host). A request whose Host is not the listen address, a loopback
+name on its port or an --allowed-host, or whose Origin is present and not an
+--allowed-origin, is refused with 403 and recorded. Proxy-Authorization and
+the other hop-by-hop headers are neither forwarded nor recorded; an upstream
+redirect is never relayed (502).
+
+Bounds: request bodies held at once (--max-inflight-bytes; past it, 503 with
+Retry-After) and session bundles open at once (--max-sessions; past it the
+least recently used session is sealed). Mcp-Param-* values are recorded by a
+salted digest and URL path segments that look like keys as [REDACTED:path]
+(also --redact-path), unless --no-redaction with --retain full.
+
+The upstream's TLS is verified (system roots, or --upstream-ca).`,
 		Example: `  tracectl proxy --upstream https://mcp.example.com/mcp --listen 127.0.0.1:8931 --key key.pem
   tracectl proxy --upstream http://127.0.0.1:3001/mcp --rotate-every 100`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), s, o) },
 	}
 	f := cmd.Flags()
+	def := httpproxy.Defaults()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8931", "address to listen on (loopback unless --allow-remote)")
 	f.StringVar(&o.upstream, "upstream", "", "the MCP server's Streamable HTTP endpoint (http:// or https://)")
 	f.StringVar(&o.bundleDir, "bundle-dir", "", "directory for the bundles (default: the user's state directory, tracectl/bundles)")
@@ -84,13 +102,18 @@ verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
 	o.redaction.flags(cmd)
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
-	f.DurationVar(&o.streamIdle, "stream-idle-timeout", httpproxy.DefaultStreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
-	f.DurationVar(&o.sessionIdle, "session-idle", httpproxy.DefaultSessionIdle, "seal a 2025-11-25 session's bundle when no request has used it this long (its later requests record into the stateless bundle; 0: never)")
+	f.DurationVar(&o.streamIdle, "stream-idle-timeout", def.StreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
+	f.DurationVar(&o.sessionIdle, "session-idle", def.SessionIdle, "seal a 2025-11-25 session's bundle when no request has used it this long (its later requests record into the stateless bundle; 0: never)")
+	f.IntVar(&o.maxSessions, "max-sessions", def.MaxSessions, "session bundles open at once; a new session past it seals the least recently used one")
+	f.Int64Var(&o.maxInflight, "max-inflight-bytes", def.MaxInflightBytes, "request bodies held in memory at once; a request past it is answered 503 with Retry-After")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
+	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "a Host name clients may reach the proxy by, HOST (any port) or HOST:PORT, besides the listen address and loopback names (repeatable; required with --allow-remote)")
+	f.StringSliceVar(&o.allowedOrigins, "allowed-origin", nil, "an Origin browsers may call from, scheme://host[:port] (repeatable; none by default, null never)")
+	f.StringArrayVar(&o.redactPaths, "redact-path", nil, "also redact, in what is recorded, every URL path segment (of --upstream and of client requests) this Go regular expression matches (repeatable)")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
@@ -146,8 +169,16 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if o.checkpoint.set() && o.key == "" {
 		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
-	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 {
-		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout and --max-frame must be positive"), "")
+	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 || o.maxSessions <= 0 || o.maxInflight <= 0 {
+		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout, --max-frame, --max-sessions and --max-inflight-bytes must be positive"), "")
+	}
+	var pathREs []*regexp.Regexp
+	for _, expr := range o.redactPaths {
+		re, err := regexp.Compile(expr)
+		if err != nil || expr == "" {
+			return usageErr(fmt.Errorf("--redact-path %q: not a non-empty Go regular expression", expr), "")
+		}
+		pathREs = append(pathREs, re)
 	}
 	every, calls, err := parseRotate(o.rotateEvery)
 	if err != nil {
@@ -156,6 +187,10 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if !loopback(o.listen) && !o.allowRemote {
 		return usageErr(fmt.Errorf("--listen %q is not a loopback address", o.listen),
 			"pass --allow-remote to expose the upstream's tools to anyone who can reach that address")
+	}
+	if !loopback(o.listen) && len(o.allowedHosts) == 0 {
+		return usageErr(fmt.Errorf("--listen %q is not a loopback address: name the hosts clients reach it by", o.listen),
+			"pass --allowed-host NAME for each name clients use (requests with any other Host are refused)")
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if o.upstreamCA != "" {
@@ -230,12 +265,19 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			}
 			return err
 		},
-		CaptureID:   func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+		CaptureID:    func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+		AllowedHosts: o.allowedHosts, AllowedOrigins: o.allowedOrigins,
+		MaxSessions: o.maxSessions, MaxInflightBytes: o.maxInflight,
+		Redact: o.redaction.rules, RedactPaths: pathREs, UnsafeRecordInClear: o.redaction.off && o.retain == transcript.RetainFull,
+		Failed:      func(err error) { fmt.Fprintf(s.err, "tracectl: error: %s\n", escapeTerminal(err.Error())) },
 		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle, SessionIdle: sessionIdle(o.sessionIdle),
 	})
 	if err != nil {
 		return usageErr(err, "")
 	}
+	// What is recorded and printed names the upstream with its
+	// credential-like path segments redacted.
+	srv.URL = p.ServerURL()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		if ioFailure(err) { // in use, not available here

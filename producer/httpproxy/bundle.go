@@ -34,7 +34,7 @@ type bundle struct {
 	inflight map[string][]*call
 	session  string // Mcp-Session-Id, for session bundles
 	sealErr  error
-	lastUsed time.Time   // when the last exchange ended
+	lastUsed time.Time   // when an exchange last began or ended
 	expiry   func() bool // the pending expiry check of an unused session bundle
 
 	// Stateless bundles hold many clients' tools/list collections at once:
@@ -54,7 +54,7 @@ type bundle struct {
 // call is a tools/call in flight in an exchange.
 type call struct {
 	ref      session.AttemptRef
-	key      string
+	key      string // the client's identity (clientOf) and the request id's mcpwire.Key
 	token    string
 	mu       sync.Mutex
 	settled  bool // response or transport failure recorded
@@ -82,6 +82,7 @@ func (b *bundle) acquire() bool {
 		return false
 	}
 	b.refs++
+	b.lastUsed = b.p.cfg.Clock()
 	return true
 }
 
@@ -187,8 +188,9 @@ func (b *bundle) untrack(c *call) {
 	}
 }
 
-// onlyInflight is the one call in flight under an id key, or nil when
-// there are none or several (a cancellation then names no attempt).
+// onlyInflight is the one call in flight under a key (the client's
+// identity and the id's, callKey), or nil when there are none or several
+// (a cancellation then names no attempt).
 func (b *bundle) onlyInflight(key string) *call {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -13,6 +13,7 @@ package httpproxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -21,8 +22,10 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +37,7 @@ import (
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/internal/session"
+	"github.com/tracectl/tracectl/redact"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -82,12 +86,12 @@ type Config struct {
 	CallTimeout time.Duration
 	// StreamIdle abandons an upstream response stream silent this long: the
 	// calls waiting on it get a timeout (unknown), and the client's
-	// response ends (0: DefaultStreamIdle).
+	// response ends (0: Defaults().StreamIdle, 5 minutes).
 	StreamIdle time.Duration
 	// SessionIdle retires a session bundle no exchange has used for this
 	// long (an open GET stream is an exchange): it is sealed, and later
 	// requests with its session id record into the stateless bundle, as
-	// for any session this proxy did not see begin (0: DefaultSessionIdle;
+	// for any session this proxy did not see begin (0: Defaults().SessionIdle, 10 minutes;
 	// negative: never).
 	SessionIdle time.Duration
 	// NewTimer makes timers (nil: time.NewTimer).
@@ -97,17 +101,62 @@ type Config struct {
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 	// Clock is the time (nil: time.Now).
 	Clock func() time.Time
+	// AllowedHosts are the Host names accepted besides the address a
+	// connection reached and the loopback names on its port: HOST (any
+	// port) or HOST:PORT. Any other Host is refused (403, recorded).
+	AllowedHosts []string
+	// AllowedOrigins are the Origin values accepted (scheme://host[:port]);
+	// a request with any other Origin, "null" included, is refused. A
+	// request without Origin (not from a browser) passes.
+	AllowedOrigins []string
+	// MaxInflightBytes bounds the request bodies held in memory at once
+	// (0: Defaults(), 256 MiB); a request past it is answered 503 with
+	// Retry-After and recorded.
+	MaxInflightBytes int64
+	// MaxSessions bounds the session bundles open at once (0:
+	// Defaults(), 256): a new session past it seals the least recently
+	// used one (an idle one first).
+	MaxSessions int
+	// Redact are the rules a recorded URL path segment is scanned with
+	// (nil: redact.Default()); RedactPaths are the operator's expressions
+	// for path segments to redact besides (spec/http.md, "Secrets in
+	// headers and URLs").
+	Redact      *redact.Rules
+	RedactPaths []*regexp.Regexp
+	// UnsafeRecordInClear records Mcp-Param-* values and URL paths as
+	// received, secrets included (an operator who retains payloads
+	// unredacted). Otherwise a param value is recorded by a salted digest
+	// whose salt is not kept, and a path with its credential-like segments
+	// redacted.
+	UnsafeRecordInClear bool
+	// Entropy salts the digests of Mcp-Param-* values (nil:
+	// crypto/rand.Reader).
+	Entropy io.Reader
+	// Failed, when set, is told an error the proxy answered a client for
+	// without its text (a bundle that could not be opened: the text may
+	// name a file system path, which a client is never shown).
+	Failed func(error)
 }
 
-// DefaultStreamIdle is how long an upstream stream may stay silent.
-const DefaultStreamIdle = 5 * time.Minute
+// Defaults is the configuration's bounds as New fills them in when they
+// are zero: StreamIdle, SessionIdle, MaxInflightBytes and MaxSessions.
+func Defaults() Config {
+	return Config{StreamIdle: defaultStreamIdle, SessionIdle: defaultSessionIdle, MaxInflightBytes: defaultMaxInflightBytes, MaxSessions: defaultMaxSessions}
+}
 
-// DefaultSessionIdle is how long a session bundle stays open unused.
-const DefaultSessionIdle = time.Hour
+// defaultStreamIdle is how long an upstream stream may stay silent.
+const defaultStreamIdle = 5 * time.Minute
+
+// defaultSessionIdle is how long a session bundle stays open unused:
+// minutes, since clients often never DELETE their sessions (the MCP
+// Inspector does not) and each open bundle holds descriptors.
+const defaultSessionIdle = 10 * time.Minute
 
 // Proxy is an http.Handler.
 type Proxy struct {
 	cfg       Config
+	access    access
+	budget    budget
 	serverURL string
 	decls     bindings
 	exch      atomic.Int64
@@ -117,6 +166,7 @@ type Proxy struct {
 	closing    chan struct{} // closed when a shutdown starts: streams without a call end
 
 	onTimeout func() // tests: told after a call timeout is recorded
+	onRead    func() // tests: told after each read of a request body
 
 	mu        sync.Mutex
 	closed    bool
@@ -141,10 +191,19 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Clock = time.Now
 	}
 	if cfg.StreamIdle <= 0 {
-		cfg.StreamIdle = DefaultStreamIdle
+		cfg.StreamIdle = defaultStreamIdle
 	}
 	if cfg.SessionIdle == 0 {
-		cfg.SessionIdle = DefaultSessionIdle
+		cfg.SessionIdle = defaultSessionIdle
+	}
+	if cfg.Entropy == nil {
+		cfg.Entropy = rand.Reader
+	}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = defaultMaxInflightBytes
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = defaultMaxSessions
 	}
 	if cfg.AfterFunc == nil {
 		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
@@ -153,9 +212,15 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	acc, err := newAccess(cfg.AllowedHosts, cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Proxy{cfg: cfg, serverURL: srv.URL, base: base, baseCancel: cancel, closing: make(chan struct{}),
-		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}, nil
+	p := &Proxy{cfg: cfg, access: acc, budget: budget{max: cfg.MaxInflightBytes}, base: base, baseCancel: cancel, closing: make(chan struct{}),
+		sessions: map[string]*bundle{}, live: map[*bundle]bool{}}
+	p.serverURL = p.redactURL(srv.URL)
+	return p, nil
 }
 
 func (p *Proxy) sealed(b *bundle, err error) {
@@ -224,7 +289,14 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 		case b != nil:
 		case initialize:
 			// A new client session: its own bundle, keyed by the session id
-			// the server assigns in its answer.
+			// the server assigns in its answer. At the cap, the least
+			// recently used session is sealed first: a new client is
+			// served, never turned away by sessions others abandoned.
+			if v := p.sessionVictim(); v != nil {
+				p.mu.Unlock()
+				v.retire()
+				continue
+			}
 		default:
 			// Sessionless traffic, and sessions this proxy did not see begin
 			// (it restarted): the shared bundle. A client cannot make the
@@ -263,6 +335,49 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 			return b, nil
 		}
 	}
+}
+
+// sessionVictim, with p.mu held, is the session bundle to seal before
+// another opens, when MaxSessions are open: the least recently used idle
+// one, else the least recently used (its calls in flight finish; its
+// streams without a call end). It is no longer reachable by its session
+// id once returned.
+func (p *Proxy) sessionVictim() *bundle {
+	open := 0
+	var idle, any *bundle
+	var idleAt, anyAt time.Time
+	for b := range p.live {
+		if b.demux {
+			continue
+		}
+		b.mu.Lock()
+		retiring, refs, used := b.retiring, b.refs, b.lastUsed
+		b.mu.Unlock()
+		if retiring {
+			continue
+		}
+		open++
+		if b.session == "" {
+			continue // its initialize is in flight
+		}
+		if refs == 0 && (idle == nil || used.Before(idleAt)) {
+			idle, idleAt = b, used
+		}
+		if any == nil || used.Before(anyAt) {
+			any, anyAt = b, used
+		}
+	}
+	if open < p.cfg.MaxSessions {
+		return nil
+	}
+	v := idle
+	if v == nil {
+		v = any
+	}
+	if v != nil && p.sessions[v.session] == v {
+		delete(p.sessions, v.session)
+	}
+	return v
 }
 
 // rotate retires b if it is still the stateless bundle.
@@ -355,21 +470,38 @@ type exchange struct {
 const maxBody = mcpwire.MaxFrameBytes
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// who: judged on the headers as received (a Connection header naming
+	// Origin cannot hide it)
+	rule, detail := p.access.check(r)
+	// The hop-by-hop headers end here: the header gate, the record and
+	// the upstream all see the same headers (a Connection header naming
+	// Mcp-Name cannot show the gate a header the upstream never gets),
+	// and Proxy-Authorization is never recorded.
+	r.Header = r.Header.Clone()
+	dropHop(r.Header)
+	if rule != "" {
+		p.refusePeer(w, r, rule, detail)
+		return
+	}
 	// read
 	sid := r.Header.Get("Mcp-Session-Id")
-	body, ok := p.readBody(w, r, sid)
+	line, release, ok := p.readBody(w, r, sid)
+	defer release()
 	if !ok {
 		return
 	}
 	// gate
 	var g gated
-	if body != nil {
-		g.line, g.msg, g.refusal = gateLine(body)
+	var body []byte
+	if line != nil {
+		body = line[:len(line)-1]
+		g.line = line
+		g.msg, g.refusal = mcpwire.Read(line)
 	}
 	initialize := g.msg != nil && g.msg.Kind == mcpwire.KindRequest && g.msg.Method == mcpwire.MethodInitialize && sid == ""
 	b, err := p.bundleFor(sid, initialize)
 	if err != nil {
-		writeRPCError(w, http.StatusServiceUnavailable, idOf(g.msg), codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		p.unavailable(w, idOf(g.msg), err)
 		return
 	}
 	defer b.release()
@@ -415,22 +547,17 @@ type gated struct {
 	refusal *mcpwire.Refusal
 }
 
-// readBody reads a POST's body within the gate's limit; a longer one is
-// committed by digest and refused (ok false: the exchange is answered).
-func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (body []byte, ok bool) {
-	if r.Method != http.MethodPost {
-		return nil, true
+// unavailable answers a request no bundle could take: 503, without the
+// error's text (it may name a path); the operator is told it (Failed).
+func (p *Proxy) unavailable(w http.ResponseWriter, id string, err error) {
+	if errors.Is(err, errClosed) {
+		writeRPCError(w, http.StatusServiceUnavailable, id, codeAuditUnavailable, "tracectl: not forwarded: "+errClosed.Error())
+		return
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
-		return nil, false
+	if p.cfg.Failed != nil {
+		p.cfg.Failed(err)
 	}
-	if int64(len(b)) > maxBody {
-		p.tooLarge(w, r, sid, b)
-		return nil, false
-	}
-	return b, true
+	writeRPCError(w, http.StatusServiceUnavailable, id, codeAuditUnavailable, "tracectl: not forwarded: "+session.ErrAuditUnavailable.Error()+": the recorder could not open a bundle")
 }
 
 // commit records the request before anything reaches the upstream: its
@@ -486,7 +613,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 			return err
 		}
 		if m.Kind == mcpwire.KindRequest {
-			x.call = &call{ref: a, key: mcpwire.Key(m.ID), token: progressToken(m.Params)}
+			x.call = &call{ref: a, key: callKey(x.r, mcpwire.Key(m.ID)), token: progressToken(m.Params)}
 			b.track(x.call)
 		}
 		return nil
@@ -494,7 +621,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		rid, ok := m.Params.Get("requestId")
 		var c *call
 		if ok {
-			c = b.onlyInflight(mcpwire.Key(rid))
+			c = b.onlyInflight(callKey(x.r, mcpwire.Key(rid)))
 		}
 		if c != nil {
 			c.mu.Lock()
@@ -512,6 +639,25 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		}
 	}
 	return b.sink.Frame(session.FrameObs{Line: line, Msg: m, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameForwarded})
+}
+
+// callKey names a call in flight by its client and its JSON-RPC id: a
+// cancellation names only a call of the same client. A client is its
+// session (the Mcp-Session-Id it sends, whether or not this proxy saw the
+// session begin); sessionless traffic has no identity beyond its
+// connection, so it is the connection the request came on (its local and
+// remote addresses: unique while the connection is open, and a call in
+// flight holds its connection open, since a client that closes it closes
+// the call). JSON-RPC ids are per client: every client starts at 1.
+func callKey(r *http.Request, id string) string {
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		return "session " + canon.SHA256([]byte(sid)) + " " + id
+	}
+	local := ""
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+		local = a.String()
+	}
+	return "connection " + local + " " + r.RemoteAddr + " " + id
 }
 
 // watchCall records a timeout (an unknown outcome) when the call has no
@@ -553,7 +699,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, sid string, hea
 	}
 	b, err := p.bundleFor(sid, false)
 	if err != nil {
-		writeRPCError(w, http.StatusServiceUnavailable, "null", codeAuditUnavailable, "tracectl: not forwarded: "+err.Error())
+		p.unavailable(w, "null", err)
 		return
 	}
 	defer b.release()
@@ -585,16 +731,17 @@ func (x *exchange) auditFail(err error) {
 
 // requestLine is the HTTP facts of the client's request.
 func (x *exchange) requestLine(frame *int64) transcript.HTTPEvent {
-	ev := transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: x.id, Method: x.r.Method, Path: boundedPath(x.r.URL), Frame: frame}
+	ev := transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: x.id, Method: x.r.Method, Path: boundedPath(x.p.redactPath(x.r.URL.EscapedPath())), Frame: frame}
 	ev.ContentType = boundedText(x.r.Header.Get("Content-Type"))
-	ev.Headers, ev.HeaderDigests, ev.Session, ev.Credentials = headerFacts(x.r.Header)
+	ev.Headers, ev.HeaderDigests, ev.Session, ev.Credentials = x.p.headerFacts(x.r.Header)
 	return ev
 }
 
 // headerFacts splits a request's headers into what is recorded: the MCP
-// headers by value (or digest), the session id by digest, credential
-// headers by name only. Nothing else is recorded.
-func headerFacts(h http.Header) (vals, digests map[string]string, sid string, creds []string) {
+// headers by value (or digest), Mcp-Param-* values by salted digest
+// (paramValue), the session id by digest, credential headers by name only.
+// Nothing else is recorded.
+func (p *Proxy) headerFacts(h http.Header) (vals, digests map[string]string, sid string, creds []string) {
 	for name, vv := range h {
 		n := strings.ToLower(name)
 		switch {
@@ -612,6 +759,15 @@ func headerFacts(h http.Header) (vals, digests map[string]string, sid string, cr
 			continue
 		}
 		v := strings.Join(vv, ", ")
+		if strings.HasPrefix(n, hParamPrefix) && !p.cfg.UnsafeRecordInClear {
+			if d, ok := p.paramValue(v); ok {
+				if digests == nil {
+					digests = map[string]string{}
+				}
+				digests[n] = d
+			}
+			continue
+		}
 		if len(v) > transcript.MaxHeaderValueBytes || !validText(v) {
 			if digests == nil {
 				digests = map[string]string{}
@@ -647,8 +803,7 @@ func validText(s string) bool {
 	return err == nil && len(b) > 0
 }
 
-func boundedPath(u *url.URL) string {
-	p := u.EscapedPath()
+func boundedPath(p string) string {
 	if len(p) > transcript.MaxPathBytes {
 		p = p[:transcript.MaxPathBytes]
 	}
@@ -704,8 +859,10 @@ func tlsVersion(v uint16) string {
 	return "TLS 0x" + strconv.FormatUint(uint64(v), 16)
 }
 
-// hop-by-hop headers are not forwarded (RFC 9110 section 7.6.1).
-var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// hop-by-hop headers are not forwarded in either direction (RFC 9110
+// section 7.6.1, and httputil.ReverseProxy's list): Proxy-Authorization
+// is a credential for the hop to the proxy, never the upstream's.
+var hop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // dropHop removes hop-by-hop headers, those the Connection header names
 // included.
@@ -768,6 +925,11 @@ func (x *exchange) forward(body []byte) {
 	close(stop)
 	wait.Stop()
 	if err != nil {
+		// Never the URL (its path may hold a key): the cause only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		detail := "upstream request failed: " + err.Error()
 		if w, ok := why.Load().(string); ok {
 			detail = w
@@ -797,6 +959,13 @@ func (x *exchange) forward(body []byte) {
 	}
 	if err := x.b.http(rl); err != nil {
 		x.auditFail(err)
+		return
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// A client that follows a redirect sends the request to the
+		// Location itself, around the recorder: never relayed (neither
+		// the status nor the Location), whatever the method.
+		x.upstreamFailed("the upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" (a redirect), which is not followed and not relayed: a client following it would reach a server around the recorder", http.StatusBadGateway)
 		return
 	}
 	hdr := x.w.Header()

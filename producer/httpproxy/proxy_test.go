@@ -45,6 +45,10 @@ type harness struct {
 	mu     sync.Mutex
 	sealed []string
 	n      atomic.Int64
+	// retain and noRedaction are the recorders' (set before the first
+	// request: bundles open with it).
+	retain      string
+	noRedaction bool
 }
 
 func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
@@ -66,9 +70,12 @@ func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
 		Upstream: u,
 		Open: func(kind string) (*producer.Recorder, error) {
 			dir := filepath.Join(h.dir, fmt.Sprintf("%s-%d.trace", kind, h.n.Add(1)))
+			sv := srv
+			sv.URL = h.proxy.ServerURL() // as recorded: credential-like path segments redacted
 			return producer.Open(dir, producer.Options{
 				Clock: time.Now, Entropy: rand.Reader, Producer: transcript.Producer{Name: "tracectl-test", Version: "0"},
-				Server: srv, FramesCommitted: true, Durability: transcript.DurabilityBatch,
+				Server: sv, FramesCommitted: true, Durability: transcript.DurabilityBatch,
+				Retention: h.retain, NoRedaction: h.noRedaction,
 			})
 		},
 		Seal: func(r *producer.Recorder) error {

@@ -1,0 +1,103 @@
+package httpproxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// blockingUpstream answers a tools/call (JSON) once released, and a
+// notification with 202; started is told when a call arrives.
+func blockingUpstream(t *testing.T) (url string, started chan struct{}, release chan struct{}) {
+	started, release = make(chan struct{}, 4), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		started <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	}))
+	t.Cleanup(up.Close)
+	return up.URL, started, release
+}
+
+const (
+	blockCall = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block","arguments":{}}}`
+	cancel5   = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"x"}}`
+)
+
+// rawPost sends a legacy (unmirrored) POST on its own connection.
+func rawPost(t *testing.T, url, body, sid string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	c := &http.Client{Transport: &http.Transport{}} // a connection of its own
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Errorf("POST: %v", err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestClientsIsolated: a call in flight from one client, and a
+// notifications/cancelled for its id from another, in the shared
+// (sessionless) bundle: by connection without sessions, by session id
+// with sessions the proxy did not see begin. The other client's cancel is
+// a plain frame: the call is not marked cancelled and its response is a
+// response, not a late one. The same session's cancel does name it.
+func TestClientsIsolated(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		callSID, cancelSID string
+		wantCancel         int64
+	}{
+		{"sessionless-other-connection", "", "", 0},
+		{"other-session", "sess-A", "sess-B", 0},
+		{"same-session", "sess-A", "sess-A", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, started, release := blockingUpstream(t)
+			h := newHarness(t, url, nil)
+			done := make(chan string, 1)
+			go func() {
+				code, body := rawPost(t, h.srv.URL, blockCall, tc.callSID)
+				if code != http.StatusOK {
+					t.Errorf("the call: status %d", code)
+				}
+				done <- body
+			}()
+			<-started
+			if code, _ := rawPost(t, h.srv.URL, cancel5, tc.cancelSID); code != http.StatusAccepted {
+				t.Fatalf("the cancellation: status %d", code)
+			}
+			close(release)
+			if body := <-done; !strings.Contains(body, `"done"`) {
+				t.Fatalf("the call's answer: %s", body)
+			}
+			reps := h.close()
+			requireIntact(t, reps)
+			files := bundleBytes(t, reps)
+			if n := int64(countIn(files, `"kind":"cancel_sent"`)); n != tc.wantCancel {
+				t.Fatalf("%d cancel_sent observations, want %d", n, tc.wantCancel)
+			}
+			if a, r, u, _ := total(reps); tc.wantCancel == 0 && (a != 1 || r != 1 || u != 0) {
+				t.Fatalf("attempts %d responses %d unknown %d, want 1 1 0: another client's cancel changed the call", a, r, u)
+			}
+		})
+	}
+}

@@ -1,0 +1,165 @@
+package httpproxy
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Bounds under abuse (spec/http.md, "Limits"): request bodies held in
+// memory at once, and session bundles open at once.
+
+// defaultMaxInflightBytes bounds the request bodies held in memory at once,
+// over all exchanges: four bodies just under the gate's limit. Past it a request is
+// answered 503 with Retry-After, not read further.
+const defaultMaxInflightBytes = 256 << 20
+
+// defaultMaxSessions bounds the 2025-11-25 session bundles open at once
+// (each holds descriptors); reaching it seals the least recently used one.
+const defaultMaxSessions = 256
+
+// ruleInflightBudget refuses a request whose body would take the proxy's
+// in-flight body budget past its bound (a refused line naming no frame:
+// the body is not read whole).
+const ruleInflightBudget = "inflight_budget"
+
+// retryAfter is what an over-budget client is told to wait, in seconds:
+// bodies in flight are released as their exchanges end.
+const retryAfter = "1"
+
+// readChunk is what a body of unknown length is first read into (and
+// charged); the buffer doubles as it fills.
+const readChunk = 4 << 10
+
+// budget is the bytes of request bodies held in memory.
+type budget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+func (b *budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// readBody reads a POST's body within the gate's limit and the in-flight
+// budget, into a buffer whose last byte is the LF of the frame the gate
+// reads (no second copy), charged to the budget as it grows. A body over
+// the limit is committed by digest and refused; one the budget cannot hold
+// is refused with 503 when it no longer fits. ok false: the
+// exchange is answered. release gives the body's bytes back to the budget
+// once the exchange no longer holds them.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (line []byte, release func(), ok bool) {
+	release = func() {}
+	if r.Method != http.MethodPost {
+		return nil, release, true
+	}
+	if r.ContentLength > maxBody {
+		p.tooLarge(w, r, sid, nil)
+		return nil, release, false
+	}
+	var held int64
+	release = func() { p.budget.give(held); held = 0 }
+	// The buffer grows with what arrives, and is charged as it grows: a
+	// client that declares a large Content-Length and sends nothing holds
+	// no memory and no budget. With a length, it never grows past it (and
+	// its LF).
+	limit := int64(maxBody + 2)
+	if r.ContentLength >= 0 {
+		limit = r.ContentLength + 1
+	}
+	size := min(int64(readChunk), limit)
+	if !p.budget.take(size) {
+		p.overBudget(w, r)
+		return nil, func() {}, false
+	}
+	held = size
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > maxBody {
+				break
+			}
+			grow := min(int64(cap(buf))*2, limit)
+			if grow <= int64(cap(buf)) {
+				// Longer than its Content-Length said (net/http stops
+				// there; another server might not): read on, to the
+				// gate's limit.
+				limit = maxBody + 2
+				grow = min(int64(cap(buf))*2, limit)
+			}
+			if !p.budget.take(grow) {
+				release()
+				p.overBudget(w, r)
+				return nil, func() {}, false
+			}
+			nb := make([]byte, len(buf), grow)
+			copy(nb, buf)
+			p.budget.give(held)
+			buf, held = nb, grow
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if p.onRead != nil {
+			p.onRead()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			release()
+			http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return nil, func() {}, false
+		}
+	}
+	if int64(len(buf)) > maxBody {
+		p.tooLarge(w, r, sid, buf)
+		release()
+		return nil, func() {}, false
+	}
+	// The LF has its byte when the body ended within its Content-Length;
+	// otherwise append may grow the buffer once more, uncharged (at most
+	// the bytes held).
+	return append(buf, '\n'), release, true
+}
+
+// overBudget answers a request the in-flight budget cannot hold: 503 with
+// Retry-After, recorded as a refused line naming no frame (its body is
+// not read whole).
+func (p *Proxy) overBudget(w http.ResponseWriter, r *http.Request) {
+	if b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), false); err == nil {
+		x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r}
+		err := x.upstreamLine(nil)
+		if err == nil {
+			err = b.http(x.requestLine(nil))
+		}
+		if err == nil {
+			_ = b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Rule: ruleInflightBudget,
+				Detail: "the request bodies in flight would exceed " + strconv.FormatInt(p.budget.max, 10) + " bytes; the body was not read"})
+		}
+		b.release()
+	}
+	w.Header().Set("Retry-After", retryAfter)
+	w.Header().Set("Connection", "close")
+	writeRPCError(w, http.StatusServiceUnavailable, "null", codeRefused, "tracectl: not forwarded: the proxy holds as many request bodies as it may ("+ruleInflightBudget+"); retry later")
+}
