@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tracectl/tracectl/verify"
 )
 
 // blockingUpstream answers a tools/call (JSON) once released, and a
@@ -94,6 +96,15 @@ func TestClientsIsolated(t *testing.T) {
 			files := bundleBytes(t, reps)
 			if n := int64(countIn(files, `"kind":"cancel_sent"`)); n != tc.wantCancel {
 				t.Fatalf("%d cancel_sent observations, want %d", n, tc.wantCancel)
+			}
+			// The server answered the call after all: a warning only when
+			// the call's own client had cancelled it.
+			var warned int64
+			for _, rep := range reps {
+				warned += int64(len(rep.Find(verify.CodeAnsweredAfterCancel)))
+			}
+			if warned != tc.wantCancel {
+				t.Fatalf("%d answered_after_cancel warnings, want %d", warned, tc.wantCancel)
 			}
 			if a, r, u, _ := total(reps); tc.wantCancel == 0 && (a != 1 || r != 1 || u != 0) {
 				t.Fatalf("attempts %d responses %d unknown %d, want 1 1 0: another client's cancel changed the call", a, r, u)
