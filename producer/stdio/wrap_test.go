@@ -1101,18 +1101,23 @@ func TestWrapCaptureEdges(t *testing.T) {
 	modern := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, tc := range []struct {
 		name    string
+		o       wrapOpts
 		args    []string
 		call    string
 		reason  string // the snapshot's incomplete reason ("": complete)
 		answer  bool   // the call gets the server's answer (else tracectl's transport failure)
 		verdict verify.Verdict
 	}{
-		{"repeated cursor", []string{"-script", "repeated-cursor"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopRepeatedCursor, true, verify.Incomplete},
-		{"dies mid-collection", []string{"-script", "die-mid-pagination"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopTransportClosed, false, verify.Incomplete},
-		{"modern only", []string{"-script", "modern", "-pages", "3"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{` + modern + `,"name":"raw-0000","arguments":{}}}`, "", true, verify.Verified},
+		{"repeated cursor", wrapOpts{}, []string{"-script", "repeated-cursor"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopRepeatedCursor, true, verify.Incomplete},
+		{"dies mid-collection", wrapOpts{}, []string{"-script", "die-mid-pagination"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopTransportClosed, false, verify.Incomplete},
+		{"modern only", wrapOpts{}, []string{"-script", "modern", "-pages", "3"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{` + modern + `,"name":"raw-0000","arguments":{}}}`, "", true, verify.Verified},
+		// A page longer than the gate reads stops the collection at once
+		// (not at the page timeout); the call is answered (-32602: its
+		// name is not on the huge page).
+		{"page over the gate's limit", wrapOpts{}, []string{"-script", "huge-page", "-huge-bytes", "70000000"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"huge-000000","arguments":{}}}`, snapshot.StopPageBytesLimit, true, verify.Incomplete},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := startWrap(t, wrapOpts{}, srv, tc.args...)
+			w := startWrap(t, tc.o, srv, tc.args...)
 			c := w.raw()
 			c.send(tc.call)
 			r := c.recv()

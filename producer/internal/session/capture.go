@@ -107,6 +107,10 @@ func (s *session) captureBefore(m *mcpwire.Message) {
 			s.noteSinkErr(c.captureEnd(snapshot.StopTransportClosed, fmt.Sprintf("page %d: the session ended before the response", page)))
 			return
 		}
+		if resp == nil {
+			s.noteSinkErr(c.captureEnd(snapshot.StopPageBytesLimit, fmt.Sprintf("page %d: the response is longer than the gate reads (committed by digest, withheld)", page)))
+			return
+		}
 		body, _ := mcpwire.SplitTerminator(resp)
 		if err := c.capturePage(req, body); err != nil {
 			s.noteSinkErr(err)
@@ -273,5 +277,19 @@ func (s *session) leaveBusy() {
 	defer s.mu.Unlock()
 	if s.busy--; s.busy == 0 {
 		s.idle.Broadcast()
+	}
+}
+
+// pageTooLarge: a server frame too long to read begins like the answer to
+// one of the session's own page requests: that page will not come
+// readable, so the collection stops at once (page_bytes_limit) rather than
+// at its timeout.
+func (s *session) pageTooLarge(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.inflight[key]; ok && p.what == reqCapture {
+		delete(s.inflight, key)
+		s.answered[key] = true
+		p.capture <- nil
 	}
 }

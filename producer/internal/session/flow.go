@@ -399,6 +399,9 @@ func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
 		// a payload the recorder cannot write.
 		s.noteSinkErr(fmt.Errorf("spool a %d-byte server frame: %v", f.length, sp.err))
 	}
+	if key, ok := leadingID(sp.head); ok {
+		s.pageTooLarge(key)
+	}
 	for _, b := range s.settleVictims(s.unreadVictims(sp.head), index, mcpwire.RuleTooLarge) {
 		if err := s.sq.toClient(b); err != nil {
 			return
