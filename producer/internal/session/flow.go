@@ -158,12 +158,13 @@ func (s *session) fromClient(f frame, index int64) error {
 	var fail func(error)
 	switch {
 	case m.IsToolCall():
-		// Held (busy) from here until the call is recorded: a lifecycle
-		// ending the session waits for it (waitIdle) rather than seal
-		// while it is recorded.
+		// Held (busy) from here until the call is tracked and queued: a
+		// lifecycle ending the session waits for it (waitIdle) rather
+		// than settle what is in flight without it.
 		if !s.enterBusy() {
 			return io.ErrClosedPipe
 		}
+		defer s.leaveBusy()
 		if m.Kind == mcpwire.KindRequest {
 			// A call binds a complete snapshot of this server: collected
 			// now when none is current (capture.go).
@@ -176,11 +177,8 @@ func (s *session) fromClient(f frame, index int64) error {
 		if err == nil && m.Kind == mcpwire.KindRequest && s.serverGone() {
 			// The server went away while the session collected its list
 			// for this call: recorded, never forwarded, settled now.
-			err := s.failUnforwarded(ref, w, idKey)
-			s.leaveBusy()
-			return err
+			return s.failUnforwarded(ref, w, idKey)
 		}
-		s.leaveBusy()
 		if err != nil {
 			// Fail closed: not forwarded; the client learns why. (A call
 			// the gate read but the recorder cannot record would be a
