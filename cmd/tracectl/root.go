@@ -39,11 +39,19 @@ func newRootCmd(s streams) *cobra.Command {
 		Long: `tracectl records what AI agents' MCP tool calls did as signed, verifiable
 evidence: every tools/call attempt with its own identity and an honest outcome,
 complete paginated tools/list snapshots, and a signed TRACE v0.2 Trust Record
-that commits to the transcript.`,
+that commits to the transcript.
+
+Flags a launch line would repeat default from the environment when not
+given: TRACECTL_KEY (--key), TRACECTL_TRUSTED_KEY (--trusted-key),
+TRACECTL_BUNDLE_DIR (--bundle-dir, unless --bundle), TRACECTL_RETAIN,
+TRACECTL_DURABILITY and TRACECTL_CAPTURE. A flag given wins.`,
 		Example:       "  tracectl demo\n  tracectl canon --digest tools.json",
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Flags not given default from TRACECTL_* variables
+		// (envdefaults.go).
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error { return applyEnvDefaults(c) },
 	}
 	root.SetIn(s.in)
 	root.SetOut(s.out)

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// envDefaults are the flags an environment variable may default, so an MCP
+// client's launch line need not repeat them. A flag given on the command
+// line wins; a variable set to the empty string is ignored. bundle-dir is
+// not taken from the environment when --bundle names one bundle.
+var envDefaults = []struct {
+	flag, env string
+	unless    string // a flag that, given, makes this default not apply
+}{
+	{"key", "TRACECTL_KEY", ""},
+	{"trusted-key", "TRACECTL_TRUSTED_KEY", ""},
+	{"bundle-dir", "TRACECTL_BUNDLE_DIR", "bundle"},
+	{"retain", "TRACECTL_RETAIN", ""},
+	{"durability", "TRACECTL_DURABILITY", ""},
+	{"capture", "TRACECTL_CAPTURE", ""},
+}
+
+// lookupEnv is the environment envDefaults read (a test's own, in tests).
+var lookupEnv = os.LookupEnv
+
+// applyEnvDefaults sets c's flags that were not given from their
+// environment variables; a value the flag refuses is a usage error naming
+// the variable.
+func applyEnvDefaults(c *cobra.Command) error {
+	fs := c.Flags()
+	for _, d := range envDefaults {
+		f := fs.Lookup(d.flag)
+		if f == nil || f.Changed || (d.unless != "" && fs.Changed(d.unless)) {
+			continue
+		}
+		v, ok := lookupEnv(d.env)
+		if !ok || v == "" {
+			continue
+		}
+		if err := fs.Set(d.flag, v); err != nil {
+			return usageErr(fmt.Errorf("$%s: %w", d.env, err), "unset it or give --"+d.flag+" on the command line")
+		}
+	}
+	return nil
+}
