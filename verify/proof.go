@@ -94,9 +94,10 @@ func (b *bundleCheck) finishPartial() {
 	var sealNote string
 	if s := b.tr.seal; s != nil {
 		c := r.Counts
+		disclosedUnknown := c.Unknown - b.undisclosedOutcomes()
 		sealNote = fmt.Sprintf("; the seal counts %d responses, %d transport failures and %d unknown, the disclosed lines show %d, %d and %d",
-			s.Responses, s.TransportFailures, s.Unknown, c.Responses, c.TransportFailures, c.Unknown-b.undisclosedOutcomes())
-		withheldResponse = s.Responses > c.Responses && s.TransportFailures == c.TransportFailures && s.Unknown == c.Unknown-b.undisclosedOutcomes()
+			s.Responses, s.TransportFailures, s.Unknown, c.Responses, c.TransportFailures, disclosedUnknown)
+		withheldResponse = s.Responses > c.Responses && s.TransportFailures == c.TransportFailures && s.Unknown == disclosedUnknown
 	}
 	for i := first; i < len(r.Findings); i++ {
 		f := &r.Findings[i]

@@ -243,10 +243,6 @@ func (s *session) serverGone() bool {
 	return s.serverEnded
 }
 
-// abortCapturesIfEnded is for a lifecycle that knows the server is gone
-// (WaitIdle): captures still waiting are given up.
-func (s *session) abortCapturesIfEnded() { s.abortCaptures() }
-
 // failUnforwarded settles a call recorded after the server went away (it
 // was held for the session's own collection): a transport failure, and the
 // client's error, written before the session ends.

@@ -141,7 +141,7 @@ func (x *Session) OpenCalls() int { return x.s.openCalls() }
 // one starts; a call held for the session's own collection is settled once
 // the server's output has ended): call it before FailInflight or
 // AbandonInflight, once the server is gone.
-func (x *Session) WaitIdle() { x.s.abortCapturesIfEnded(); x.s.waitIdle() }
+func (x *Session) WaitIdle() { x.s.abortCaptures(); x.s.waitIdle() }
 
 // FailInflight records a transport failure for every call in flight (the
 // server went away: detail says how), answers the client for each with a
