@@ -20,7 +20,7 @@ func (r *Recorder) RecordClientGone(detail string) error {
 		return err
 	}
 	defer r.ops.Done()
-	ev := &transcript.SessionEvent{Type: transcript.TypeSession, Event: transcript.SessionClientGone, Detail: transcript.Detail(detail)}
+	ev := &transcript.SessionEvent{Event: transcript.SessionClientGone, Detail: transcript.Detail(detail)}
 	_, err := r.j.append(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, ev))
 	return err
 }

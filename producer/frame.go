@@ -62,7 +62,7 @@ func (r *Recorder) RecordFrame(f FrameRecord) error {
 		return err
 	}
 	defer r.ops.Done()
-	ev := &transcript.Frame{Type: transcript.TypeFrame, Direction: f.Direction, Index: f.Index, Disposition: f.Disposition, AttemptID: f.AttemptID}
+	ev := &transcript.Frame{Direction: f.Direction, Index: f.Index, Disposition: f.Disposition, AttemptID: f.AttemptID}
 	if f.Line == nil {
 		if _, err := canon.ParseDigest(f.Digest); err != nil || f.Length < 0 {
 			return fmt.Errorf("%w: a streamed frame needs its digest and length", ErrInvalidInput)

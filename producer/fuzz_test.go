@@ -33,7 +33,7 @@ func FuzzAttemptLine(f *testing.F) {
 		for _, era := range []mcpwire.Era{mcpwire.EraUnknown, mcpwire.EraLegacy} {
 			r.proto.era, r.proto.legacyVer = era, "2025-11-25"
 			a := &transcript.Attempt{
-				Type: transcript.TypeAttempt, Seq: 1, AtMs: 1, ExecutionScope: "scope-1", AttemptID: "a1",
+				Seq: 1, AtMs: 1, ExecutionScope: "scope-1", AttemptID: "a1",
 				Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
 				RPCID: q.id, Protocol: r.protocolOf(q), ServerDigest: canon.SHA256(nil),
 				Request:    transcript.Payload{Digest: canon.SHA256(body), Length: int64(len(body)), Retained: true},

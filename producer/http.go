@@ -33,7 +33,6 @@ func (r *Recorder) RecordHTTP(ev transcript.HTTPEvent) error {
 		return err
 	}
 	defer r.ops.Done()
-	ev.Type = transcript.TypeHTTP
 	if ev.Detail != "" {
 		ev.Detail = transcript.Detail(ev.Detail)
 	}

@@ -150,7 +150,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	}
 	rules, policy := opts.redaction()
 	h := transcript.Header{
-		Type: transcript.TypeHeader, Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
+		Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
 		Canonicalization: transcript.Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
 		Merkle:           transcript.MerkleAlg, ExecutionScope: scope, FramesCommitted: opts.FramesCommitted,
 		Producer: opts.Producer, Server: opts.Server,
@@ -371,7 +371,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 	defer r.ops.Done()
 
 	a := &transcript.Attempt{
-		Type: transcript.TypeAttempt, ExecutionScope: r.ident.scope,
+		ExecutionScope: r.ident.scope,
 		Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
 		RPCID: q.id, ServerDigest: r.ident.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
 	}
@@ -526,7 +526,7 @@ func (h *Handle) observeWritten(kind string, f Framed, detail string) (int64, er
 		return -1, err
 	}
 	defer r.ops.Done()
-	o := &transcript.Observation{Type: transcript.TypeObservation, AttemptID: st.id, Kind: kind, Detail: transcript.Detail(detail), Basis: transcript.BasisProducer}
+	o := &transcript.Observation{AttemptID: st.id, Kind: kind, Detail: transcript.Detail(detail), Basis: transcript.BasisProducer}
 	var body []byte
 	var resp response
 	msg := f.Message
@@ -659,7 +659,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 	r.mu.Lock()
 	r.ident.nextSnap++
 	ev := &transcript.SnapshotEvent{
-		Type: transcript.TypeSnapshot, SnapshotID: "s" + strconv.FormatInt(r.ident.nextSnap, 10),
+		SnapshotID: "s" + strconv.FormatInt(r.ident.nextSnap, 10),
 		ManifestDigest: s.Digest, Complete: s.Complete, IncompleteReason: s.IncompleteReason,
 		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
 	}
@@ -714,7 +714,7 @@ func (r *Recorder) RecordProtocol(p Protocol) error {
 		}
 		return s
 	}
-	ev := &transcript.Protocol{Type: transcript.TypeProtocol, Era: p.Era, Version: reported(p.Version), Source: p.Source,
+	ev := &transcript.Protocol{Era: p.Era, Version: reported(p.Version), Source: p.Source,
 		ServerName: reported(p.ServerName), ServerVer: reported(p.ServerVersion)}
 	if p.Line != nil {
 		body, _ := splitTerminator(p.Line)
@@ -765,7 +765,7 @@ func (r *Recorder) RecordNotification(n Notification) error {
 		return err
 	}
 	defer r.ops.Done()
-	ev := &transcript.Notification{Type: transcript.TypeNotification, Method: msg.method, Direction: n.Direction, RequestID: msg.requestID, Frame: n.Frame}
+	ev := &transcript.Notification{Method: msg.method, Direction: n.Direction, RequestID: msg.requestID, Frame: n.Frame}
 	if ev.Payload, err = r.payload(body, n.Message, r.opts.Retention == transcript.RetainFull); err != nil {
 		return r.auditFail(err)
 	}

@@ -329,7 +329,7 @@ func (r *Recorder) recover() error {
 		rep.Resolved = append(rep.Resolved, st.id)
 	}
 	for _, t := range rep.Torn {
-		ev := &transcript.Recovery{Type: transcript.TypeRecovery, TornDigest: t.Digest, TornLength: t.Length, TornFile: t.File,
+		ev := &transcript.Recovery{TornDigest: t.Digest, TornLength: t.Length, TornFile: t.File,
 			Detail: "a line torn by a crash mid-write; its exact bytes are kept in the quarantine file, unparsed; the call it may have held was never acknowledged"}
 		if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 			return err
@@ -337,7 +337,7 @@ func (r *Recorder) recover() error {
 	}
 	summary := fmt.Sprintf("recovered after the producer stopped without sealing: %d valid lines, %d torn lines quarantined, %d attempts without a terminal observation resolved unknown",
 		rep.Lines, len(rep.Torn), len(open))
-	ev := &transcript.Recovery{Type: transcript.TypeRecovery, Detail: summary}
+	ev := &transcript.Recovery{Detail: summary}
 	if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 		return err
 	}

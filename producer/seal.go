@@ -137,7 +137,7 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 	}
 	r.mu.Lock()
 	h := &r.hist
-	s := &transcript.Seal{Type: transcript.TypeSeal, Attempts: h.attempts, Recovered: r.replayed.recovered,
+	s := &transcript.Seal{Attempts: h.attempts, Recovered: r.replayed.recovered,
 		Responses: h.byStatus[stResponse], TransportFailures: h.byStatus[stTransport]}
 	s.Unknown = s.Attempts - s.Responses - s.TransportFailures
 	r.mu.Unlock()
@@ -153,7 +153,7 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 // resolve appends an unknown resolution for each attempt.
 func (r *Recorder) resolve(open []*attemptState, reason string) error {
 	for _, st := range open {
-		ev := &transcript.Resolution{Type: transcript.TypeResolution, AttemptID: st.id, Outcome: transcript.OutcomeUnknown, Reason: reason}
+		ev := &transcript.Resolution{AttemptID: st.id, Outcome: transcript.OutcomeUnknown, Reason: reason}
 		if _, err := r.j.append(r.lineOf(func(q, at int64) { ev.Seq, ev.AtMs = q, at }, ev)); err != nil {
 			return err
 		}

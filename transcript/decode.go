@@ -188,29 +188,29 @@ func decodeStrict(line []byte) (Event, error) {
 
 func newEvent(typ string) Event {
 	switch typ {
-	case TypeHeader:
+	case typeHeader:
 		return new(Header)
-	case TypeProtocol:
+	case typeProtocol:
 		return new(Protocol)
-	case TypeSnapshot:
+	case typeSnapshot:
 		return new(SnapshotEvent)
-	case TypeNotification:
+	case typeNotification:
 		return new(Notification)
-	case TypeAttempt:
+	case typeAttempt:
 		return new(Attempt)
-	case TypeObservation:
+	case typeObservation:
 		return new(Observation)
-	case TypeResolution:
+	case typeResolution:
 		return new(Resolution)
-	case TypeRecovery:
+	case typeRecovery:
 		return new(Recovery)
-	case TypeSeal:
+	case typeSeal:
 		return new(Seal)
-	case TypeFrame:
+	case typeFrame:
 		return new(Frame)
-	case TypeSession:
+	case typeSession:
 		return new(SessionEvent)
-	case TypeHTTP:
+	case typeHTTP:
 		return new(HTTPEvent)
 	}
 	return nil

@@ -40,23 +40,23 @@ func validEvents() []Event {
 	a4.Protocol = AttemptProto{Era: mcpwire.EraUnknown, State: ProtoMalformed}
 	a4.Snapshot.ListChangedSince = true
 	a4.Request.OverLimit, a4.Request.Retained = true, false
-	errObs := &Observation{Type: TypeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsResponse, ResultType: ResultTypeError,
+	errObs := &Observation{Type: typeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsResponse, ResultType: ResultTypeError,
 		ErrorCode: i64(0), Response: &Payload{Digest: dig1, Length: 3}, Terminator: mcpwire.TermCRLF, Basis: BasisProducer}
 	return []Event{
 		h, hb,
-		&Protocol{Type: TypeProtocol, Seq: 1, AtMs: 1, Era: mcpwire.EraLegacy, Version: "2025-11-25", Source: SourceInitialize, ServerName: "srv", Payload: &Payload{Digest: dig1, Length: 10, Retained: true}},
-		&SnapshotEvent{Type: TypeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s1", ManifestDigest: dig1, Complete: true, Tools: 3, Pages: 1},
-		&SnapshotEvent{Type: TypeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s2", ManifestDigest: dig1, IncompleteReason: "repeated_cursor", Tools: 3, Pages: 2, Reuse: true},
-		&Notification{Type: TypeNotification, Seq: 3, AtMs: 1, Method: "notifications/tools/list_changed", Direction: ServerToClient, Payload: Payload{Digest: dig1, Length: 5, Retained: true}},
-		&Notification{Type: TypeNotification, Seq: 3, AtMs: 1, Method: "notifications/cancelled", Direction: ClientToServer, RequestID: &JSONRPCID{Present: true, Kind: IDNumber, Text: "-0"}, AttemptID: "a1", Payload: Payload{Digest: dig1, Length: 5}},
+		&Protocol{Type: typeProtocol, Seq: 1, AtMs: 1, Era: mcpwire.EraLegacy, Version: "2025-11-25", Source: SourceInitialize, ServerName: "srv", Payload: &Payload{Digest: dig1, Length: 10, Retained: true}},
+		&SnapshotEvent{Type: typeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s1", ManifestDigest: dig1, Complete: true, Tools: 3, Pages: 1},
+		&SnapshotEvent{Type: typeSnapshot, Seq: 2, AtMs: 1, SnapshotID: "s2", ManifestDigest: dig1, IncompleteReason: "repeated_cursor", Tools: 3, Pages: 2, Reuse: true},
+		&Notification{Type: typeNotification, Seq: 3, AtMs: 1, Method: "notifications/tools/list_changed", Direction: ServerToClient, Payload: Payload{Digest: dig1, Length: 5, Retained: true}},
+		&Notification{Type: typeNotification, Seq: 3, AtMs: 1, Method: "notifications/cancelled", Direction: ClientToServer, RequestID: &JSONRPCID{Present: true, Kind: IDNumber, Text: "-0"}, AttemptID: "a1", Payload: Payload{Digest: dig1, Length: 5}},
 		a, a2, a3, a4,
 		sampleResponse(5, "a1"), errObs,
-		&Observation{Type: TypeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsTimeout, Basis: BasisProducer},
-		&Observation{Type: TypeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsTransportFailure, Detail: "server exited: signal: killed", Basis: BasisProducer},
-		&Resolution{Type: TypeResolution, Seq: 6, AtMs: 4, AttemptID: "a1", Outcome: OutcomeUnknown, Reason: ReasonProducerCrashed},
-		&Recovery{Type: TypeRecovery, Seq: 7, AtMs: 4, Detail: "clean"},
-		&Recovery{Type: TypeRecovery, Seq: 7, AtMs: 4, TornDigest: dig1, TornLength: 17, TornFile: QuarantinePath(dig1), Detail: "torn final line quarantined"},
-		&Seal{Type: TypeSeal, Seq: 8, AtMs: 5, Attempts: 3, Responses: 1, TransportFailures: 1, Unknown: 1, Recovered: true},
+		&Observation{Type: typeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsTimeout, Basis: BasisProducer},
+		&Observation{Type: typeObservation, Seq: 5, AtMs: 3, AttemptID: "a1", Kind: ObsTransportFailure, Detail: "server exited: signal: killed", Basis: BasisProducer},
+		&Resolution{Type: typeResolution, Seq: 6, AtMs: 4, AttemptID: "a1", Outcome: OutcomeUnknown, Reason: ReasonProducerCrashed},
+		&Recovery{Type: typeRecovery, Seq: 7, AtMs: 4, Detail: "clean"},
+		&Recovery{Type: typeRecovery, Seq: 7, AtMs: 4, TornDigest: dig1, TornLength: 17, TornFile: QuarantinePath(dig1), Detail: "torn final line quarantined"},
+		&Seal{Type: typeSeal, Seq: 8, AtMs: 5, Attempts: 3, Responses: 1, TransportFailures: 1, Unknown: 1, Recovered: true},
 	}
 }
 
@@ -133,8 +133,8 @@ func TestDecodeLineRejects(t *testing.T) {
 		{"v3 with an argv digest", withEdit(h, func() { h.Format, h.Server.ArgsDigest = Format, dig2 }), CodeInvalidMember},
 		{"v1 with frames", withEdit(h, func() { h.Format, h.FramesCommitted = FormatV1, true }), CodeInvalidMember},
 		{"attempt at seq 0", mustLine(t, sampleAttempt(0, "a1")), CodeInvalidMember},
-		{"seal counts", mustLine(t, &Seal{Type: TypeSeal, Seq: 3, Attempts: 2, Responses: 1}), CodeInvalidMember},
-		{"recovery torn without file", mustLine(t, &Recovery{Type: TypeRecovery, Seq: 3, TornDigest: dig1, TornLength: 3, Detail: "x"}), CodeInvalidMember},
+		{"seal counts", mustLine(t, &Seal{Type: typeSeal, Seq: 3, Attempts: 2, Responses: 1}), CodeInvalidMember},
+		{"recovery torn without file", mustLine(t, &Recovery{Type: typeRecovery, Seq: 3, TornDigest: dig1, TornLength: 3, Detail: "x"}), CodeInvalidMember},
 		{"batch interval in strict", func() []byte { x := sampleHeader(); x.Limits.BatchIntervalMs = 5; return mustLine(t, x) }(), CodeInvalidMember},
 		{"too long", append(mustLine(t, sampleAttempt(1, "a1")), bytes.Repeat([]byte(" "), MaxLineBytes)...), CodeTooLong},
 	}
@@ -162,7 +162,7 @@ func TestDecodeLineRejects(t *testing.T) {
 func TestDecodeLineLengthLimit(t *testing.T) {
 	// A line of exactly MaxLineBytes is accepted, one byte more is not.
 	mk := func(n int) []byte {
-		r := &Recovery{Type: TypeRecovery, Seq: 1, Detail: "x"}
+		r := &Recovery{Type: typeRecovery, Seq: 1, Detail: "x"}
 		base := len(mustLine(t, r))
 		var pad []byte
 		for len(pad) < n-base {

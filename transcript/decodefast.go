@@ -348,27 +348,27 @@ func decodeEvent(typ string, line []byte) Event {
 	d := &lineDec{b: line}
 	var ev Event
 	switch typ {
-	case TypeHeader:
+	case typeHeader:
 		ev = d.header()
-	case TypeProtocol:
+	case typeProtocol:
 		ev = d.protocol()
-	case TypeSnapshot:
+	case typeSnapshot:
 		ev = d.snapshot()
-	case TypeNotification:
+	case typeNotification:
 		ev = d.notification()
-	case TypeAttempt:
+	case typeAttempt:
 		ev = d.attempt()
-	case TypeObservation:
+	case typeObservation:
 		ev = d.observation()
-	case TypeResolution:
+	case typeResolution:
 		ev = d.resolution()
-	case TypeRecovery:
+	case typeRecovery:
 		ev = d.recovery()
-	case TypeSeal:
+	case typeSeal:
 		ev = d.seal()
-	case TypeFrame:
+	case typeFrame:
 		ev = d.frame()
-	case TypeSession:
+	case typeSession:
 		ev = d.session()
 	default:
 		return nil

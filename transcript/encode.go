@@ -37,6 +37,7 @@ var (
 	errNotUTF8    = errors.New("string is not UTF-8")
 	errUnsafeInt  = errors.New("integer outside ±2^53-1")
 	errKeysUnsort = errors.New("members out of RFC 8785 order")
+	errWrongType  = errors.New("event type mismatch")
 )
 
 // encoder appends RFC 8785 JSON. Members must be added in RFC 8785 order
@@ -82,6 +83,16 @@ func (e *encoder) key(k string) {
 func (e *encoder) str(k, v string) {
 	e.key(k)
 	e.string(v)
+}
+
+// typ writes the "type" member: the event's own type, whatever its Type
+// field holds. A constructor may leave Type empty; a Type naming another
+// event is an error, never written.
+func (e *encoder) typ(got, want string) {
+	if got != "" && got != want && e.err == nil {
+		e.err = fmt.Errorf("%w: type %q on a %q event", errWrongType, got, want)
+	}
+	e.str("type", want)
 }
 
 func (e *encoder) optStr(k, v string) {
@@ -224,7 +235,7 @@ func (h *Header) encode(e *encoder) {
 	e.optStr("url", s.URL)
 	e.close()
 	e.int("started_at_ms", h.StartedAtMs)
-	e.str("type", h.Type)
+	e.typ(h.Type, typeHeader)
 	e.close()
 }
 
@@ -286,7 +297,7 @@ func (p *Protocol) encode(e *encoder) {
 	e.optStr("server_name", p.ServerName)
 	e.optStr("server_version", p.ServerVer)
 	e.str("source", p.Source)
-	e.str("type", p.Type)
+	e.typ(p.Type, typeProtocol)
 	e.str("version", p.Version)
 	e.close()
 }
@@ -302,7 +313,7 @@ func (s *SnapshotEvent) encode(e *encoder) {
 	e.int("seq", s.Seq)
 	e.str("snapshot_id", s.SnapshotID)
 	e.int("tools", s.Tools)
-	e.str("type", s.Type)
+	e.typ(s.Type, typeSnapshot)
 	e.close()
 }
 
@@ -320,7 +331,7 @@ func (n *Notification) encode(e *encoder) {
 		n.RequestID.encode(e)
 	}
 	e.int("seq", n.Seq)
-	e.str("type", n.Type)
+	e.typ(n.Type, typeNotification)
 	e.close()
 }
 
@@ -365,7 +376,7 @@ func (a *Attempt) encode(e *encoder) {
 	e.str("terminator", a.Terminator)
 	e.str("tool", a.Tool)
 	e.optStr("tool_invalid", a.ToolInvalid)
-	e.str("type", a.Type)
+	e.typ(a.Type, typeAttempt)
 	e.close()
 }
 
@@ -388,7 +399,7 @@ func (o *Observation) encode(e *encoder) {
 	e.optStr("result_type", o.ResultType)
 	e.int("seq", o.Seq)
 	e.optStr("terminator", o.Terminator)
-	e.str("type", o.Type)
+	e.typ(o.Type, typeObservation)
 	e.close()
 }
 
@@ -399,7 +410,7 @@ func (r *Resolution) encode(e *encoder) {
 	e.str("outcome", r.Outcome)
 	e.str("reason", r.Reason)
 	e.int("seq", r.Seq)
-	e.str("type", r.Type)
+	e.typ(r.Type, typeResolution)
 	e.close()
 }
 
@@ -411,7 +422,7 @@ func (r *Recovery) encode(e *encoder) {
 	e.optStr("torn_digest", r.TornDigest)
 	e.optStr("torn_file", r.TornFile)
 	e.optInt("torn_length", r.TornLength)
-	e.str("type", r.Type)
+	e.typ(r.Type, typeRecovery)
 	e.close()
 }
 
@@ -423,7 +434,7 @@ func (s *Seal) encode(e *encoder) {
 	e.int("responses", s.Responses)
 	e.int("seq", s.Seq)
 	e.int("transport_failures", s.TransportFailures)
-	e.str("type", s.Type)
+	e.typ(s.Type, typeSeal)
 	e.int("unknown", s.Unknown)
 	e.close()
 }
@@ -452,7 +463,7 @@ func (f *Frame) encode(e *encoder) {
 	e.optStr("rule", f.Rule)
 	e.int("seq", f.Seq)
 	e.str("terminator", f.Terminator)
-	e.str("type", f.Type)
+	e.typ(f.Type, typeFrame)
 	e.close()
 }
 
@@ -462,6 +473,6 @@ func (v *SessionEvent) encode(e *encoder) {
 	e.optStr("detail", v.Detail)
 	e.str("event", v.Event)
 	e.int("seq", v.Seq)
-	e.str("type", v.Type)
+	e.typ(v.Type, typeSession)
 	e.close()
 }

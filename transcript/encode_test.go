@@ -50,11 +50,14 @@ func fill(rng *rand.Rand, v reflect.Value) {
 // use it.
 func TestEncodeEqualsCanonMarshal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	types := []Event{&Header{}, &Protocol{}, &SnapshotEvent{}, &Notification{}, &Attempt{}, &Observation{}, &Resolution{}, &Recovery{}, &Seal{}, &Frame{}, &SessionEvent{}, &HTTPEvent{}}
-	for _, proto := range types {
+	types := map[Event]string{&Header{}: typeHeader, &Protocol{}: typeProtocol, &SnapshotEvent{}: typeSnapshot, &Notification{}: typeNotification,
+		&Attempt{}: typeAttempt, &Observation{}: typeObservation, &Resolution{}: typeResolution, &Recovery{}: typeRecovery, &Seal{}: typeSeal,
+		&Frame{}: typeFrame, &SessionEvent{}: typeSession, &HTTPEvent{}: typeHTTP}
+	for proto, typ := range types {
 		for i := 0; i < 2000; i++ {
 			v := reflect.New(reflect.TypeOf(proto).Elem())
 			fill(rng, v.Elem())
+			v.Elem().FieldByName("Type").SetString(typ) // Encode writes the event's own type
 			ev := v.Interface().(Event)
 			want, werr := canon.Marshal(ev)
 			got, gerr := Encode(ev)
@@ -74,13 +77,39 @@ func TestEncodeEqualsCanonMarshal(t *testing.T) {
 	}
 }
 
+// Encode writes an event's own type: an empty Type field is filled, one
+// naming another event is refused, for every event type.
+func TestEncodeWritesOwnType(t *testing.T) {
+	for _, ev := range validEvents() {
+		want, err := Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := reflect.ValueOf(ev).Elem().FieldByName("Type")
+		typ := f.String()
+		f.SetString("")
+		if got, err := Encode(ev); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%T with Type empty: Encode = %s, %v; want %s", ev, got, err, want)
+		}
+		other := typeSeal
+		if typ == typeSeal {
+			other = typeFrame
+		}
+		f.SetString(other)
+		if got, err := Encode(ev); !errors.Is(err, errWrongType) {
+			t.Errorf("%T with Type %q: Encode = %s, %v; want errWrongType", ev, other, got, err)
+		}
+		f.SetString(typ)
+	}
+}
+
 func TestEncodeRefuses(t *testing.T) {
 	tests := []struct {
 		ev   Event
 		want error
 	}{
-		{&Seal{Type: TypeSeal, Seq: canon.MaxSafeInteger + 1}, errUnsafeInt},
-		{&Recovery{Type: TypeRecovery, Detail: "\xff"}, errNotUTF8},
+		{&Seal{Type: typeSeal, Seq: canon.MaxSafeInteger + 1}, errUnsafeInt},
+		{&Recovery{Type: typeRecovery, Detail: "\xff"}, errNotUTF8},
 	}
 	for _, tt := range tests {
 		if _, err := Encode(tt.ev); !errors.Is(err, tt.want) {

@@ -39,19 +39,23 @@ const (
 	MerkleAlg = "rfc6962-sha256"
 )
 
-// Event types: the "type" member of each line.
+// Event types: the "type" member of each line. Each event sets its own:
+// Encode writes the type of the Go value it is given (a Type field may be
+// left empty; one naming another event is an error), and DecodeLine fills
+// Type from the line. A caller switches on the Go type, never on the
+// string.
 const (
-	TypeHeader       = "header"
-	TypeProtocol     = "protocol"
-	TypeSnapshot     = "snapshot"
-	TypeNotification = "notification"
-	TypeAttempt      = "attempt"
-	TypeObservation  = "observation"
-	TypeResolution   = "resolution"
-	TypeRecovery     = "recovery"
-	TypeSeal         = "seal"
-	TypeFrame        = "frame"
-	TypeSession      = "session"
+	typeHeader       = "header"
+	typeProtocol     = "protocol"
+	typeSnapshot     = "snapshot"
+	typeNotification = "notification"
+	typeAttempt      = "attempt"
+	typeObservation  = "observation"
+	typeResolution   = "resolution"
+	typeRecovery     = "recovery"
+	typeSeal         = "seal"
+	typeFrame        = "frame"
+	typeSession      = "session"
 )
 
 // Durability and retention modes, recorded in the header.

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // that carried a Streamable HTTP frame, as the producer observed it
 // (spec/http.md). It commits to no frame: the frames an exchange carried
 // are committed by their own lines.
-const TypeHTTP = "http"
+const typeHTTP = "http"
 
 // HTTP line events (HTTPEvent.Event).
 const (
@@ -108,7 +109,13 @@ type HTTPTLS struct {
 }
 
 func (v *HTTPEvent) encode(e *encoder) {
-	b, err := canon.Marshal(v)
+	if v.Type != "" && v.Type != typeHTTP {
+		e.err = fmt.Errorf("%w: type %q on a %q event", errWrongType, v.Type, typeHTTP)
+		return
+	}
+	c := *v
+	c.Type = typeHTTP
+	b, err := canon.Marshal(&c)
 	if err != nil {
 		e.err = err
 		return
@@ -136,7 +143,7 @@ func IsCredentialHeader(name string) bool {
 
 func (v *HTTPEvent) validate() *invalid {
 	e := first(
-		event(v.Type, TypeHTTP, v.Seq, v.AtMs),
+		event(v.Type, typeHTTP, v.Seq, v.AtMs),
 		oneOf("event", v.Event, HTTPUpstream, HTTPRequest, HTTPRefused, HTTPResponse, HTTPFailure, HTTPWithheld),
 		nonneg("exchange", v.Exchange),
 		short("method", v.Method, MaxReportedBytes),

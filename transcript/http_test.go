@@ -10,7 +10,7 @@ import (
 // its frame, and unsorted credential names.
 func TestHTTPLineValidation(t *testing.T) {
 	zero := int64(0)
-	good := HTTPEvent{Type: TypeHTTP, Seq: 3, AtMs: 1, Event: HTTPRequest, Exchange: 1, Method: "POST", Path: "/mcp",
+	good := HTTPEvent{Type: typeHTTP, Seq: 3, AtMs: 1, Event: HTTPRequest, Exchange: 1, Method: "POST", Path: "/mcp",
 		Headers: map[string]string{"mcp-method": "tools/call"}, Credentials: []string{"authorization", "cookie"}, Frame: &zero}
 	line, err := Encode(&good)
 	if err != nil {

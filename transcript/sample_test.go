@@ -16,7 +16,7 @@ const (
 
 func sampleHeader() *Header {
 	return &Header{
-		Type: TypeHeader, Seq: 0, Format: Format, Profile: Profile,
+		Type: typeHeader, Seq: 0, Format: Format, Profile: Profile,
 		Canonicalization: Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
 		Merkle:           MerkleAlg, ExecutionScope: testScope,
 		Producer:    Producer{Name: "tracectl", Version: "v0.0.0-test"},
@@ -30,7 +30,7 @@ func sampleHeader() *Header {
 
 func sampleAttempt(seq int64, id string) *Attempt {
 	return &Attempt{
-		Type: TypeAttempt, Seq: seq, AtMs: 1700000000001, ExecutionScope: testScope, AttemptID: id,
+		Type: typeAttempt, Seq: seq, AtMs: 1700000000001, ExecutionScope: testScope, AttemptID: id,
 		Tool: "echo", ArgsDigest: dig1,
 		RPCID:        JSONRPCID{Present: true, Kind: IDNumber, Text: "7"},
 		Protocol:     AttemptProto{Era: mcpwire.EraModern, State: ProtoPresent, Value: "2026-07-28"},
@@ -43,14 +43,14 @@ func sampleAttempt(seq int64, id string) *Attempt {
 
 func sampleResponse(seq int64, id string) *Observation {
 	return &Observation{
-		Type: TypeObservation, Seq: seq, AtMs: 1700000000002, AttemptID: id, Kind: ObsResponse,
+		Type: typeObservation, Seq: seq, AtMs: 1700000000002, AttemptID: id, Kind: ObsResponse,
 		ResultType: "complete", Response: &Payload{Digest: dig2, Length: 80, Retained: true},
 		Terminator: mcpwire.TermLF, Basis: BasisProducer,
 	}
 }
 
 func sampleSeal(seq, attempts int64) *Seal {
-	return &Seal{Type: TypeSeal, Seq: seq, AtMs: 1700000000009, Attempts: attempts, Responses: attempts}
+	return &Seal{Type: typeSeal, Seq: seq, AtMs: 1700000000009, Attempts: attempts, Responses: attempts}
 }
 
 func mustLine(t testing.TB, v any) []byte {

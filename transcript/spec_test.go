@@ -51,7 +51,7 @@ func TestSpecInSync(t *testing.T) {
 			t.Errorf("observation kind %s not in the Outcomes table", k)
 		}
 	}
-	for _, typ := range []string{TypeHeader, TypeProtocol, TypeSnapshot, TypeNotification, TypeAttempt, TypeObservation, TypeResolution, TypeRecovery, TypeSeal, TypeFrame, TypeSession} {
+	for _, typ := range []string{typeHeader, typeProtocol, typeSnapshot, typeNotification, typeAttempt, typeObservation, typeResolution, typeRecovery, typeSeal, typeFrame, typeSession} {
 		if !regexp.MustCompile(`(?m)^### ` + typ + `\b`).MatchString(spec) {
 			t.Errorf("event type %s has no section", typ)
 		}

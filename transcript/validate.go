@@ -26,7 +26,7 @@ func bad(format string, args ...any) *invalid {
 func validate(ev Event) *invalid { return ev.validate() }
 
 func (e *SessionEvent) validate() *invalid {
-	return first(event(e.Type, TypeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, maxDetailBytes))
+	return first(event(e.Type, typeSession, e.Seq, e.AtMs), oneOf("event", e.Event, SessionClientGone), short("detail", e.Detail, maxDetailBytes))
 }
 
 func oneOf(name, v string, allowed ...string) *invalid {
@@ -99,7 +99,7 @@ func event(typ, want string, seq, atMs int64) *invalid {
 }
 
 func (h *Header) validate() *invalid {
-	if h.Type != TypeHeader {
+	if h.Type != typeHeader {
 		return bad("type %q", h.Type)
 	}
 	if h.Seq != 0 {
@@ -161,7 +161,7 @@ func frameIndex(v *int64) *invalid {
 
 func (f *Frame) validate() *invalid {
 	e := first(
-		event(f.Type, TypeFrame, f.Seq, f.AtMs),
+		event(f.Type, typeFrame, f.Seq, f.AtMs),
 		oneOf("direction", f.Direction, ServerToClient, ClientToServer),
 		nonneg("index", f.Index),
 		oneOf("disposition", f.Disposition, FrameForwarded, FrameRefused, FrameWithheld),
@@ -309,7 +309,7 @@ func (id *JSONRPCID) validate() *invalid {
 
 func (p *Protocol) validate() *invalid {
 	e := first(
-		event(p.Type, TypeProtocol, p.Seq, p.AtMs),
+		event(p.Type, typeProtocol, p.Seq, p.AtMs),
 		oneOf("era", string(p.Era), string(mcpwire.EraModern), string(mcpwire.EraLegacy), string(mcpwire.EraUnknown)),
 		oneOf("source", p.Source, SourceInitialize, SourceDiscover, SourceRequestMeta),
 		short("version", p.Version, MaxReportedBytes),
@@ -327,7 +327,7 @@ func (s *SnapshotEvent) validate() *invalid {
 		return bad("incomplete_reason is present iff complete is false")
 	}
 	return first(
-		event(s.Type, TypeSnapshot, s.Seq, s.AtMs),
+		event(s.Type, typeSnapshot, s.Seq, s.AtMs),
 		ident("snapshot_id", s.SnapshotID),
 		digest("manifest_digest", s.ManifestDigest),
 		short("incomplete_reason", s.IncompleteReason, MaxReportedBytes),
@@ -344,7 +344,7 @@ func (n *Notification) validate() *invalid {
 		return bad("attempt_id without request_id")
 	}
 	e := first(
-		event(n.Type, TypeNotification, n.Seq, n.AtMs),
+		event(n.Type, typeNotification, n.Seq, n.AtMs),
 		short("method", n.Method, MaxReportedBytes),
 		oneOf("direction", n.Direction, ServerToClient, ClientToServer),
 		n.Payload.validate("payload"),
@@ -361,7 +361,7 @@ func (n *Notification) validate() *invalid {
 
 func (a *Attempt) validate() *invalid {
 	e := first(
-		event(a.Type, TypeAttempt, a.Seq, a.AtMs),
+		event(a.Type, typeAttempt, a.Seq, a.AtMs),
 		ident("execution_scope", a.ExecutionScope),
 		ident("attempt_id", a.AttemptID),
 		a.validateTool(),
@@ -460,7 +460,7 @@ func (v *CorrValue) validate(name string, check func(string) string) *invalid {
 
 func (o *Observation) validate() *invalid {
 	e := first(
-		event(o.Type, TypeObservation, o.Seq, o.AtMs),
+		event(o.Type, typeObservation, o.Seq, o.AtMs),
 		ident("attempt_id", o.AttemptID),
 		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse),
 		oneOf("basis", o.Basis, BasisProducer),
@@ -498,7 +498,7 @@ func (o *Observation) validate() *invalid {
 
 func (r *Resolution) validate() *invalid {
 	return first(
-		event(r.Type, TypeResolution, r.Seq, r.AtMs),
+		event(r.Type, typeResolution, r.Seq, r.AtMs),
 		ident("attempt_id", r.AttemptID),
 		oneOf("outcome", r.Outcome, OutcomeUnknown),
 		oneOf("reason", r.Reason, ReasonProducerCrashed, ReasonSealedInFlight, ReasonServerExited),
@@ -519,7 +519,7 @@ func (r *Recovery) validate() *invalid {
 		}
 	}
 	return first(
-		event(r.Type, TypeRecovery, r.Seq, r.AtMs),
+		event(r.Type, typeRecovery, r.Seq, r.AtMs),
 		optDigest("torn_digest", r.TornDigest),
 		short("detail", r.Detail, maxDetailBytes),
 	)
@@ -527,7 +527,7 @@ func (r *Recovery) validate() *invalid {
 
 func (s *Seal) validate() *invalid {
 	e := first(
-		event(s.Type, TypeSeal, s.Seq, s.AtMs),
+		event(s.Type, typeSeal, s.Seq, s.AtMs),
 		nonneg("attempts", s.Attempts),
 		nonneg("responses", s.Responses),
 		nonneg("transport_failures", s.TransportFailures),

@@ -439,7 +439,7 @@ func claimsServerProof(line []byte) bool {
 	basis, ok := doc.Root().Get("basis")
 	ts, _ := t.Str()
 	bs, _ := basis.Str()
-	return ok && ts == transcript.TypeObservation && bs != transcript.BasisProducer
+	return ok && ts == "observation" && bs != transcript.BasisProducer
 }
 
 func seqOf(ev any) int64 {

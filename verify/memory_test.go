@@ -22,11 +22,11 @@ func attemptsBundle(tb testing.TB, n int) fstest.MapFS {
 	seq := int64(len(b.Lines))
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("a%d", i)
-		a := &transcript.Attempt{Type: transcript.TypeAttempt, Seq: seq, AtMs: verifytest.Issued.UnixMilli() - 1000, ExecutionScope: b.Scope, AttemptID: id, Tool: "tool_1",
+		a := &transcript.Attempt{Seq: seq, AtMs: verifytest.Issued.UnixMilli() - 1000, ExecutionScope: b.Scope, AttemptID: id, Tool: "tool_1",
 			RPCID:        transcript.JSONRPCID{Present: true, Kind: transcript.IDNumber, Text: fmt.Sprint(i)},
 			Protocol:     transcript.AttemptProto{Era: mcpwire.EraLegacy, State: transcript.ProtoNegotiated, Value: "2025-06-18"},
 			ServerDigest: b.ServerDigest, Request: transcript.Payload{Digest: canon.SHA256([]byte(id)), Length: 10}, Terminator: mcpwire.TermLF, Snapshot: ref}
-		line, err := canon.Marshal(a)
+		line, err := transcript.Encode(a)
 		if err != nil {
 			tb.Fatal(err)
 		}

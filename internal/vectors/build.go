@@ -449,7 +449,7 @@ func (b *bundle) resign(calls int64, edit func(*sign.Record)) error {
 func (b *bundle) attempts() int64 {
 	var n int64
 	for _, l := range b.lines() {
-		if e, err := decodeEvent(l); err == nil && e.str("type") == transcript.TypeAttempt {
+		if e, err := decodeEvent(l); err == nil && e.str("type") == "attempt" {
 			n++
 		}
 	}

@@ -316,13 +316,13 @@ func (g *generator) row2() ([]*vec, error) {
 	d := canon.SHA256(forged)
 	b.dropPayload(snap.Digest)
 	b.setPayload(d, forged)
-	if err := b.editWhere(is(transcript.TypeSnapshot), func(e event) {
+	if err := b.editWhere(is("snapshot"), func(e event) {
 		e["manifest_digest"], e["complete"] = d, true
 		delete(e, "incomplete_reason")
 	}); err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeAttempt), func(e event) {
+	if err := b.editWhere(is("attempt"), func(e event) {
 		ref := e["snapshot"].(map[string]any)
 		ref["manifest_digest"], ref["complete"] = d, true
 	}); err != nil {
@@ -427,13 +427,13 @@ func (g *generator) row3() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := b.find(is(transcript.TypeSnapshot, "snapshot_id", "s2"))
+	i := b.find(is("snapshot", "snapshot_id", "s2"))
 	lines := b.lines()
 	later, err := decodeEvent(lines[i])
 	if err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeAttempt), func(e event) {
+	if err := b.editWhere(is("attempt"), func(e event) {
 		e["snapshot"] = map[string]any{"snapshot_id": "s2", "manifest_digest": later["manifest_digest"], "complete": true}
 	}); err != nil {
 		return nil, err
@@ -520,7 +520,7 @@ func (g *generator) row4() ([]*vec, error) {
 		return nil, err
 	}
 	lines := b.lines()
-	i := b.find(is(transcript.TypeObservation, "kind", transcript.ObsResponse))
+	i := b.find(is("observation", "kind", transcript.ObsResponse))
 	lines[i] = bytes.Replace(lines[i], []byte(`"kind":"response"`), []byte(`"kind":"response","kind":"timeout"`), 1)
 	b.setLines(lines)
 	if err := b.resign(b.attempts(), nil); err != nil {
@@ -536,7 +536,7 @@ func (g *generator) row4() ([]*vec, error) {
 		return nil, err
 	}
 	lines = b.lines()
-	i = b.find(is(transcript.TypeObservation, "kind", transcript.ObsResponse))
+	i = b.find(is("observation", "kind", transcript.ObsResponse))
 	e, err := decodeEvent(lines[i])
 	if err != nil {
 		return nil, err
@@ -681,7 +681,7 @@ func (g *generator) row5() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.remove(b.find(is(transcript.TypeSnapshot))); err != nil {
+	if err := b.remove(b.find(is("snapshot"))); err != nil {
 		return nil, err
 	}
 	b.files["snapshot-ref.json"] = []byte(`{"snapshot_id":"s1","manifest_digest":"` + snap.Digest + `"}` + "\n")
@@ -707,7 +707,7 @@ func (g *generator) row5() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeAttempt), func(e event) { e["tool"] = "search_docs" }); err != nil {
+	if err := b.editWhere(is("attempt"), func(e event) { e["tool"] = "search_docs" }); err != nil {
 		return nil, err
 	}
 	out = append(out, g.bundleVec("r5-transcript-edited-after-signing", 5, CaseNegative,
@@ -728,7 +728,7 @@ func (g *generator) row6() ([]*vec, error) {
 	out := []*vec{pos}
 
 	responseDigest := func(b *bundle) (string, error) {
-		i := b.find(is(transcript.TypeObservation, "kind", transcript.ObsResponse))
+		i := b.find(is("observation", "kind", transcript.ObsResponse))
 		e, err := decodeEvent(b.lines()[i])
 		if err != nil {
 			return "", err
@@ -833,7 +833,7 @@ func (g *generator) row6() ([]*vec, error) {
 	if b, err = redacted("r6-redaction-list-forged"); err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeAttempt), func(e event) {
+	if err := b.editWhere(is("attempt"), func(e event) {
 		reds := e["request"].(map[string]any)["redactions"].([]any)
 		reds[0].(map[string]any)["pointer"] = "/params/arguments/city"
 	}); err != nil {
@@ -907,16 +907,16 @@ func (g *generator) row6() ([]*vec, error) {
 	}{
 		{"r6-claim-tool-changed",
 			"The attempt line claims tool search_docs while its retained request bytes call get_weather; the record is re-signed, so only the claim contradicts the bytes.",
-			is(transcript.TypeAttempt), func(e event) { e["tool"] = "search_docs" }},
+			is("attempt"), func(e event) { e["tool"] = "search_docs" }},
 		{"r6-claim-arguments-digest-changed",
 			"The attempt line's arguments_digest is replaced by the digest of other arguments; the retained request bytes canonicalize to the original digest. The record is re-signed.",
-			is(transcript.TypeAttempt), func(e event) { e["arguments_digest"] = canon.SHA256([]byte(`{"city":"Porto","units":"metric"}`)) }},
+			is("attempt"), func(e event) { e["arguments_digest"] = canon.SHA256([]byte(`{"city":"Porto","units":"metric"}`)) }},
 		{"r6-claim-jsonrpc-id-changed",
 			"The attempt line's jsonrpc_id.text is changed from 3 to 4; the retained request bytes carry id 3. The record is re-signed.",
-			is(transcript.TypeAttempt), func(e event) { e["jsonrpc_id"].(map[string]any)["text"] = "4" }},
+			is("attempt"), func(e event) { e["jsonrpc_id"].(map[string]any)["text"] = "4" }},
 		{"r6-claim-is-error-flipped",
 			"The response observation claims is_error true while its retained response bytes are a result without isError; the record is re-signed.",
-			is(transcript.TypeObservation, "kind", transcript.ObsResponse), func(e event) { e["is_error"] = true }},
+			is("observation", "kind", transcript.ObsResponse), func(e event) { e["is_error"] = true }},
 	}
 	for _, c := range claims {
 		b, _, err := g.basicBundle(c.id, nil)
@@ -949,7 +949,7 @@ func (g *generator) row6() ([]*vec, error) {
 	}
 	d := canon.SHA256(other)
 	b.setPayload(d, other)
-	if err := b.editWhere(is(transcript.TypeObservation, "kind", transcript.ObsResponse), func(e event) {
+	if err := b.editWhere(is("observation", "kind", transcript.ObsResponse), func(e event) {
 		e["response"].(map[string]any)["digest"] = d
 	}); err != nil {
 		return nil, err
@@ -1011,14 +1011,14 @@ func (g *generator) row7() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeAttempt, "attempt_id", "a2"), func(e event) {
+	if err := b.editWhere(is("attempt", "attempt_id", "a2"), func(e event) {
 		e["attempt_id"] = "a1"
 		delete(e, "retry_of")
 		delete(e, "retry_basis")
 	}); err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeObservation, "attempt_id", "a2"), func(e event) { e["attempt_id"] = "a1" }); err != nil {
+	if err := b.editWhere(is("observation", "attempt_id", "a2"), func(e event) { e["attempt_id"] = "a1" }); err != nil {
 		return nil, err
 	}
 	if err := b.resign(b.attempts(), nil); err != nil {
@@ -1032,7 +1032,7 @@ func (g *generator) row7() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := b.find(is(transcript.TypeObservation, "attempt_id", "a2"))
+	i := b.find(is("observation", "attempt_id", "a2"))
 	e, err := decodeEvent(b.lines()[i])
 	if err != nil {
 		return nil, err
@@ -1042,7 +1042,7 @@ func (g *generator) row7() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.insert(b.find(is(transcript.TypeSeal)), forged); err != nil {
+	if err := b.insert(b.find(is("seal")), forged); err != nil {
 		return nil, err
 	}
 	if err := b.resign(b.attempts(), nil); err != nil {
@@ -1056,7 +1056,7 @@ func (g *generator) row7() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeAttempt, "attempt_id", "a2"), func(e event) { e["retry_of"] = "a9" }); err != nil {
+	if err := b.editWhere(is("attempt", "attempt_id", "a2"), func(e event) { e["retry_of"] = "a9" }); err != nil {
 		return nil, err
 	}
 	if err := b.resign(b.attempts(), nil); err != nil {
@@ -1127,12 +1127,12 @@ func (g *generator) row8() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := b.find(is(transcript.TypeObservation, "attempt_id", "a1", "kind", transcript.ObsTimeout))
+	i := b.find(is("observation", "attempt_id", "a1", "kind", transcript.ObsTimeout))
 	e, err := decodeEvent(b.lines()[i])
 	if err != nil {
 		return nil, err
 	}
-	claim, err := canon.Marshal(map[string]any{"type": transcript.TypeResolution, "seq": e["seq"], "at_ms": e["at_ms"],
+	claim, err := canon.Marshal(map[string]any{"type": "resolution", "seq": e["seq"], "at_ms": e["at_ms"],
 		"attempt_id": "a1", "outcome": "not_executed", "reason": "retry_succeeded"})
 	if err != nil {
 		return nil, err
@@ -1207,7 +1207,7 @@ func (g *generator) row9() ([]*vec, error) {
 	if b, err = httpBundle("r9-http-credential-recorded"); err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeHTTP, "event", transcript.HTTPRequest), func(e event) {
+	if err := b.editWhere(is("http", "event", transcript.HTTPRequest), func(e event) {
 		e["headers"].(map[string]any)["authorization"] = "Bearer sk-live-4eC39HqLyjWDarjtT1zdp7dc"
 	}); err != nil {
 		return nil, err
@@ -1223,7 +1223,7 @@ func (g *generator) row9() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeObservation, "kind", transcript.ObsResponse), func(e event) { e["basis"] = "server_authenticated" }); err != nil {
+	if err := b.editWhere(is("observation", "kind", transcript.ObsResponse), func(e event) { e["basis"] = "server_authenticated" }); err != nil {
 		return nil, err
 	}
 	if err := b.resign(b.attempts(), nil); err != nil {

@@ -112,7 +112,7 @@ func (g *generator) frameVectors() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := b.find(is(transcript.TypeFrame, "disposition", transcript.FrameRefused))
+	i := b.find(is("frame", "disposition", transcript.FrameRefused))
 	if err := b.remove(i); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (g *generator) frameVectors() ([]*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.editWhere(is(transcript.TypeFrame, "disposition", transcript.FrameRefused), func(e event) {
+	if err := b.editWhere(is("frame", "disposition", transcript.FrameRefused), func(e event) {
 		e["rule"] = "invalid_json"
 	}); err != nil {
 		return nil, err

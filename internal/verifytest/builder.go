@@ -78,7 +78,7 @@ func (b *Builder) Header() {
 	}
 	b.ServerDigest = canon.SHA256(sb)
 	b.Add(&transcript.Header{
-		Type: transcript.TypeHeader, Format: transcript.Format, Profile: transcript.Profile,
+		Format: transcript.Format, Profile: transcript.Profile,
 		Canonicalization: transcript.Canonicalization{Lines: canon.PolicyV02ID, Declarations: canon.PolicyMCPDeclID},
 		Merkle:           transcript.MerkleAlg, ExecutionScope: b.Scope,
 		Producer: transcript.Producer{Name: "tracectl-test", Version: "0"},
@@ -87,9 +87,9 @@ func (b *Builder) Header() {
 	})
 }
 
-// Add appends an event, setting its type, seq and at_ms (one millisecond
+// Add appends an event, setting its seq and at_ms (one millisecond
 // after the previous line). It fails the test if the line is not valid.
-func (b *Builder) Add(ev any) {
+func (b *Builder) Add(ev transcript.Event) {
 	b.T.Helper()
 	if len(b.Lines) == 0 {
 		if _, ok := ev.(*transcript.Header); !ok {
@@ -102,27 +102,27 @@ func (b *Builder) Add(ev any) {
 	case *transcript.Header:
 		e.Seq = seq
 	case *transcript.SnapshotEvent:
-		e.Type, e.Seq, e.AtMs = transcript.TypeSnapshot, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Notification:
-		e.Type, e.Seq, e.AtMs = transcript.TypeNotification, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Attempt:
-		e.Type, e.Seq, e.AtMs = transcript.TypeAttempt, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Observation:
-		e.Type, e.Seq, e.AtMs = transcript.TypeObservation, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Resolution:
-		e.Type, e.Seq, e.AtMs = transcript.TypeResolution, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Seal:
-		e.Type, e.Seq, e.AtMs = transcript.TypeSeal, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Protocol:
-		e.Type, e.Seq, e.AtMs = transcript.TypeProtocol, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Recovery:
-		e.Type, e.Seq, e.AtMs = transcript.TypeRecovery, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	case *transcript.Frame:
-		e.Type, e.Seq, e.AtMs = transcript.TypeFrame, seq, b.atMs
+		e.Seq, e.AtMs = seq, b.atMs
 	default:
 		b.T.Fatalf("builder: unknown event %T", ev)
 	}
-	line, err := canon.Marshal(ev)
+	line, err := transcript.Encode(ev)
 	if err != nil {
 		b.T.Fatal(err)
 	}
