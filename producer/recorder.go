@@ -371,8 +371,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 	defer r.ops.Done()
 
 	a := &transcript.Attempt{
-		ExecutionScope: r.ident.scope,
-		Tool:           q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
+		ExecutionScope: r.ident.scope, Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
 		RPCID: q.id, ServerDigest: r.ident.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
 	}
 	if c.Snapshot != "" {
@@ -659,8 +658,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 	r.mu.Lock()
 	r.ident.nextSnap++
 	ev := &transcript.SnapshotEvent{
-		SnapshotID:     "s" + strconv.FormatInt(r.ident.nextSnap, 10),
-		ManifestDigest: s.Digest, Complete: s.Complete, IncompleteReason: s.IncompleteReason,
+		SnapshotID: "s" + strconv.FormatInt(r.ident.nextSnap, 10), ManifestDigest: s.Digest, Complete: s.Complete, IncompleteReason: s.IncompleteReason,
 		Tools: s.Tools, Pages: s.Pages, Reuse: s.Reuse,
 	}
 	r.mu.Unlock()
