@@ -16,10 +16,10 @@ const (
 	// MaxToolNameBytes bounds a recorded tool name (MCP suggests 1-128
 	// characters). A longer name is recorded as tool_invalid too_long: the
 	// request digest still commits to it, and a name is never truncated.
-	MaxToolNameBytes = 1024
+	maxToolNameBytes = 1024
 	// MaxIDBytes bounds identifiers tracectl mints (execution scope, attempt
 	// and snapshot ids) and those it checks (quarantine file names).
-	MaxIDBytes = 128
+	maxIDBytes = 128
 	// MaxReportedBytes bounds short strings as reported by a peer: protocol
 	// versions, serverInfo name and version, result types, methods. Longer
 	// values are left out; the payload digest still commits to them.

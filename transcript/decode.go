@@ -16,14 +16,14 @@ const (
 	CodeTooLong           = "too_long"           // a line longer than MaxLineBytes
 	CodeTornLine          = "torn_line"          // bytes after the last LF: a write cut short
 	CodeNotCanonical      = "not_canonical"      // not JSON, or not its own RFC 8785 form under the v0.2 policy
-	CodeUnknownType       = "unknown_type"       // "type" missing, not a string, or not an event type
+	codeUnknownType       = "unknown_type"       // "type" missing, not a string, or not an event type
 	CodeInvalidMember     = "invalid_member"     // a member missing, unknown, of the wrong type, or with a value the format forbids
 	CodeUnsupportedFormat = "unsupported_format" // a header naming another format, profile, Merkle algorithm or canonicalization
 	CodeSeqGap            = "seq_gap"            // seq is not the line's 0-based position
 	CodeHeaderMissing     = "header_missing"     // the first line is not a header, or the transcript is empty
 	CodeHeaderRepeated    = "header_repeated"    // a header after line 0
 	CodeAfterSeal         = "after_seal"         // a line after the seal line
-	CodeScopeMismatch     = "scope_mismatch"     // an attempt names another execution scope than the header
+	codeScopeMismatch     = "scope_mismatch"     // an attempt names another execution scope than the header
 )
 
 // LineError reports a transcript line that is not valid. Seq is the line's
@@ -145,7 +145,7 @@ func decodeStrict(line []byte) (Event, error) {
 		return nil, lineErr(-1, CodeNotCanonical, err.Error(), err)
 	}
 	if root.Kind() != canon.KindObject {
-		return nil, lineErr(-1, CodeUnknownType, "a line is a JSON object, got "+root.Kind().String(), nil)
+		return nil, lineErr(-1, codeUnknownType, "a line is a JSON object, got "+root.Kind().String(), nil)
 	}
 	seq := int64(-1)
 	if sv, ok := root.Get("seq"); ok && sv.Kind() == canon.KindNumber {
@@ -155,15 +155,15 @@ func decodeStrict(line []byte) (Event, error) {
 	}
 	tv, ok := root.Get("type")
 	if !ok {
-		return nil, lineErr(seq, CodeUnknownType, `no "type" member`, nil)
+		return nil, lineErr(seq, codeUnknownType, `no "type" member`, nil)
 	}
 	typ, ok := tv.Str()
 	if !ok {
-		return nil, lineErr(seq, CodeUnknownType, `"type" is not a string`, nil)
+		return nil, lineErr(seq, codeUnknownType, `"type" is not a string`, nil)
 	}
 	ev := newEvent(typ)
 	if ev == nil {
-		return nil, lineErr(seq, CodeUnknownType, "unknown event type "+strconv.QuoteToASCII(bounded(typ)), nil)
+		return nil, lineErr(seq, codeUnknownType, "unknown event type "+strconv.QuoteToASCII(bounded(typ)), nil)
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()

@@ -145,7 +145,7 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 		q.ToolInvalid = toolNotString
 	default:
 		s, _ := name.Str()
-		if len(s) > MaxToolNameBytes {
+		if len(s) > maxToolNameBytes {
 			q.ToolInvalid = toolTooLong
 		} else {
 			q.Tool = s
@@ -332,7 +332,7 @@ func FrameFactsOf(m *mcpwire.Message, r *mcpwire.Refusal) FrameFacts {
 	case mcpwire.KindRequest:
 		f.Kind = FrameRequest
 	case mcpwire.KindNotification:
-		f.Kind = FrameNotification
+		f.Kind = frameNotification
 	default:
 		f.Kind = FrameResponse
 	}

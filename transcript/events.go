@@ -26,10 +26,10 @@ const (
 	// frame line and frame indexes (every frame a proxy passed in either
 	// direction is committed: spec/transcript.md, "Frames"); its payload
 	// digests are SHA-256 of the bytes.
-	FormatV2 = "tracectl.transcript/v2"
+	formatV2 = "tracectl.transcript/v2"
 	// FormatV1 is the first format, still read and verified: it has no
 	// frame lines and commits only to the frames it interpreted.
-	FormatV1 = "tracectl.transcript/v1"
+	formatV1 = "tracectl.transcript/v1"
 	// Profile names the proposed profile this transcript implements. It is a
 	// proposal (TRACE v0.3 MCP transcript profile, not adopted); tracectl
 	// never claims conformance to an adopted standard.
@@ -339,7 +339,7 @@ type SnapshotRef struct {
 // Reasons an attempt binds no snapshot.
 const (
 	NoneNoSnapshot  = "no_tools_list_observed"      // no snapshot was recorded before the attempt
-	NoneInvalidated = "invalidated_by_list_changed" // the caller chose not to bind a snapshot that a list_changed made stale
+	noneInvalidated = "invalidated_by_list_changed" // the caller chose not to bind a snapshot that a list_changed made stale
 )
 
 // Correlation metadata: recorded after a safe-shape check; an invalid value
@@ -402,7 +402,7 @@ const (
 
 	ReasonProducerCrashed = "producer_crashed" // recovered after a crash with the attempt in flight
 	ReasonSealedInFlight  = "sealed_in_flight" // sealed while the attempt had no terminal observation
-	ReasonServerExited    = "server_exited"    // the server went away with the attempt in flight
+	reasonServerExited    = "server_exited"    // the server went away with the attempt in flight
 )
 
 // Resolution closes an attempt that has no terminal observation. It is
@@ -454,7 +454,7 @@ const (
 // Frame kinds: what the gate read.
 const (
 	FrameRequest      = "request"
-	FrameNotification = "notification"
+	frameNotification = "notification"
 	FrameResponse     = "response"
 	FrameUnread       = "unread" // not understood: rule says which gate rule it broke
 )

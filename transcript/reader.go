@@ -98,7 +98,7 @@ func (t *Reader) next() ([]byte, Event, error) {
 		t.scope = e.ExecutionScope
 	case *Attempt:
 		if e.ExecutionScope != t.scope {
-			return nil, nil, t.fail(CodeScopeMismatch, fmt.Sprintf("attempt %s names scope %q, the header %q", e.AttemptID, bounded(e.ExecutionScope), t.scope), nil)
+			return nil, nil, t.fail(codeScopeMismatch, fmt.Sprintf("attempt %s names scope %q, the header %q", e.AttemptID, bounded(e.ExecutionScope), t.scope), nil)
 		}
 	case *Seal:
 		t.sealed = true

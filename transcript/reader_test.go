@@ -58,7 +58,7 @@ func TestReaderRejects(t *testing.T) {
 		{"seq gap", join(lines[0], lines[1], lines[3]), CodeSeqGap, 2, false},
 		{"header again", join(lines[0], mustLine(t, func() *Header { h := sampleHeader(); h.Seq = 1; return h }())), CodeInvalidMember, 1, false},
 		{"after seal", append(joinLines(lines), join(mustLine(t, &Recovery{Type: typeRecovery, Seq: int64(len(lines)), Detail: "x"}))...), CodeAfterSeal, int64(len(lines)), false},
-		{"scope", join(lines[0], mustLine(t, otherScope)), CodeScopeMismatch, 1, false},
+		{"scope", join(lines[0], mustLine(t, otherScope)), codeScopeMismatch, 1, false},
 		{"torn", append(join(lines[0], lines[1]), lines[2][:10]...), CodeTornLine, 2, false},
 		{"crlf", []byte(strings.Replace(string(join(lines[0], lines[1])), "\n", "\r\n", 1)), CodeNotCanonical, 0, true},
 		{"too long", append(join(lines[0]), bytes.Repeat([]byte("x"), MaxLineBytes+1)...), CodeTooLong, 1, false},

@@ -35,8 +35,8 @@ func TestSpecInSync(t *testing.T) {
 	for _, m := range firstCol.FindAllStringSubmatch(section("Line errors"), -1) {
 		specCodes = append(specCodes, m[1])
 	}
-	codes := []string{CodeTooLong, CodeTornLine, CodeNotCanonical, CodeUnknownType, CodeInvalidMember, CodeUnsupportedFormat,
-		CodeSeqGap, CodeHeaderMissing, CodeHeaderRepeated, CodeAfterSeal, CodeScopeMismatch}
+	codes := []string{CodeTooLong, CodeTornLine, CodeNotCanonical, codeUnknownType, CodeInvalidMember, CodeUnsupportedFormat,
+		CodeSeqGap, CodeHeaderMissing, CodeHeaderRepeated, CodeAfterSeal, codeScopeMismatch}
 	slices.Sort(codes)
 	slices.Sort(specCodes)
 	if !slices.Equal(codes, specCodes) {
@@ -57,13 +57,13 @@ func TestSpecInSync(t *testing.T) {
 		}
 	}
 	for _, v := range []string{
-		Format, FormatV1, Profile, MerkleAlg, ProofFormat,
-		SessionClientGone, FrameForwarded, FrameRefused, FrameWithheld, FrameRequest, FrameNotification, FrameResponse, FrameUnread,
+		Format, formatV1, Profile, MerkleAlg, ProofFormat,
+		SessionClientGone, FrameForwarded, FrameRefused, FrameWithheld, FrameRequest, frameNotification, FrameResponse, FrameUnread,
 		DurabilityStrict, DurabilityBatch, DurabilityNone, RetainFull, RetainDigest,
-		ReasonProducerCrashed, ReasonSealedInFlight, ReasonServerExited, OutcomeUnknown,
+		ReasonProducerCrashed, ReasonSealedInFlight, reasonServerExited, OutcomeUnknown,
 		BasisCallerDeclared, BasisInferred, BasisContinuation, BasisProducer,
 		CorrNotString, CorrTooLong, CorrBadCharset, CorrBadShape,
-		NoneNoSnapshot, NoneInvalidated, toolAbsent, toolNotString, toolTooLong,
+		NoneNoSnapshot, noneInvalidated, toolAbsent, toolNotString, toolTooLong,
 		IDString, IDNumber, IDNull, IDOther, mcpwire.TermLF, mcpwire.TermCRLF, mcpwire.TermNone,
 		string(mcpwire.EraModern), string(mcpwire.EraLegacy), string(mcpwire.EraUnknown), ProtoPresent, ProtoAbsent, ProtoMalformed, ProtoNegotiated,
 		SourceInitialize, SourceDiscover, SourceRequestMeta, ServerToClient, ClientToServer,

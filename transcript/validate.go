@@ -53,8 +53,8 @@ func optDigest(name, v string) *invalid {
 }
 
 func ident(name, v string) *invalid {
-	if v == "" || len(v) > MaxIDBytes {
-		return bad("%s must be 1 to %d bytes", name, MaxIDBytes)
+	if v == "" || len(v) > maxIDBytes {
+		return bad("%s must be 1 to %d bytes", name, maxIDBytes)
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] <= 0x20 || v[i] >= 0x7f {
@@ -137,19 +137,19 @@ func (h *Header) validateFormat() *invalid {
 			return first(ident("redaction.policy", r.Policy), nonneg("redaction.patterns", r.Patterns), nonneg("redaction.pointers", r.Pointers))
 		}
 		return nil
-	case FormatV2, FormatV1:
+	case formatV2, formatV1:
 		if h.Redaction != nil {
 			return bad("redaction is a %s member", Format)
 		}
 		if h.Server.ArgsDigest == "" && h.Server.Argc != 0 {
 			return bad("server.argc %d without server.args_digest", h.Server.Argc)
 		}
-		if h.FramesCommitted && h.Format == FormatV1 {
-			return bad("frames_committed is a %s member", FormatV2)
+		if h.FramesCommitted && h.Format == formatV1 {
+			return bad("frames_committed is a %s member", formatV2)
 		}
 		return nil
 	}
-	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q, %q, %q and %q", bounded(h.Format), Format, FormatV3, FormatV2, FormatV1)}
+	return &invalid{code: CodeUnsupportedFormat, detail: fmt.Sprintf("format %q, this reader supports %q, %q, %q and %q", bounded(h.Format), Format, FormatV3, formatV2, formatV1)}
 }
 
 func frameIndex(v *int64) *invalid {
@@ -165,7 +165,7 @@ func (f *Frame) validate() *invalid {
 		oneOf("direction", f.Direction, ServerToClient, ClientToServer),
 		nonneg("index", f.Index),
 		oneOf("disposition", f.Disposition, FrameForwarded, FrameRefused, FrameWithheld),
-		oneOf("kind", f.Kind, FrameRequest, FrameNotification, FrameResponse, FrameUnread),
+		oneOf("kind", f.Kind, FrameRequest, frameNotification, FrameResponse, FrameUnread),
 		short("method", f.Method, MaxReportedBytes),
 		short("rule", f.Rule, MaxReportedBytes),
 		f.Payload.validate("payload"),
@@ -181,7 +181,7 @@ func (f *Frame) validate() *invalid {
 		return bad("an unread frame names the rule it broke")
 	case f.Kind != FrameUnread && f.Rule != "" && (f.Direction != ServerToClient || f.Disposition != FrameRefused):
 		return bad("a frame the gate read has a rule only when it is a server frame refused by mediation")
-	case f.Method != "" && f.Kind != FrameRequest && f.Kind != FrameNotification:
+	case f.Method != "" && f.Kind != FrameRequest && f.Kind != frameNotification:
 		return bad("method belongs to requests and notifications")
 	case f.RPCID != nil && f.Kind != FrameRequest && f.Kind != FrameResponse:
 		return bad("jsonrpc_id belongs to requests and responses")
@@ -401,7 +401,7 @@ func (a *Attempt) validateTool() *invalid {
 		}
 		return oneOf("tool_invalid", a.ToolInvalid, toolAbsent, toolNotString, toolTooLong)
 	}
-	return short("tool", a.Tool, MaxToolNameBytes)
+	return short("tool", a.Tool, maxToolNameBytes)
 }
 
 func (p *AttemptProto) validate() *invalid {
@@ -425,7 +425,7 @@ func (s *SnapshotRef) validate() *invalid {
 		if s.SnapshotID != "" || s.ManifestDigest != "" || s.Complete || s.ListChangedSince {
 			return bad("snapshot: none_reason excludes the binding members")
 		}
-		return oneOf("snapshot.none_reason", s.NoneReason, NoneNoSnapshot, NoneInvalidated)
+		return oneOf("snapshot.none_reason", s.NoneReason, NoneNoSnapshot, noneInvalidated)
 	}
 	return first(ident("snapshot.snapshot_id", s.SnapshotID), digest("snapshot.manifest_digest", s.ManifestDigest))
 }
@@ -501,7 +501,7 @@ func (r *Resolution) validate() *invalid {
 		event(r.Type, typeResolution, r.Seq, r.AtMs),
 		ident("attempt_id", r.AttemptID),
 		oneOf("outcome", r.Outcome, OutcomeUnknown),
-		oneOf("reason", r.Reason, ReasonProducerCrashed, ReasonSealedInFlight, ReasonServerExited),
+		oneOf("reason", r.Reason, ReasonProducerCrashed, ReasonSealedInFlight, reasonServerExited),
 	)
 }
 

@@ -96,7 +96,7 @@ func (t *attemptTable) put(id string, a attemptState) {
 	}
 }
 
-// add records a new attempt id (transcript.MaxIDBytes at most, checked by
+// add records a new attempt id (128 bytes at most, transcript's limit, checked by
 // the line's validation) at seq, with the JSON-RPC id its response must
 // answer. The caller has checked that id is not in the table; seq is a
 // line index, below Limits.MaxTranscriptLines or a proof's tree size, both

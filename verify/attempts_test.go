@@ -9,14 +9,14 @@ import (
 )
 
 // TestAttemptTable: the compact table agrees with a map through growth,
-// ids of every length up to transcript.MaxIDBytes, updates, and the three
+// ids of every length up to 128, updates, and the three
 // kinds of JSON-RPC id; iteration is in insertion order.
 func TestAttemptTable(t *testing.T) {
 	tab := newAttemptTable()
 	want := map[string]attemptState{}
 	var order []string
 	id := func(i int) string {
-		return fmt.Sprintf("a%d", i) + strings.Repeat("x", i%transcript.MaxIDBytes/2)
+		return fmt.Sprintf("a%d", i) + strings.Repeat("x", i%128/2)
 	}
 	const n = 5000
 	for i := 0; i < n; i++ {

@@ -196,7 +196,7 @@ func TestResponseHiddenAsFrame(t *testing.T) {
 					}
 					if f, ok := ev.(*transcript.Frame); ok && f.Direction == transcript.ServerToClient && f.Index == 0 {
 						note := &transcript.Frame{Seq: f.Seq, AtMs: f.AtMs, Direction: transcript.ServerToClient, Index: 0, Disposition: transcript.FrameForwarded,
-							Kind: transcript.FrameNotification, Method: "notifications/message",
+							Kind: "notification", Method: "notifications/message",
 							Payload: b.Blob([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}`)), Terminator: mcpwire.TermLF}
 						line, err := transcript.Encode(note)
 						if err != nil {
