@@ -28,31 +28,35 @@ const (
 )
 
 // Rule names the gate rule a frame broke. Rules are stable, documented in
-// spec/transcript.md ("Refusal rules") and never renamed.
+// spec/transcript.md ("Refusal rules") and never renamed. [Rules] and
+// [ServerRules] list them all; a rule only this package applies has no
+// exported constant (compare [Refusal.Rule] with its documented name), a
+// rule another package applies or reports (a frame over the size limit,
+// an HTTP status, a media type) has one.
 type Rule string
 
 // The gate's rules, in the order Read applies them.
 const (
 	RuleTooLarge        Rule = "frame_too_large"     // over MaxFrameBytes
-	RuleUnterminated    Rule = "unterminated"        // the stream ended without LF: a line reader may still take it
-	RuleBOM             Rule = "bom"                 // starts with a UTF-8 byte order mark, which lenient decoders skip
-	RuleBareCR          Rule = "bare_cr"             // a CR other than the CRLF terminator: a line reader may split there
-	RuleDuplicateMember Rule = "duplicate_member"    // a member name repeated in one object, at any depth
-	RuleTooDeep         Rule = "too_deep"            // nesting deeper than MaxFrameDepth
-	RuleTooManyValues   Rule = "too_many_values"     // more than maxFrameValues JSON values
-	RuleInvalidJSON     Rule = "invalid_json"        // not strict RFC 8259 JSON (NaN, Infinity, invalid UTF-8, lone surrogates, two values, ...)
-	RuleBatch           Rule = "batch"               // a JSON-RPC batch array (removed from MCP in 2025-06-18)
-	RuleNotObject       Rule = "not_object"          // a JSON value that is not an object
-	RuleCaseVariant     Rule = "case_variant_member" // a member name that differs from an envelope or tools/call member only by letter case
-	RuleNotJSONRPC      Rule = "not_jsonrpc"         // jsonrpc is not "2.0", or the members fit no JSON-RPC message
-	RuleBadMethod       Rule = "bad_method"          // method is not a string
-	RuleBadID           Rule = "bad_id"              // a request's id is an object, array or boolean, or not in canonical form
+	ruleUnterminated    Rule = "unterminated"        // the stream ended without LF: a line reader may still take it
+	ruleBOM             Rule = "bom"                 // starts with a UTF-8 byte order mark, which lenient decoders skip
+	ruleBareCR          Rule = "bare_cr"             // a CR other than the CRLF terminator: a line reader may split there
+	ruleDuplicateMember Rule = "duplicate_member"    // a member name repeated in one object, at any depth
+	ruleTooDeep         Rule = "too_deep"            // nesting deeper than MaxFrameDepth
+	ruleTooManyValues   Rule = "too_many_values"     // more than maxFrameValues JSON values
+	ruleInvalidJSON     Rule = "invalid_json"        // not strict RFC 8259 JSON (NaN, Infinity, invalid UTF-8, lone surrogates, two values, ...)
+	ruleBatch           Rule = "batch"               // a JSON-RPC batch array (removed from MCP in 2025-06-18)
+	ruleNotObject       Rule = "not_object"          // a JSON value that is not an object
+	ruleCaseVariant     Rule = "case_variant_member" // a member name that differs from an envelope or tools/call member only by letter case
+	ruleNotJSONRPC      Rule = "not_jsonrpc"         // jsonrpc is not "2.0", or the members fit no JSON-RPC message
+	ruleBadMethod       Rule = "bad_method"          // method is not a string
+	ruleBadID           Rule = "bad_id"              // a request's id is an object, array or boolean, or not in canonical form
 )
 
 // Rules lists every rule, for documentation and tests.
 var Rules = []Rule{
-	RuleTooLarge, RuleUnterminated, RuleBOM, RuleBareCR, RuleTooManyValues, RuleDuplicateMember, RuleTooDeep,
-	RuleInvalidJSON, RuleBatch, RuleNotObject, RuleCaseVariant, RuleNotJSONRPC, RuleBadMethod, RuleBadID,
+	RuleTooLarge, ruleUnterminated, ruleBOM, ruleBareCR, ruleTooManyValues, ruleDuplicateMember, ruleTooDeep,
+	ruleInvalidJSON, ruleBatch, ruleNotObject, ruleCaseVariant, ruleNotJSONRPC, ruleBadMethod, ruleBadID,
 }
 
 // Refusal says why a frame is not understood. A client frame refused is
@@ -64,7 +68,7 @@ type Refusal struct {
 	// unambiguously (a string or number), else "null": the id the refusal
 	// answers with.
 	ID  string
-	Err error // the *canon.Error behind RuleInvalidJSON, RuleDuplicateMember, RuleTooDeep
+	Err error // the *canon.Error behind invalid_json, duplicate_member, too_deep
 }
 
 func (r *Refusal) Error() string {
@@ -154,32 +158,32 @@ func Read(line []byte) (*Message, *Refusal) {
 		return nil, &Refusal{Rule: RuleTooLarge, Detail: "over the gate's limit", ID: "null"}
 	}
 	if term == TermNone {
-		return nil, &Refusal{Rule: RuleUnterminated, Detail: "no LF before the end of the stream", ID: readableID(body)}
+		return nil, &Refusal{Rule: ruleUnterminated, Detail: "no LF before the end of the stream", ID: readableID(body)}
 	}
 	if bytes.HasPrefix(body, bom) {
-		return nil, &Refusal{Rule: RuleBOM, Detail: "a UTF-8 byte order mark at byte 0", ID: readableID(body[len(bom):])}
+		return nil, &Refusal{Rule: ruleBOM, Detail: "a UTF-8 byte order mark at byte 0", ID: readableID(body[len(bom):])}
 	}
 	if i := bytes.IndexByte(body, '\r'); i >= 0 {
-		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
+		return nil, &Refusal{Rule: ruleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
 	}
 	// Every value but the first follows a byte of its own, so a frame
 	// shorter than maxFrameValues cannot hold too many: the scan is only
 	// needed for longer ones.
 	if len(body) >= maxFrameValues {
 		if n := valuesAtMost(body); n > maxFrameValues {
-			return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
+			return nil, &Refusal{Rule: ruleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
 		}
 	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
 	if err != nil {
-		r := &Refusal{Rule: RuleInvalidJSON, ID: lenientID(body), Err: err}
+		r := &Refusal{Rule: ruleInvalidJSON, ID: lenientID(body), Err: err}
 		var ce *canon.Error
 		if errors.As(err, &ce) {
 			switch ce.Code {
 			case canon.CodeDuplicateKey:
-				r.Rule = RuleDuplicateMember
+				r.Rule = ruleDuplicateMember
 			case canon.CodeDepthLimit:
-				r.Rule = RuleTooDeep
+				r.Rule = ruleTooDeep
 			case canon.CodeSizeLimit:
 				r.Rule = RuleTooLarge
 			}
@@ -194,23 +198,23 @@ func Read(line []byte) (*Message, *Refusal) {
 	switch root.Kind() {
 	case canon.KindObject:
 	case canon.KindArray:
-		return nil, &Refusal{Rule: RuleBatch, Detail: "a JSON-RPC batch of " + strconv.Itoa(root.Len()) + " values", ID: "null"}
+		return nil, &Refusal{Rule: ruleBatch, Detail: "a JSON-RPC batch of " + strconv.Itoa(root.Len()) + " values", ID: "null"}
 	default:
-		return nil, &Refusal{Rule: RuleNotObject, Detail: "a JSON " + root.Kind().String(), ID: "null"}
+		return nil, &Refusal{Rule: ruleNotObject, Detail: "a JSON " + root.Kind().String(), ID: "null"}
 	}
 	// One pass over the envelope's members: the members by exact name (a
 	// Doc has no repeated name: Parse refused them) and the first name
 	// that is a case variant of one of them.
 	env := envelopeOf(root)
 	if env.variant != "" {
-		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(env.variant) + " is not " + env.want, ID: env.readableID()}
+		return nil, &Refusal{Rule: ruleCaseVariant, Detail: "member " + bounded(env.variant) + " is not " + env.want, ID: env.readableID()}
 	}
 	m := &Message{Body: body, Terminator: term, Root: root}
 	if v := env.jsonrpc; !v.Valid() {
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: env.readableID()}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "no jsonrpc member", ID: env.readableID()}
 	} else if string(v.Raw()) != `"2.0"` {
 		if s, _ := v.Str(); s != "2.0" { // written with escapes
-			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: env.readableID()}
+			return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: env.readableID()}
 		}
 	}
 	m.ID = env.id
@@ -218,7 +222,7 @@ func Read(line []byte) (*Message, *Refusal) {
 		switch m.ID.Kind() {
 		case canon.KindString, canon.KindNumber, canon.KindNull:
 		default:
-			return nil, &Refusal{Rule: RuleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
+			return nil, &Refusal{Rule: ruleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
 		}
 	}
 	if env.method.Valid() && m.ID.Valid() && !canonicalID(m.ID) {
@@ -226,16 +230,16 @@ func Read(line []byte) (*Message, *Refusal) {
 		// and JavaScript after unescaping): 7, 7.0 and 7e0, or "a" and
 		// "\u0061", are one id to them and several to a matcher of exact
 		// text, which would then bind one call's response to another.
-		return nil, &Refusal{Rule: RuleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
+		return nil, &Refusal{Rule: ruleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
 	}
 	m.Params, m.Result, m.Error = env.params, env.result, env.error
 	if meth := env.method; meth.Valid() {
 		s, isStr := methodOf(meth)
 		if !isStr {
-			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: env.readableID()}
+			return nil, &Refusal{Rule: ruleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: env.readableID()}
 		}
 		if m.Result.Valid() || m.Error.Valid() {
-			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: env.readableID()}
+			return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "method together with result or error", ID: env.readableID()}
 		}
 		m.Method = s
 		m.Kind = KindNotification
@@ -244,16 +248,16 @@ func Read(line []byte) (*Message, *Refusal) {
 		}
 		if s == MethodToolsCall && m.Params.Kind() == canon.KindObject {
 			if name, want, ok := caseVariant(m.Params, toolCallParams); ok {
-				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: env.readableID()}
+				return nil, &Refusal{Rule: ruleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: env.readableID()}
 			}
 		}
 		return m, nil
 	}
 	switch {
 	case !m.ID.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: env.readableID()}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "neither method nor id", ID: env.readableID()}
 	case m.Result.Valid() == m.Error.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: env.readableID()}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: env.readableID()}
 	}
 	m.Kind = KindResponse
 	return m, nil

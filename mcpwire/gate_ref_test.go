@@ -21,27 +21,27 @@ func readReference(line []byte) (*Message, *Refusal) {
 		return nil, &Refusal{Rule: RuleTooLarge, Detail: "over the gate's limit", ID: "null"}
 	}
 	if term == TermNone {
-		return nil, &Refusal{Rule: RuleUnterminated, Detail: "no LF before the end of the stream", ID: readableID(body)}
+		return nil, &Refusal{Rule: ruleUnterminated, Detail: "no LF before the end of the stream", ID: readableID(body)}
 	}
 	if bytes.HasPrefix(body, bom) {
-		return nil, &Refusal{Rule: RuleBOM, Detail: "a UTF-8 byte order mark at byte 0", ID: readableID(body[len(bom):])}
+		return nil, &Refusal{Rule: ruleBOM, Detail: "a UTF-8 byte order mark at byte 0", ID: readableID(body[len(bom):])}
 	}
 	if i := bytes.IndexByte(body, '\r'); i >= 0 {
-		return nil, &Refusal{Rule: RuleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
+		return nil, &Refusal{Rule: ruleBareCR, Detail: "a CR at byte " + strconv.Itoa(i) + " that does not end the line", ID: "null"}
 	}
 	if n := valuesAtMost(body); n > maxFrameValues {
-		return nil, &Refusal{Rule: RuleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
+		return nil, &Refusal{Rule: ruleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
 	}
 	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
 	if err != nil {
-		r := &Refusal{Rule: RuleInvalidJSON, ID: lenientID(body), Err: err}
+		r := &Refusal{Rule: ruleInvalidJSON, ID: lenientID(body), Err: err}
 		var ce *canon.Error
 		if errors.As(err, &ce) {
 			switch ce.Code {
 			case canon.CodeDuplicateKey:
-				r.Rule = RuleDuplicateMember
+				r.Rule = ruleDuplicateMember
 			case canon.CodeDepthLimit:
-				r.Rule = RuleTooDeep
+				r.Rule = ruleTooDeep
 			case canon.CodeSizeLimit:
 				r.Rule = RuleTooLarge
 			}
@@ -56,26 +56,26 @@ func readReference(line []byte) (*Message, *Refusal) {
 	switch root.Kind() {
 	case canon.KindObject:
 	case canon.KindArray:
-		return nil, &Refusal{Rule: RuleBatch, Detail: "a JSON-RPC batch of " + strconv.Itoa(root.Len()) + " values", ID: "null"}
+		return nil, &Refusal{Rule: ruleBatch, Detail: "a JSON-RPC batch of " + strconv.Itoa(root.Len()) + " values", ID: "null"}
 	default:
-		return nil, &Refusal{Rule: RuleNotObject, Detail: "a JSON " + root.Kind().String(), ID: "null"}
+		return nil, &Refusal{Rule: ruleNotObject, Detail: "a JSON " + root.Kind().String(), ID: "null"}
 	}
 	id := readableIDOf(root)
 	if name, want, ok := caseVariant(root, envelopeNames); ok {
-		return nil, &Refusal{Rule: RuleCaseVariant, Detail: "member " + bounded(name) + " is not " + want, ID: id}
+		return nil, &Refusal{Rule: ruleCaseVariant, Detail: "member " + bounded(name) + " is not " + want, ID: id}
 	}
 	m := &Message{Body: body, Terminator: term, Root: root}
 	if v, ok := root.Get(memberJSONRPC); !ok {
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "no jsonrpc member", ID: id}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "no jsonrpc member", ID: id}
 	} else if s, _ := v.Str(); s != "2.0" {
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: id}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: `jsonrpc is not "2.0"`, ID: id}
 	}
 	m.ID, _ = root.Get(memberID)
 	if m.ID.Valid() {
 		switch m.ID.Kind() {
 		case canon.KindString, canon.KindNumber, canon.KindNull:
 		default:
-			return nil, &Refusal{Rule: RuleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
+			return nil, &Refusal{Rule: ruleBadID, Detail: "id is a JSON " + m.ID.Kind().String(), ID: "null"}
 		}
 	}
 	if _, isReq := root.Get(memberMethod); isReq && m.ID.Valid() && !referenceCanonicalID(m.ID) {
@@ -83,7 +83,7 @@ func readReference(line []byte) (*Message, *Refusal) {
 		// and JavaScript after unescaping): 7, 7.0 and 7e0, or "a" and
 		// "\u0061", are one id to them and several to a matcher of exact
 		// text, which would then bind one call's response to another.
-		return nil, &Refusal{Rule: RuleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
+		return nil, &Refusal{Rule: ruleBadID, Detail: "a request id not in canonical form (an integer within ±(2^53-1) written plainly, or a string with minimal escapes)", ID: "null"}
 	}
 	m.Params, _ = root.Get(memberParams)
 	m.Result, _ = root.Get(memberResult)
@@ -91,10 +91,10 @@ func readReference(line []byte) (*Message, *Refusal) {
 	if meth, ok := root.Get(memberMethod); ok {
 		s, isStr := meth.Str()
 		if !isStr {
-			return nil, &Refusal{Rule: RuleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: id}
+			return nil, &Refusal{Rule: ruleBadMethod, Detail: "method is a JSON " + meth.Kind().String(), ID: id}
 		}
 		if m.Result.Valid() || m.Error.Valid() {
-			return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "method together with result or error", ID: id}
+			return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "method together with result or error", ID: id}
 		}
 		m.Method = s
 		m.Kind = KindNotification
@@ -103,16 +103,16 @@ func readReference(line []byte) (*Message, *Refusal) {
 		}
 		if s == MethodToolsCall && m.Params.Kind() == canon.KindObject {
 			if name, want, ok := caseVariant(m.Params, toolCallParams); ok {
-				return nil, &Refusal{Rule: RuleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: id}
+				return nil, &Refusal{Rule: ruleCaseVariant, Detail: "params member " + bounded(name) + " is not " + want, ID: id}
 			}
 		}
 		return m, nil
 	}
 	switch {
 	case !m.ID.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "neither method nor id", ID: id}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "neither method nor id", ID: id}
 	case m.Result.Valid() == m.Error.Valid():
-		return nil, &Refusal{Rule: RuleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: id}
+		return nil, &Refusal{Rule: ruleNotJSONRPC, Detail: "a response needs exactly one of result and error", ID: id}
 	}
 	m.Kind = KindResponse
 	return m, nil

@@ -22,40 +22,40 @@ var hostile = []struct {
 	rule  Rule
 	id    string
 }{
-	{"nan", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":NaN}}}` + "\n", RuleInvalidJSON, "null"},
-	{"infinity", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":-Infinity}}}` + "\n", RuleInvalidJSON, "null"},
-	{"bom", "\xEF\xBB\xBF" + call + "\n", RuleBOM, "7"},
-	{"case Method", `{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"echo"}}` + "\n", RuleCaseVariant, "1"},
-	{"case METHOD beside method", `{"jsonrpc":"2.0","id":1,"method":"ping","METHOD":"tools/call"}` + "\n", RuleCaseVariant, "1"},
-	{"case ID", `{"jsonrpc":"2.0","ID":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleCaseVariant, "null"},
-	{"long s folds to s", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"argument\u017F\":{\"x\":1}}}\n", RuleCaseVariant, "1"},
-	{"case params Name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"rm","name":"echo"}}` + "\n", RuleCaseVariant, "1"},
-	{"case params Arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","Arguments":{}}}` + "\n", RuleCaseVariant, "1"},
-	{"duplicate method", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}` + "\n", RuleDuplicateMember, "1"},
-	{"duplicate deep", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1,"a":2}}}` + "\n", RuleDuplicateMember, "1"},
-	{"pretty-printed first line", "{\n", RuleInvalidJSON, "null"},
-	{"two messages by CR", `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\r" + call + "\n", RuleBareCR, "null"},
-	{"CR as whitespace", `{"jsonrpc":"2.0",` + "\r" + `"id":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBareCR, "null"},
-	{"two values", `{"jsonrpc":"2.0","id":1,"method":"ping"} ` + call + "\n", RuleInvalidJSON, "null"},
-	{"batch", "[" + call + "]\n", RuleBatch, "null"},
-	{"deep", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":` + strings.Repeat("[", MaxFrameDepth) + strings.Repeat("]", MaxFrameDepth) + `}}}` + "\n", RuleTooDeep, "1"},
-	{"invalid utf-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"ec\xffho\"}}\n", RuleInvalidJSON, "1"},
-	{"lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud800"}}` + "\n", RuleInvalidJSON, "1"},
-	{"unterminated", call, RuleUnterminated, "7"},
-	{"no jsonrpc", `{"id":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleNotJSONRPC, "1"},
-	{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleNotJSONRPC, "1"},
-	{"method and result", `{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{}}` + "\n", RuleNotJSONRPC, "1"},
-	{"method not string", `{"jsonrpc":"2.0","id":1,"method":["tools/call"]}` + "\n", RuleBadMethod, "1"},
-	{"id object", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call"}` + "\n", RuleBadID, "null"},
-	{"string", `"tools/call"` + "\n", RuleNotObject, "null"},
-	{"empty line", "\n", RuleInvalidJSON, "null"},
-	{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{}}` + "\n", RuleNotJSONRPC, "1"},
-	{"id 7.5 (the Go SDK reads 7)", `{"jsonrpc":"2.0","id":7.5,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBadID, "null"},
-	{"id 7.0", `{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBadID, "null"},
-	{"id 7e0", `{"jsonrpc":"2.0","id":7e0,"method":"ping"}` + "\n", RuleBadID, "null"},
-	{"id -0", `{"jsonrpc":"2.0","id":-0,"method":"ping"}` + "\n", RuleBadID, "null"},
-	{"id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n", RuleBadID, "null"},
-	{"id with a needless escape", `{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"echo"}}` + "\n", RuleBadID, "null"},
+	{"nan", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":NaN}}}` + "\n", ruleInvalidJSON, "null"},
+	{"infinity", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"n":-Infinity}}}` + "\n", ruleInvalidJSON, "null"},
+	{"bom", "\xEF\xBB\xBF" + call + "\n", ruleBOM, "7"},
+	{"case Method", `{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"echo"}}` + "\n", ruleCaseVariant, "1"},
+	{"case METHOD beside method", `{"jsonrpc":"2.0","id":1,"method":"ping","METHOD":"tools/call"}` + "\n", ruleCaseVariant, "1"},
+	{"case ID", `{"jsonrpc":"2.0","ID":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", ruleCaseVariant, "null"},
+	{"long s folds to s", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"argument\u017F\":{\"x\":1}}}\n", ruleCaseVariant, "1"},
+	{"case params Name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"rm","name":"echo"}}` + "\n", ruleCaseVariant, "1"},
+	{"case params Arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","Arguments":{}}}` + "\n", ruleCaseVariant, "1"},
+	{"duplicate method", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}` + "\n", ruleDuplicateMember, "1"},
+	{"duplicate deep", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1,"a":2}}}` + "\n", ruleDuplicateMember, "1"},
+	{"pretty-printed first line", "{\n", ruleInvalidJSON, "null"},
+	{"two messages by CR", `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\r" + call + "\n", ruleBareCR, "null"},
+	{"CR as whitespace", `{"jsonrpc":"2.0",` + "\r" + `"id":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", ruleBareCR, "null"},
+	{"two values", `{"jsonrpc":"2.0","id":1,"method":"ping"} ` + call + "\n", ruleInvalidJSON, "null"},
+	{"batch", "[" + call + "]\n", ruleBatch, "null"},
+	{"deep", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":` + strings.Repeat("[", MaxFrameDepth) + strings.Repeat("]", MaxFrameDepth) + `}}}` + "\n", ruleTooDeep, "1"},
+	{"invalid utf-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"ec\xffho\"}}\n", ruleInvalidJSON, "1"},
+	{"lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud800"}}` + "\n", ruleInvalidJSON, "1"},
+	{"unterminated", call, ruleUnterminated, "7"},
+	{"no jsonrpc", `{"id":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", ruleNotJSONRPC, "1"},
+	{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo"}}` + "\n", ruleNotJSONRPC, "1"},
+	{"method and result", `{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{}}` + "\n", ruleNotJSONRPC, "1"},
+	{"method not string", `{"jsonrpc":"2.0","id":1,"method":["tools/call"]}` + "\n", ruleBadMethod, "1"},
+	{"id object", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call"}` + "\n", ruleBadID, "null"},
+	{"string", `"tools/call"` + "\n", ruleNotObject, "null"},
+	{"empty line", "\n", ruleInvalidJSON, "null"},
+	{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{}}` + "\n", ruleNotJSONRPC, "1"},
+	{"id 7.5 (the Go SDK reads 7)", `{"jsonrpc":"2.0","id":7.5,"method":"tools/call","params":{"name":"echo"}}` + "\n", ruleBadID, "null"},
+	{"id 7.0", `{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{"name":"echo"}}` + "\n", ruleBadID, "null"},
+	{"id 7e0", `{"jsonrpc":"2.0","id":7e0,"method":"ping"}` + "\n", ruleBadID, "null"},
+	{"id -0", `{"jsonrpc":"2.0","id":-0,"method":"ping"}` + "\n", ruleBadID, "null"},
+	{"id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}` + "\n", ruleBadID, "null"},
+	{"id with a needless escape", `{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{"name":"echo"}}` + "\n", ruleBadID, "null"},
 }
 
 func TestReadRefuses(t *testing.T) {
@@ -123,7 +123,7 @@ func TestReadValueLimit(t *testing.T) {
 	if _, r := Read(frame(maxFrameValues - 4)); r != nil {
 		t.Errorf("%d values refused: %v", maxFrameValues-4, r)
 	}
-	if _, r := Read(frame(maxFrameValues + 1)); r == nil || r.Rule != RuleTooManyValues {
+	if _, r := Read(frame(maxFrameValues + 1)); r == nil || r.Rule != ruleTooManyValues {
 		t.Errorf("%d values: %v, want too_many_values", maxFrameValues+1, r)
 	}
 	// Commas inside strings are not values.
@@ -138,10 +138,10 @@ func TestReadDepthLimitPlusOne(t *testing.T) {
 	}
 	// A bare array is a batch once parsed: the limit is what decides
 	// whether it is parsed at all.
-	if _, r := Read([]byte(at(MaxFrameDepth))); r == nil || r.Rule != RuleBatch {
+	if _, r := Read([]byte(at(MaxFrameDepth))); r == nil || r.Rule != ruleBatch {
 		t.Errorf("depth %d: %v, want batch", MaxFrameDepth, r)
 	}
-	if _, r := Read([]byte(at(MaxFrameDepth + 1))); r == nil || r.Rule != RuleTooDeep {
+	if _, r := Read([]byte(at(MaxFrameDepth + 1))); r == nil || r.Rule != ruleTooDeep {
 		t.Errorf("depth %d: %v, want too_deep", MaxFrameDepth+1, r)
 	}
 }

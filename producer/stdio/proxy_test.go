@@ -159,11 +159,11 @@ func TestGateThroughCat(t *testing.T) {
 		line string
 		rule mcpwire.Rule
 	}{
-		{`{not json at all` + "\n", mcpwire.RuleInvalidJSON},
-		{"{\"jsonrpc\":\"2.0\",\"bad\":\"\xff\xfe\"}\n", mcpwire.RuleInvalidJSON},
-		{`{"jsonrpc":"2.0","id":2,"id":3,"method":"x"}` + "\n", mcpwire.RuleDuplicateMember},
+		{`{not json at all` + "\n", "invalid_json"},
+		{"{\"jsonrpc\":\"2.0\",\"bad\":\"\xff\xfe\"}\n", "invalid_json"},
+		{`{"jsonrpc":"2.0","id":2,"id":3,"method":"x"}` + "\n", "duplicate_member"},
 		{string(huge) + "\n", mcpwire.RuleTooLarge},
-		{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, mcpwire.RuleUnterminated}, // no terminator at EOF
+		{`{"jsonrpc":"2.0","id":0,"method":"ping"}`, "unterminated"}, // no terminator at EOF
 	}
 	var in bytes.Buffer
 	var want []byte
