@@ -308,7 +308,7 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 	meta = append(meta, `,"version":`...)
 	meta = append(meta, jsonString(o.ClientVersion)...)
 	meta = append(meta, "}}"...)
-	hs := handshake{era: mcpwire.EraModern, protoVersion: ModernVersion, source: "discover_response", meta: meta, watch: WatchNotOffered}
+	hs := handshake{era: mcpwire.EraModern, protoVersion: ModernVersion, source: "discover_response", meta: meta, watch: watchNotOffered}
 	_, resp, err := s.call(ctx, "server/discover", []byte(`{"_meta":`+string(meta)+`}`), timeout)
 	if err != nil {
 		return hs, err
@@ -351,7 +351,7 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 		}
 		// The stream stays open; its first message is the acknowledgement.
 		// A response to the listen request instead (an error) means no stream.
-		hs.watch = WatchNotAcked
+		hs.watch = watchNotAcked
 		acked := false
 		err := s.await(ctx, timeout, func(m msg) bool {
 			if m.method == "notifications/subscriptions/acknowledged" {
@@ -371,7 +371,7 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 }
 
 func (s *server) legacy(ctx context.Context, o CaptureOptions) (handshake, error) {
-	hs := handshake{era: mcpwire.EraLegacy, source: "initialize_response", watch: WatchNotOffered}
+	hs := handshake{era: mcpwire.EraLegacy, source: "initialize_response", watch: watchNotOffered}
 	params := []byte(`{"protocolVersion":"` + LegacyVersion + `","capabilities":{},"clientInfo":{"name":` +
 		string(jsonString(o.ClientName)) + `,"version":` + string(jsonString(o.ClientVersion)) + `}}`)
 	_, resp, err := s.call(ctx, "initialize", params, o.RequestTimeout)

@@ -292,7 +292,7 @@ func TestCaptureListChangedMidCollection(t *testing.T) {
 		t.Run(proto, func(t *testing.T) {
 			s := capture(t, snapshot.CaptureOptions{Protocol: proto}, bin, "-tools", "2500", "-page-size", "5", "-add-tool-after-list", "2")
 			m := s.Manifest
-			if !m.Collection.ListChangedDuring || m.Complete || !slices.Contains(m.IncompleteReasons, snapshot.ReasonListChangedDuring) {
+			if !m.Collection.ListChangedDuring || m.Complete || !slices.Contains(m.IncompleteReasons, "list_changed_during_collection") {
 				t.Fatalf("list_changed during %v, complete %v, reasons %q", m.Collection.ListChangedDuring, m.Complete, m.IncompleteReasons)
 			}
 			if !m.Collection.TerminalReached {
@@ -427,7 +427,7 @@ func TestCaptureRawScripts(t *testing.T) {
 				t.Errorf("empty cursor not followed: %+v %+v", p[0].NextCursor, p[1].Cursor)
 			}
 		}},
-		{script: "repeated-cursor", reasons: []string{snapshot.StopRepeatedCursor}, pages: 2},
+		{script: "repeated-cursor", reasons: []string{"repeated_cursor"}, pages: 2},
 		{script: "dup-keys", reasons: []string{}, pages: 1, check: func(t *testing.T, s *snapshot.Snapshot) {
 			d, _ := toolByName(s.Manifest, "raw-dup")
 			if d.Declaration.Status != snapshot.DeclUnsupported || d.Declaration.Code != string(canon.CodeDuplicateKey) || *d.Declaration.Pointer != "/inputSchema/properties/a" {
@@ -466,9 +466,9 @@ func TestCaptureRawScripts(t *testing.T) {
 		}},
 		{script: "die-mid-pagination", reasons: []string{snapshot.StopTransportClosed}, pages: 2},
 		{script: "huge-page", args: []string{"-huge-bytes", "2000000"}, lim: snapshot.Limits{MaxPageBytes: 1 << 20},
-			reasons: []string{snapshot.ReasonNoPages, snapshot.StopPageBytesLimit}, pages: 0},
+			reasons: []string{"no_pages", snapshot.StopPageBytesLimit}, pages: 0},
 		{script: "paged", args: []string{"-pages", "5"}, lim: snapshot.Limits{MaxPages: 4},
-			reasons: []string{snapshot.StopPageLimit}, pages: 4},
+			reasons: []string{"page_limit"}, pages: 4},
 		{script: "paged", args: []string{"-pages", "4"}, lim: snapshot.Limits{MaxPages: 4}, reasons: []string{}, pages: 4},
 	}
 	for _, tt := range tests {

@@ -88,7 +88,7 @@ func NewCollector(o Options) (*Collector, error) {
 		o.Era = mcpwire.EraUnknown
 	}
 	if o.ListChangedWatch == "" {
-		o.ListChangedWatch = WatchUnknown
+		o.ListChangedWatch = watchUnknown
 	}
 	return &Collector{o: o, requested: map[string]int{}}, nil
 }
@@ -126,13 +126,13 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	c.cached = nil
 	n := len(c.pages)
 	if n > 0 && r.cursor.State == stateAbsent {
-		c.setStop(StopRestarted, fmt.Sprintf("request %d carries no cursor: the client started a new collection", n))
+		c.setStop(stopRestarted, fmt.Sprintf("request %d carries no cursor: the client started a new collection", n))
 		return ErrFinished
 	}
 	if n > 0 {
 		prev := c.pages[n-1].NextCursor
 		if r.cursor.State != statePresent || *r.cursor.Value != *prev.Value {
-			c.setStop(StopUnexpectedCursor, fmt.Sprintf("request %d cursor is not page %d's nextCursor", n, n-1))
+			c.setStop(stopUnexpectedCursor, fmt.Sprintf("request %d cursor is not page %d's nextCursor", n, n-1))
 			return nil
 		}
 	}
@@ -141,7 +141,7 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 		return nil
 	}
 	if c.retained+int64(len(req))+int64(len(resp)) > lim.MaxTotalBytes {
-		c.setStop(StopTotalBytesLimit, fmt.Sprintf("page %d would bring retained bytes to %d; limit %d", n, c.retained+int64(len(req))+int64(len(resp)), lim.MaxTotalBytes))
+		c.setStop(stopTotalBytesLimit, fmt.Sprintf("page %d would bring retained bytes to %d; limit %d", n, c.retained+int64(len(req))+int64(len(resp)), lim.MaxTotalBytes))
 		return nil
 	}
 	var f pageFacts
@@ -164,7 +164,7 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	}
 	switch {
 	case p.Outcome == outcomeError:
-		c.setStop(StopJSONRPCError, fmt.Sprintf("page %d: %s", n, f.stopDetail))
+		c.setStop(stopJSONRPCError, fmt.Sprintf("page %d: %s", n, f.stopDetail))
 	case p.Outcome == outcomeInvalid:
 		c.setStop(StopInvalidPage, fmt.Sprintf("page %d: %s: %s", n, p.Invalid, f.stopDetail))
 	case p.NextCursor.State == stateAbsent:
@@ -172,9 +172,9 @@ func (c *Collector) add(req, resp []byte, doc *canon.Doc, perr error) error {
 	default:
 		next := *p.NextCursor.Value
 		if at, seen := c.requested[next]; seen {
-			c.setStop(StopRepeatedCursor, fmt.Sprintf("page %d nextCursor %s was already requested for page %d", n, boundedString(next), at))
+			c.setStop(stopRepeatedCursor, fmt.Sprintf("page %d nextCursor %s was already requested for page %d", n, boundedString(next), at))
 		} else if int64(len(c.pages)) >= lim.MaxPages {
-			c.setStop(StopPageLimit, fmt.Sprintf("%d pages collected and page %d offers a nextCursor", len(c.pages), n))
+			c.setStop(stopPageLimit, fmt.Sprintf("%d pages collected and page %d offers a nextCursor", len(c.pages), n))
 		}
 	}
 	return nil
@@ -243,7 +243,7 @@ func (c *Collector) Snapshot() (*Snapshot, error) {
 		DeclarationPolicy: canon.PolicyMCPDeclID,
 		Server:            Server{Name: c.o.ServerName, Version: c.o.ServerVersion, Source: c.o.ServerSource},
 		Protocol:          Protocol{Era: c.o.Era, Version: c.o.Version},
-		Cache:             Cache{Provenance: ProvenanceFresh},
+		Cache:             Cache{Provenance: provenanceFresh},
 		Pages:             append([]Page{}, c.pages...),
 		Tools:             append([]Tool{}, c.tools...),
 	}

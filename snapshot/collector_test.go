@@ -108,13 +108,13 @@ func TestCollectorFacts(t *testing.T) {
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), page("2", &c2, tool("b"))},
 			{listReq("3", &c2), page("3", &c2, tool("b"))}},
-			want: []string{StopRepeatedCursor}, pages: 2, tools: 2},
+			want: []string{stopRepeatedCursor}, pages: 2, tools: 2},
 		{name: "joined mid-stream", exs: []ex{
 			{listReq("7", &c2), page("7", nil, tool("b"))}},
-			want: []string{ReasonJoinedMidStream}, pages: 1, tools: 1, terminal: true},
-		{name: "no pages", want: []string{ReasonNoPages}},
+			want: []string{reasonJoinedMidStream}, pages: 1, tools: 1, terminal: true},
+		{name: "no pages", want: []string{reasonNoPages}},
 		{name: "not terminal yet", exs: []ex{{listReq("1", nil), page("1", &c2, tool("a"))}},
-			want: []string{ReasonTerminalNotReached}, pages: 1, tools: 1},
+			want: []string{reasonTerminalNotReached}, pages: 1, tools: 1},
 		{name: "page limit exactly reached", lim: Limits{MaxPages: 2}, exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), page("2", nil, tool("b"))}},
@@ -123,45 +123,45 @@ func TestCollectorFacts(t *testing.T) {
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), page("2", &c3, tool("b"))},
 			{listReq("3", &c3), page("3", nil, tool("c"))}},
-			want: []string{StopPageLimit}, pages: 2, tools: 2},
+			want: []string{stopPageLimit}, pages: 2, tools: 2},
 		{name: "page bytes at limit", lim: Limits{MaxPageBytes: int64(len(page("1", nil, tool("a"))))}, exs: []ex{
 			{listReq("1", nil), page("1", nil, tool("a"))}},
 			want: []string{}, pages: 1, tools: 1, terminal: true},
 		{name: "page bytes over limit", lim: Limits{MaxPageBytes: int64(len(page("1", nil, tool("a")))) - 1}, exs: []ex{
 			{listReq("1", nil), page("1", nil, tool("a"))}},
-			want: []string{ReasonNoPages, StopPageBytesLimit}},
+			want: []string{reasonNoPages, StopPageBytesLimit}},
 		{name: "total bytes over limit", lim: Limits{MaxTotalBytes: int64(len(listReq("1", nil)) + len(page("1", &c2, tool("a"))) + 10)}, exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), page("2", nil, tool("b"))}},
-			want: []string{StopTotalBytesLimit}, pages: 1, tools: 1},
+			want: []string{stopTotalBytesLimit}, pages: 1, tools: 1},
 		{name: "jsonrpc error", exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"bad cursor"}}`}},
-			want: []string{StopJSONRPCError}, pages: 2, tools: 1},
+			want: []string{stopJSONRPCError}, pages: 2, tools: 1},
 		{name: "list_changed during", exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), page("2", nil, tool("b"))}}, listChanged: 1,
-			want: []string{ReasonListChangedDuring}, pages: 2, tools: 2, terminal: true},
+			want: []string{reasonListChangedDuring}, pages: 2, tools: 2, terminal: true},
 		{name: "list_changed after collection", exs: []ex{
 			{listReq("1", nil), page("1", nil, tool("a"))}}, listChanged: 1,
-			want: []string{ReasonListChangedBeforeDispatch}, pages: 1, tools: 1, terminal: true},
+			want: []string{reasonListChangedBeforeDispatch}, pages: 1, tools: 1, terminal: true},
 		{name: "duplicate names across pages", exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c2), page("2", nil, tool("a"))}},
-			want: []string{ReasonDuplicateToolNames}, pages: 2, tools: 2, terminal: true},
+			want: []string{reasonDuplicateToolNames}, pages: 2, tools: 2, terminal: true},
 		{name: "unnamed tool", exs: []ex{{listReq("1", nil), page("1", nil, `{"inputSchema":{}}`, `{"name":7}`)}},
-			want: []string{ReasonUnnamedTool}, pages: 1, tools: 2, terminal: true},
+			want: []string{reasonUnnamedTool}, pages: 1, tools: 2, terminal: true},
 		{name: "unsupported declaration stays complete", exs: []ex{{listReq("1", nil), page("1", nil,
 			`{"name":"dup","inputSchema":{"a":1,"a":2}}`, `{"name":"f","inputSchema":{"maximum":0.10000000000000000555}}`)}},
 			want: []string{}, pages: 1, tools: 2, terminal: true},
 		{name: "restart", exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", nil), page("2", nil, tool("a"))}},
-			want: []string{StopRestarted}, pages: 1, tools: 1},
+			want: []string{stopRestarted}, pages: 1, tools: 1},
 		{name: "unexpected cursor", exs: []ex{
 			{listReq("1", nil), page("1", &c2, tool("a"))},
 			{listReq("2", &c3), page("2", nil, tool("a"))}},
-			want: []string{StopUnexpectedCursor}, pages: 1, tools: 1},
+			want: []string{stopUnexpectedCursor}, pages: 1, tools: 1},
 		{name: "huge integer ids match exactly", exs: []ex{
 			{listReq("9007199254740993", nil), page("9007199254740993", nil, tool("a"))}},
 			want: []string{}, pages: 1, tools: 1, terminal: true},

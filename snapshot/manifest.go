@@ -47,19 +47,22 @@ const (
 )
 
 // Stop reasons: why collection ended before a terminal page. Each is also an
-// incomplete reason. Codes are stable (spec/snapshot.md).
+// incomplete reason. Codes are stable (spec/snapshot.md). The reasons a
+// caller passes to [Collector.Stop] or compares after a page are exported;
+// the rest are only this package's to write, and a reader compares the
+// documented string.
 const (
-	StopRepeatedCursor   = "repeated_cursor"   // a nextCursor repeats a cursor already requested: a cycle
-	StopUnexpectedCursor = "unexpected_cursor" // a request cursor is not the previous page's nextCursor
-	StopPageLimit        = "page_limit"        // Limits.MaxPages pages collected and more were offered
+	stopRepeatedCursor   = "repeated_cursor"   // a nextCursor repeats a cursor already requested: a cycle
+	stopUnexpectedCursor = "unexpected_cursor" // a request cursor is not the previous page's nextCursor
+	stopPageLimit        = "page_limit"        // Limits.MaxPages pages collected and more were offered
 	StopPageBytesLimit   = "page_bytes_limit"  // a request or response longer than Limits.MaxPageBytes
-	StopTotalBytesLimit  = "total_bytes_limit" // retained bytes would exceed Limits.MaxTotalBytes
-	StopJSONRPCError     = "jsonrpc_error"     // the server answered a page request with an error
+	stopTotalBytesLimit  = "total_bytes_limit" // retained bytes would exceed Limits.MaxTotalBytes
+	stopJSONRPCError     = "jsonrpc_error"     // the server answered a page request with an error
 	StopInvalidPage      = "invalid_page"      // a response that is not a valid tools/list result
 	StopTransportClosed  = "transport_closed"  // the server went away with a page request outstanding
 	StopTimeout          = "timeout"           // no response in time
 	StopCancelled        = "cancelled"         // the caller gave up (context cancelled)
-	StopRestarted        = "restarted"         // the client began a new collection (request without cursor) before this one ended
+	stopRestarted        = "restarted"         // the client began a new collection (request without cursor) before this one ended
 	// StopNextPageNotObserved: the session ended after a page that offered
 	// a nextCursor, and no next page was observed. Typically a client that
 	// reads only the first page (the TypeScript SDK's plain listTools());
@@ -71,13 +74,13 @@ const (
 
 // Incomplete reasons that are not stop reasons.
 const (
-	ReasonNoPages                   = "no_pages"
-	ReasonJoinedMidStream           = "joined_mid_stream" // the first observed request carried a cursor
-	ReasonTerminalNotReached        = "terminal_not_reached"
-	ReasonListChangedDuring         = "list_changed_during_collection"
-	ReasonListChangedBeforeDispatch = "list_changed_before_dispatch"
-	ReasonDuplicateToolNames        = "duplicate_tool_names"
-	ReasonUnnamedTool               = "unnamed_tool"
+	reasonNoPages                   = "no_pages"
+	reasonJoinedMidStream           = "joined_mid_stream" // the first observed request carried a cursor
+	reasonTerminalNotReached        = "terminal_not_reached"
+	reasonListChangedDuring         = "list_changed_during_collection"
+	reasonListChangedBeforeDispatch = "list_changed_before_dispatch"
+	reasonDuplicateToolNames        = "duplicate_tool_names"
+	reasonUnnamedTool               = "unnamed_tool"
 )
 
 // Declaration statuses.
@@ -96,7 +99,7 @@ const (
 
 // Cache provenance.
 const (
-	ProvenanceFresh  = "fresh"
+	provenanceFresh  = "fresh"
 	ProvenanceReused = "reused"
 )
 
@@ -111,9 +114,9 @@ const (
 const (
 	WatchSession    = "session"          // legacy: notifications arrive on the session
 	WatchSubscribed = "subscribed"       // modern: a subscriptions/listen stream was acknowledged for toolsListChanged
-	WatchNotOffered = "not_offered"      // the server did not declare tools.listChanged
-	WatchNotAcked   = "not_acknowledged" // modern: the listen request got no acknowledgement
-	WatchUnknown    = "unknown"
+	watchNotOffered = "not_offered"      // the server did not declare tools.listChanged
+	watchNotAcked   = "not_acknowledged" // modern: the listen request got no acknowledgement
+	watchUnknown    = "unknown"
 )
 
 // Manifest is a snapshot manifest. Its canonical bytes (Encode) are the
@@ -392,26 +395,26 @@ func (m *Manifest) IncompleteReason() string {
 func incompleteReasons(c *Collection, pages int, duplicateNames bool) []string {
 	var r []string
 	if pages == 0 {
-		r = append(r, ReasonNoPages)
+		r = append(r, reasonNoPages)
 	} else if !c.FirstRequestWithoutCursor {
-		r = append(r, ReasonJoinedMidStream)
+		r = append(r, reasonJoinedMidStream)
 	}
 	if c.Stop != nil {
 		r = append(r, c.Stop.Reason)
 	} else if !c.TerminalReached && pages > 0 {
-		r = append(r, ReasonTerminalNotReached)
+		r = append(r, reasonTerminalNotReached)
 	}
 	if c.ListChangedDuring {
-		r = append(r, ReasonListChangedDuring)
+		r = append(r, reasonListChangedDuring)
 	}
 	if c.ListChangedBeforeDispatch {
-		r = append(r, ReasonListChangedBeforeDispatch)
+		r = append(r, reasonListChangedBeforeDispatch)
 	}
 	if duplicateNames {
-		r = append(r, ReasonDuplicateToolNames)
+		r = append(r, reasonDuplicateToolNames)
 	}
 	if c.UnnamedTools > 0 {
-		r = append(r, ReasonUnnamedTool)
+		r = append(r, reasonUnnamedTool)
 	}
 	if r == nil {
 		r = []string{}
@@ -420,11 +423,11 @@ func incompleteReasons(c *Collection, pages int, duplicateNames bool) []string {
 }
 
 var (
-	stopReasons = []string{StopRepeatedCursor, StopUnexpectedCursor, StopPageLimit, StopPageBytesLimit,
-		StopTotalBytesLimit, StopJSONRPCError, StopInvalidPage, StopTransportClosed, StopTimeout, StopCancelled, StopRestarted, StopNextPageNotObserved}
+	stopReasons = []string{stopRepeatedCursor, stopUnexpectedCursor, stopPageLimit, StopPageBytesLimit,
+		stopTotalBytesLimit, stopJSONRPCError, StopInvalidPage, StopTransportClosed, StopTimeout, StopCancelled, stopRestarted, StopNextPageNotObserved}
 	invalidReasons = []string{invalidNotJSON, invalidNotResponse, invalidAmbiguous, invalidIDMismatch,
 		invalidToolsNotArray, invalidToolNotObject, invalidNextCursor, invalidResultType, invalidErrorNotReadable}
-	watches    = []string{WatchSession, WatchSubscribed, WatchNotOffered, WatchNotAcked, WatchUnknown}
+	watches    = []string{WatchSession, WatchSubscribed, watchNotOffered, watchNotAcked, watchUnknown}
 	eras       = []mcpwire.Era{mcpwire.EraModern, mcpwire.EraLegacy, mcpwire.EraUnknown}
 	jsonKinds  = []string{"null", "boolean", "number", "string", "array", "object"}
 	srcs       = []string{"discover_response", "initialize_response", "none"}
@@ -479,7 +482,7 @@ func (m *Manifest) validate() error {
 		return errors.New("duplicate_tool_names, incomplete_reasons, pages and tools must be arrays")
 	}
 	switch m.Cache.Provenance {
-	case ProvenanceFresh:
+	case provenanceFresh:
 		if m.Cache.Original != nil {
 			return errors.New("cache: fresh with an original")
 		}

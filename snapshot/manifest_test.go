@@ -151,7 +151,7 @@ func TestReuse(t *testing.T) {
 		t.Error("reuse without a policy name accepted")
 	}
 	changed := markListChangedBeforeDispatch(r)
-	if changed.Complete || changed.IncompleteReason() != ReasonListChangedBeforeDispatch || !r.Complete {
+	if changed.Complete || changed.IncompleteReason() != reasonListChangedBeforeDispatch || !r.Complete {
 		t.Errorf("mark: %v %q (original complete %v)", changed.Complete, changed.IncompleteReasons, r.Complete)
 	}
 }

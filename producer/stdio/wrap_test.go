@@ -826,7 +826,7 @@ func TestWrapSDKLegacyListChanged(t *testing.T) {
 	want := []string{
 		// late_tool sorts onto a page already read: this collection
 		// missed it, and knows it may have.
-		"s1 complete=false tools=27 pages=6 " + snapshot.ReasonListChangedDuring,
+		"s1 complete=false tools=27 pages=6 list_changed_during_collection",
 		"s2 complete=true tools=28 pages=6 ",
 		// add_tool's list_changed leaves no current snapshot: the next
 		// call makes the session collect the list itself (capture auto).
@@ -1108,7 +1108,7 @@ func TestWrapCaptureEdges(t *testing.T) {
 		answer  bool   // the call gets the server's answer (else tracectl's transport failure)
 		verdict verify.Verdict
 	}{
-		{"repeated cursor", wrapOpts{}, []string{"-script", "repeated-cursor"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopRepeatedCursor, true, verify.Incomplete},
+		{"repeated cursor", wrapOpts{}, []string{"-script", "repeated-cursor"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, "repeated_cursor", true, verify.Incomplete},
 		{"dies mid-collection", wrapOpts{}, []string{"-script", "die-mid-pagination"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"raw-0000","arguments":{}}}`, snapshot.StopTransportClosed, false, verify.Incomplete},
 		{"modern only", wrapOpts{}, []string{"-script", "modern", "-pages", "3"}, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{` + modern + `,"name":"raw-0000","arguments":{}}}`, "", true, verify.Verified},
 		// A page longer than the gate reads stops the collection at once

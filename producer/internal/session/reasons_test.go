@@ -164,19 +164,19 @@ func (ls listSession) record(t *testing.T) (string, ed25519.PublicKey) {
 func (ls listSession) expected() []string {
 	var r []string
 	if ls.midStream {
-		r = append(r, snapshot.ReasonJoinedMidStream)
+		r = append(r, "joined_mid_stream")
 	}
 	if ls.listChanged {
-		r = append(r, snapshot.ReasonListChangedDuring)
+		r = append(r, "list_changed_during_collection")
 	}
 	switch {
 	case ls.pageLimit:
 		// One page allowed, a next one offered: collection stops at the
 		// first page, so what follows (a list_changed, page 2) belongs to
 		// no collection or a new one, joined mid-stream.
-		r = []string{snapshot.StopPageLimit}
+		r = []string{"page_limit"}
 		if ls.midStream {
-			r = append(r, snapshot.ReasonJoinedMidStream)
+			r = append(r, "joined_mid_stream")
 		}
 		return r
 	case ls.firstPageOnly:
@@ -184,22 +184,22 @@ func (ls listSession) expected() []string {
 	case ls.invalidPage:
 		r = append(r, snapshot.StopInvalidPage)
 	case ls.unexpectedCursor:
-		r = append(r, snapshot.StopUnexpectedCursor)
+		r = append(r, "unexpected_cursor")
 	case ls.pageError:
-		r = append(r, snapshot.StopJSONRPCError)
+		r = append(r, "jsonrpc_error")
 	default:
 		if ls.repeatCursor {
-			r = append(r, snapshot.StopRepeatedCursor)
+			r = append(r, "repeated_cursor")
 		}
 		if ls.duplicate {
-			r = append(r, snapshot.ReasonDuplicateToolNames)
+			r = append(r, "duplicate_tool_names")
 		}
 		if ls.unnamed {
-			r = append(r, snapshot.ReasonUnnamedTool)
+			r = append(r, "unnamed_tool")
 		}
 	}
 	if ls.restart && !ls.midStream {
-		r = append(r, snapshot.StopRestarted)
+		r = append(r, "restarted")
 	}
 	return r
 }
