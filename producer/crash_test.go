@@ -36,14 +36,14 @@ func TestMain(m *testing.M) {
 // chosen marker: half its bytes reach the file, then the writer stops
 // until it is killed.
 type tearFS struct {
-	OSFS
+	osFS
 	file   string
 	marker string
 	out    func(string)
 }
 
 func (t *tearFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := t.OSFS.OpenFile(name, flag, perm)
+	f, err := t.osFS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Base(name) != t.file {
 		return f, err
 	}
@@ -354,7 +354,7 @@ func TestRecoverNamesEveryQuarantinedTear(t *testing.T) {
 	mustAttempt(t, r, call("1", "t", "", ""))
 	r.Close()
 	orphan := []byte(`{"at_ms":1`)
-	if err := writeQuarantine(OSFS{}, dir, canon.SHA256(orphan), orphan); err != nil {
+	if err := writeQuarantine(osFS{}, dir, canon.SHA256(orphan), orphan); err != nil {
 		t.Fatal(err)
 	}
 	tear := func() {

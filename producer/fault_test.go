@@ -17,7 +17,7 @@ import (
 // faultFS is the real file system with faults injected on demand: a fake
 // for the fault only, never for the file system under test.
 type faultFS struct {
-	OSFS
+	osFS
 	mu        sync.Mutex
 	armed     bool  // faults apply only once armed (after Open)
 	writeErr  error // journal writes fail: half the bytes go in, then this error
@@ -36,7 +36,7 @@ func (f *faultFS) arm(set func(*faultFS)) {
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	file, err := f.OSFS.OpenFile(name, flag, perm)
+	file, err := f.osFS.OpenFile(name, flag, perm)
 	if err != nil {
 		return file, err
 	}

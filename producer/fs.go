@@ -9,7 +9,7 @@ import (
 
 // FS is the file system a Recorder writes the bundle to. It is an input so
 // tests can inject faults (a full disk, a failing fsync, a lock held
-// elsewhere); OSFS is the real one. Names are paths as given to Open
+// elsewhere); [OS] is the real one, and a fault injector wraps it. Names are paths as given to Open
 // (joined with the bundle directory).
 type FS interface {
 	// Mkdir creates a directory; it fails if name exists.
@@ -37,12 +37,14 @@ type File interface {
 	Lock() error
 }
 
-// OSFS is the operating system's file system.
-type OSFS struct{}
+// OS is the operating system's file system: what a nil FS means.
+var OS FS = osFS{}
 
-func (OSFS) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
+type osFS struct{}
 
-func (OSFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+func (osFS) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
+
+func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -50,10 +52,10 @@ func (OSFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	return osFile{f}, nil
 }
 
-func (OSFS) Link(oldname, newname string) error         { return os.Link(oldname, newname) }
-func (OSFS) Remove(name string) error                   { return os.Remove(name) }
-func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
-func (OSFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
+func (osFS) Link(oldname, newname string) error         { return os.Link(oldname, newname) }
+func (osFS) Remove(name string) error                   { return os.Remove(name) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+func (osFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
 
 type osFile struct{ *os.File }
 

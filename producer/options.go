@@ -20,7 +20,7 @@ type Options struct {
 	// payload's salt (transcript.SaltBytes). Required for Open
 	// (crypto/rand.Reader in production).
 	Entropy io.Reader
-	// FS is where the bundle is written; nil means OSFS.
+	// FS is where the bundle is written; nil means OS.
 	FS FS
 	// Durability is transcript.DurabilityStrict (the default: an attempt is
 	// fsynced before Attempt returns, a response before Response returns),
@@ -77,7 +77,7 @@ const (
 
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
-		o.FS = OSFS{}
+		o.FS = osFS{}
 	}
 	if o.Durability == "" {
 		o.Durability = transcript.DurabilityStrict

@@ -95,7 +95,7 @@ func TestAttemptWrittenSharesOneFsync(t *testing.T) {
 // gateFS holds the journal's next fsync once armed: entered is told when it
 // begins, and it returns what release sends (nil: the real fsync).
 type gateFS struct {
-	OSFS
+	osFS
 	armed   atomic.Bool
 	entered chan struct{}
 	release chan error
@@ -106,7 +106,7 @@ func newGateFS() *gateFS {
 }
 
 func (g *gateFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := g.OSFS.OpenFile(name, flag, perm)
+	f, err := g.osFS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Base(name) != transcript.TranscriptFile {
 		return f, err
 	}

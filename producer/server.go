@@ -20,7 +20,7 @@ import (
 // authenticated identity.
 func StdioServer(fsys FS, executable string, args []string, name string) (transcript.Server, error) {
 	if fsys == nil {
-		fsys = OSFS{}
+		fsys = osFS{}
 	}
 	if len(executable) > transcript.MaxPathBytes || len(name) > transcript.MaxReportedBytes {
 		return transcript.Server{}, fmt.Errorf("%w: server path or name too long", ErrInvalidOptions)

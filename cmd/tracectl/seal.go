@@ -78,7 +78,7 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	if o.recover {
 		open = producer.Recover
 	}
-	rec, err := open(o.bundle, producer.Options{Clock: o.now, FS: producer.OSFS{}})
+	rec, err := open(o.bundle, producer.Options{Clock: o.now, FS: producer.OS})
 	if err != nil {
 		return usageErr(err, sealHint(err, o))
 	}

@@ -138,12 +138,12 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 			return nil, err
 		}
 	}
-	server, err := producer.StdioServer(producer.OSFS{}, o.exe, o.args, o.serverName)
+	server, err := producer.StdioServer(producer.OS, o.exe, o.args, o.serverName)
 	if err != nil {
 		return nil, usageErr(err, "server arguments must be valid UTF-8; --server-name at most 256 bytes")
 	}
 	wd, _ := os.Getwd()
-	started := launch.Describe(producer.OSFS{}, o.exe, o.args, launch.Env{Dir: wd, Getenv: os.Getenv})
+	started := launch.Describe(producer.OS, o.exe, o.args, launch.Env{Dir: wd, Getenv: os.Getenv})
 	if started != nil && launchRecordable(started) {
 		server.Launch = started // committed in the header, bound into every attempt's server digest
 	}
@@ -154,7 +154,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		}
 	}
 	rec, err := producer.Open(o.bundle, producer.Options{
-		Clock: time.Now, Entropy: rand.Reader, FS: producer.OSFS{},
+		Clock: time.Now, Entropy: rand.Reader, FS: producer.OS,
 		Durability: o.durability, Retention: o.retain, Producer: prod,
 		Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 		Server:          server,

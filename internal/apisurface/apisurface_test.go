@@ -18,13 +18,15 @@ import (
 	"testing"
 )
 
-// maxExported is the bound. The goal is 700; 738 is where the third cut
-// stopped: what is left is named by another package (most of it by
-// producer, verify or the packages under parallel work), is a sentinel
-// error, a code spec/verification.md lists, an enum value other packages
-// use, or a type an exported API hands out. Lower it whenever the surface
-// shrinks, never raise it without a reason in the commit.
-const maxExported = 743
+// maxExported is the bound: the goal was 700. The fourth cut
+// reached it by design rather than by sweeping: events write their own
+// "type" (no constant per event type), and an enum value or rule code
+// that only its own package writes has no exported constant (the Rules
+// and ServerRules lists and the spec name every one). What is left is
+// named by another package or by a user of an exported API. Lower it
+// whenever the surface shrinks, never raise it without a reason in the
+// commit.
+const maxExported = 686
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")

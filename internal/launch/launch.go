@@ -34,7 +34,7 @@ type Env struct {
 // cache's package.json files.
 func Describe(fsys producer.FS, executable string, args []string, env Env) *transcript.Launch {
 	if fsys == nil {
-		fsys = producer.OSFS{}
+		fsys = producer.OS
 	}
 	if env.Getenv == nil {
 		env.Getenv = func(string) string { return "" }

@@ -60,7 +60,7 @@ func TestDescribe(t *testing.T) {
 		{"/usr/bin/my-server", []string{"--stdio"}, nil},
 		{"/usr/bin/docker", []string{"ps"}, nil},
 	} {
-		got := Describe(producer.OSFS{}, tc.exe, tc.args, env)
+		got := Describe(producer.OS, tc.exe, tc.args, env)
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s %q:\n got %+v\nwant %+v", filepath.Base(tc.exe), tc.args, got, tc.want)
 		}
@@ -76,7 +76,7 @@ func TestNpxCacheDisagreeing(t *testing.T) {
 		os.MkdirAll(d, 0o700)
 		os.WriteFile(filepath.Join(d, "package.json"), []byte(`{"version":"`+v+`"}`), 0o600)
 	}
-	got := Describe(producer.OSFS{}, "npx", []string{"-y", "srv"}, Env{Getenv: func(k string) string {
+	got := Describe(producer.OS, "npx", []string{"-y", "srv"}, Env{Getenv: func(k string) string {
 		if k == "npm_config_cache" {
 			return cache
 		}

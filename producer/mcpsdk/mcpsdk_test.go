@@ -153,7 +153,7 @@ func TestAdapterMatchesWrap(t *testing.T) {
 	// In process.
 	key := newKey(t)
 	inproc := filepath.Join(tmp, "inproc.trace")
-	server, err := producer.StdioServer(producer.OSFS{}, srv, nil, "")
+	server, err := producer.StdioServer(producer.OS, srv, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestWrapPipelinedOrder(t *testing.T) {
 // once armed, the journal's next fsync is held (entered is told) until
 // release says how it ends; an error fails it as a failing disk does.
 type syncGate struct {
-	producer.OSFS
+	producer.FS
 	armed   atomic.Bool
 	entered chan struct{}
 	release chan error
@@ -135,7 +135,7 @@ type syncGate struct {
 }
 
 func (g *syncGate) OpenFile(name string, flag int, perm fs.FileMode) (producer.File, error) {
-	f, err := g.OSFS.OpenFile(name, flag, perm)
+	f, err := g.FS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Base(name) != transcript.TranscriptFile {
 		return f, err
 	}
@@ -185,7 +185,7 @@ var errInjectedFsync = errors.New("injected fsync failure")
 func TestWrapPipelinedFsyncFailure(t *testing.T) {
 	t.Parallel()
 	raw := mcptest.Build(t, "rawserver")
-	gate := &syncGate{entered: make(chan struct{}, 1), release: make(chan error, 1)}
+	gate := &syncGate{FS: producer.OS, entered: make(chan struct{}, 1), release: make(chan error, 1)}
 	w := startWrap(t, wrapOpts{fs: gate}, raw, "-v", "-script", "paged")
 	t.Cleanup(gate.unblock)
 	c := w.raw()
@@ -278,7 +278,7 @@ func TestWrapPipelinedFsyncFailure(t *testing.T) {
 func TestWrapPipelinedResponseFsyncFailure(t *testing.T) {
 	t.Parallel()
 	raw := mcptest.Build(t, "rawserver")
-	gate := &syncGate{entered: make(chan struct{}, 1), release: make(chan error, 1),
+	gate := &syncGate{FS: producer.OS, entered: make(chan struct{}, 1), release: make(chan error, 1),
 		when: func(j []byte) bool { return strings.Contains(string(j), `"type":"observation"`) }}
 	w := startWrap(t, wrapOpts{fs: gate}, raw, "-script", "paged")
 	t.Cleanup(gate.unblock)

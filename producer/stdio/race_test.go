@@ -37,7 +37,7 @@ func TestListChangedRace(t *testing.T) {
 				// attempt is being recorded.
 				o := wrapOpts{durability: mode}
 				if session == 1 {
-					o.fs = slowDisk{delay: 20 * time.Millisecond, min: 64 << 10}
+					o.fs = slowDisk{FS: producer.OS, delay: 20 * time.Millisecond, min: 64 << 10}
 				}
 				w := startWrap(t, o, raw, "-script", "paged", "-changed-after", "150ms", "-seed", fmt.Sprint(session+1))
 				c := w.raw()
@@ -84,13 +84,13 @@ func TestListChangedRace(t *testing.T) {
 // slowDisk is a fault: writes of at least min bytes to the payload pack
 // take delay longer, as on a slow or contended disk.
 type slowDisk struct {
-	producer.OSFS
+	producer.FS
 	delay time.Duration
 	min   int
 }
 
 func (d slowDisk) OpenFile(name string, flag int, perm fs.FileMode) (producer.File, error) {
-	f, err := d.OSFS.OpenFile(name, flag, perm)
+	f, err := d.FS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Base(name) != transcript.PackFile {
 		return f, err
 	}

@@ -258,14 +258,14 @@ func TestWrapInputRequiredContinuation(t *testing.T) {
 // limit bytes, after writing what fits (as a real full disk does), so the
 // producer's roll-back is exercised too.
 type fullDisk struct {
-	producer.OSFS
+	producer.FS
 	target string       // base name of the file that hits the limit
 	limit  atomic.Int64 // its size allowed; < 0: no limit
 	size   atomic.Int64 // its size written through this FS
 }
 
 func (d *fullDisk) OpenFile(name string, flag int, perm fs.FileMode) (producer.File, error) {
-	f, err := d.OSFS.OpenFile(name, flag, perm)
+	f, err := d.FS.OpenFile(name, flag, perm)
 	if err != nil || filepath.Base(name) != d.target || flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return f, err
 	}
@@ -319,7 +319,7 @@ func TestWrapDiskFull(t *testing.T) {
 
 func testDiskFull(t *testing.T, target string) {
 	raw := mcptest.Build(t, "rawserver")
-	disk := &fullDisk{target: target}
+	disk := &fullDisk{FS: producer.OS, target: target}
 	disk.limit.Store(-1)
 	w := startWrap(t, wrapOpts{fs: disk}, raw, "-v", "-script", "paged")
 	c := w.raw()

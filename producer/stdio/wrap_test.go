@@ -101,7 +101,7 @@ type wrapOpts struct {
 	durability  string        // default strict
 	callTimeout time.Duration // Config.CallTimeout
 	grace       time.Duration // default 2s
-	fs          producer.FS   // default OSFS
+	fs          producer.FS   // default producer.OS
 	maxFrame    int64         // producer.Limits.MaxFrameBytes (0: the default)
 	noRedact    bool          // producer.Options.NoRedaction
 	capture     string        // Config.Capture
