@@ -4,6 +4,7 @@ import (
 	"bufio"
 	_ "embed"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,12 +140,13 @@ type TSEvent struct {
 }
 
 // TSSSE is what the TypeScript SDK v1's streamable HTTP client reads from an
-// SSE response body given whole as one chunk.
+// SSE response body (given whole as one chunk, unless cut: SSEChunks).
 type TSSSE struct {
 	Events   []TSEvent   `json:"events"`
 	Messages []TSMessage `json:"msgs"`
 	Retry    []int64     `json:"retry"`
-	Err      string      `json:"err"` // the stream failed
+	Err      string      `json:"err"`    // the stream failed
+	Chunks   int         `json:"chunks"` // how many chunks the body reached the reader in
 }
 
 // SSE runs the TypeScript SDK v1 client's SSE reading on stream.
@@ -160,6 +162,46 @@ type TSJSON struct {
 	Batch    bool        `json:"batch"`
 	Messages []TSMessage `json:"msgs"`
 	Err      string      `json:"err"` // the body was refused whole
+}
+
+// SSEChunks is SSE with the body handed to the reader in chunks, as a
+// network delivers it: cuts are ascending offsets into stream where one
+// chunk ends and the next begins (a CR and its LF, or a UTF-8 sequence,
+// may straddle a cut).
+func (n *Node) SSEChunks(stream []byte, cuts []int) (TSSSE, error) {
+	var r TSSSE
+	err := n.ask("ssecut", withCuts(stream, cuts), &r)
+	return r, err
+}
+
+// StdioChunks is Stdio with the stream arriving in chunks (one 'data'
+// event each), cut as for SSEChunks.
+func (n *Node) StdioChunks(stream []byte, cuts []int) ([]TSMessage, error) {
+	var r struct {
+		Msgs []TSMessage `json:"msgs"`
+	}
+	err := n.ask("stdiocut", withCuts(stream, cuts), &r)
+	return r.Msgs, err
+}
+
+// withCuts encodes a "cut" input for tsread.mjs: a big-endian uint16
+// count, that many big-endian uint32 offsets, then the bytes. Offsets past
+// the stream, out of order or beyond the 65,535th are dropped.
+func withCuts(stream []byte, cuts []int) []byte {
+	var keep []uint32
+	last := 0
+	for _, c := range cuts {
+		if c > last && c < len(stream) && len(keep) < 65535 {
+			keep = append(keep, uint32(c))
+			last = c
+		}
+	}
+	out := make([]byte, 2, 2+4*len(keep)+len(stream))
+	binary.BigEndian.PutUint16(out, uint16(len(keep)))
+	for _, c := range keep {
+		out = binary.BigEndian.AppendUint32(out, c)
+	}
+	return append(out, stream...)
 }
 
 // JSON runs the TypeScript SDK v1 client's application/json reading on body.

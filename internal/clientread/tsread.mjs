@@ -64,10 +64,10 @@ const failure = (e) => ({ ok: false, err: String(e && e.message || e).slice(0, 5
 // (dist/esm/client/streamableHttp.js): TextDecoderStream, then
 // EventSourceParserStream; events with empty data are skipped; only events
 // without a name or named "message" are parsed, each on its own.
-async function sse(bytes) {
-  const res = { events: [], msgs: [], retry: [] };
+async function sse(bytes, cuts) {
+  const res = { events: [], msgs: [], retry: [], chunks: 0 };
   try {
-    const reader = new Response(bytes).body
+    const reader = chunked(bytes, cuts, () => res.chunks++)
       .pipeThrough(new TextDecoderStream())
       .pipeThrough(new EventSourceParserStream({ onRetry: (ms) => res.retry.push(ms) }))
       .getReader();
@@ -90,6 +90,43 @@ async function sse(bytes) {
   return res;
 }
 
+// chunked is a body stream that hands bytes over in the chunks cuts
+// gives (offsets, ascending), as a network delivers them; no cuts is
+// one chunk, as new Response(bytes).body does.
+function chunked(bytes, cuts, onChunk) {
+  if (!cuts || cuts.length === 0) {
+    onChunk();
+    return new Response(bytes).body;
+  }
+  const parts = [];
+  let at = 0;
+  for (const c of [...cuts, bytes.length]) {
+    if (c > at && c <= bytes.length) {
+      parts.push(bytes.slice(at, c));
+      at = c;
+    }
+  }
+  return new ReadableStream({
+    pull(controller) {
+      if (parts.length === 0) controller.close();
+      else {
+        onChunk();
+        controller.enqueue(parts.shift());
+      }
+    },
+  });
+}
+
+// splitCuts reads a "cut" input: a big-endian uint16 count k, k big-endian
+// uint32 offsets, then the bytes.
+function splitCuts(input) {
+  const dv = new DataView(input.buffer, input.byteOffset, input.byteLength);
+  const k = dv.getUint16(0);
+  const cuts = [];
+  for (let i = 0; i < k; i++) cuts.push(dv.getUint32(2 + 4 * i));
+  return { cuts, bytes: input.slice(2 + 4 * k) };
+}
+
 // json mirrors the application/json branch of send(): response.json(), then
 // a batch if it is an array; one schema failure rejects the whole body.
 async function json(bytes) {
@@ -106,17 +143,23 @@ async function json(bytes) {
 
 // stdio runs the SDK's own ReadBuffer the way StdioClientTransport's
 // processReadBuffer does: a line that fails is reported and skipped.
-function stdio(bytes) {
+function stdio(bytes, cuts) {
   const rb = new ReadBuffer();
-  rb.append(Buffer.from(bytes));
   const msgs = [];
-  for (;;) {
-    try {
-      const m = rb.readMessage();
-      if (m === null) break;
-      msgs.push(message(m));
-    } catch (e) {
-      msgs.push(failure(e));
+  let at = 0;
+  for (const c of [...(cuts || []), bytes.length]) {
+    if (c < at || c > bytes.length) continue;
+    // one 'data' event: append, then processReadBuffer drains it
+    rb.append(Buffer.from(bytes.slice(at, c)));
+    at = c;
+    for (;;) {
+      try {
+        const m = rb.readMessage();
+        if (m === null) break;
+        msgs.push(message(m));
+      } catch (e) {
+        msgs.push(failure(e));
+      }
     }
   }
   return { msgs };
@@ -132,6 +175,8 @@ for await (const line of rl) {
     case 'sse': out(await sse(bytes)); break;
     case 'json': out(await json(bytes)); break;
     case 'stdio': out(stdio(bytes)); break;
+    case 'ssecut': { const { cuts, bytes: b } = splitCuts(bytes); out(await sse(b, cuts)); break; }
+    case 'stdiocut': { const { cuts, bytes: b } = splitCuts(bytes); out(stdio(b, cuts)); break; }
     case 'number': out({ n: numRepr(Number(new TextDecoder().decode(bytes))) }); break;
     case 'decode': out({ s: new TextDecoder().decode(bytes) }); break;
     default: out({ fatal: 'unknown op ' + JSON.stringify(op) });
