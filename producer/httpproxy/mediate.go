@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,20 +39,37 @@ func sniffed(ct string) bool {
 	return strings.Contains(l, "application/json") || strings.Contains(l, "text/event-stream")
 }
 
-// matches reports whether a client could take a frame with one of these
-// ids (mcpwire.MatchKey) as the answer to the exchange's request.
-func (x *exchange) matches(keys []string) bool {
-	if x.msg == nil || x.msg.Kind != mcpwire.KindRequest || x.answered {
-		return false
-	}
-	own := mcpwire.MatchKey(x.msg.ID)
-	for _, k := range keys {
-		if k == own {
-			return true
-		}
-	}
-	return false
+// exchangeOpen is an exchange's one request as session.Rule sees it: a
+// POST's stream answers that POST's request, and the bundle remembers the
+// ids already answered.
+type exchangeOpen struct{ x *exchange }
+
+func (o exchangeOpen) request() bool {
+	return o.x.msg != nil && o.x.msg.Kind == mcpwire.KindRequest
 }
+
+func (o exchangeOpen) Exact(id string) bool {
+	return o.request() && !o.x.answered && id == o.x.msg.IDText()
+}
+
+// Matches reports whether a client could take a frame with one of these
+// ids (mcpwire.MatchKey) as the answer to the exchange's request.
+func (o exchangeOpen) Matches(keys []string) bool {
+	return o.request() && !o.x.answered && slices.Contains(keys, mcpwire.MatchKey(o.x.msg.ID))
+}
+
+// Settled: an id the bundle saw answered, or this exchange's own once it
+// has its answer.
+func (o exchangeOpen) Settled(keys []string) bool {
+	if o.request() && o.x.answered && slices.Contains(keys, mcpwire.MatchKey(o.x.msg.ID)) {
+		return true
+	}
+	return o.x.b.isSettled(keys)
+}
+
+// AnsweredByProxy is false: an exchange the proxy answered itself is over,
+// and its stream delivers nothing more.
+func (exchangeOpen) AnsweredByProxy(string) bool { return false }
 
 // message commits one server message of this exchange (a JSON body or an
 // SSE event's data) and decides whether it is delivered. framing, when
@@ -84,38 +102,13 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 			}
 			return nil
 		}
-		if m != nil && framing == nil {
-			framing = m.ClientReadable()
-			if framing != nil {
-				// Not a framing refusal: no withheld line, only the frame.
-				r := framing
-				framing = nil
-				return refuse(r, m.Kind == mcpwire.KindResponse && x.matches(mcpwire.ResponseKeys(m.ID)))
-			}
-		}
-		switch {
-		case m == nil:
-			return refuse(ref, x.matches(mcpwire.LenientIDs(data)))
-		case framing != nil:
-			return refuse(framing, m.Kind == mcpwire.KindResponse && x.matches(mcpwire.ResponseKeys(m.ID)))
+		ru := session.Rule(m, ref, framing, data, false, exchangeOpen{x}, mcpwire.RuleForeignResponse)
+		if ru.Refusal != nil {
+			return refuse(ru.Refusal, ru.Answers)
 		}
 		switch m.Kind {
 		case mcpwire.KindResponse:
 			mk := mcpwire.MatchKey(m.ID)
-			exact := x.msg != nil && x.msg.Kind == mcpwire.KindRequest && m.IDText() == x.msg.IDText()
-			if !exact || x.answered {
-				r := &mcpwire.Refusal{Rule: mcpwire.RuleForeignResponse, ID: "null", Detail: "id " + boundedText(m.IDText()) + " is not the id of this exchange's request"}
-				answers := false
-				switch {
-				case exact:
-					r.Rule, r.Detail = mcpwire.RuleSettledResponse, "a second answer to this exchange's request"
-				case x.matches(mcpwire.ResponseKeys(m.ID)):
-					r.Rule, r.Detail, answers = mcpwire.RuleIDTwin, "id "+boundedText(m.IDText())+" is not this exchange's request id "+boundedText(x.msg.IDText())+", which a client matches it to", true
-				case b.isSettled(mcpwire.ResponseKeys(m.ID)):
-					r.Rule, r.Detail = mcpwire.RuleSettledResponse, "id "+boundedText(m.IDText())+" names a request already answered"
-				}
-				return refuse(r, answers)
-			}
 			x.answered = true
 			b.settle(mk)
 			if x.call != nil {

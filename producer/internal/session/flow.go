@@ -503,54 +503,42 @@ func (s *session) observeServer(m *mcpwire.Message, refusal *mcpwire.Refusal, li
 		}
 		return obs.Disposition == transcript.FrameForwarded
 	}
-	var mediated *mcpwire.Refusal
-	if m != nil {
-		mediated = m.ClientReadable()
-		if mediated == nil && padded(m.Body) {
-			mediated = &mcpwire.Refusal{Rule: mcpwire.RulePadded, Detail: "white space after the JSON object", ID: "null"}
-		}
-	}
-	if mediated != nil {
-		// Read by the gate, read differently by a client: refused like a
-		// frame the gate refused, under the id it carries.
-		obs.Disposition = transcript.FrameRefused
-		obs.Refusal = mediated
-		var vs []victim
-		if m.Kind == mcpwire.KindResponse {
-			s.mu.Lock()
-			vs = s.takeMatchingLocked(mcpwire.ResponseKeys(m.ID))
-			s.mu.Unlock()
-		}
-		commit()
-		return false, s.settleVictims(vs, index, mediated.Rule), nil, ""
-	}
+	var body []byte
 	if m == nil {
-		// Not understood: committed as refused and never delivered. If a
-		// lenient reader could take it as the answer to an open request,
-		// the proxy answers that request instead.
-		obs.Disposition = transcript.FrameRefused
-		body, _ := mcpwire.SplitTerminator(line)
-		s.mu.Lock()
-		vs := s.takeMatchingLocked(mcpwire.LenientIDs(body))
-		s.mu.Unlock()
-		commit()
-		return false, s.settleVictims(vs, index, refusal.Rule), nil, ""
+		body, _ = mcpwire.SplitTerminator(line)
 	}
 	s.mu.Lock()
+	ru := Rule(m, refusal, nil, body, m != nil && padded(m.Body), sessionOpen{s}, mcpwire.RuleUnsolicited)
+	if ru.Refusal != nil || ru.Withheld {
+		// Not delivered: committed refused (or withheld, an answer the
+		// proxy gave itself). If a client could have taken it as an open
+		// request's answer, the proxy answers that request instead.
+		obs.Disposition = transcript.FrameRefused
+		if ru.Withheld {
+			obs.Disposition = transcript.FrameWithheld
+		} else if m != nil {
+			obs.Refusal = ru.Refusal
+		}
+		var vs []victim
+		if ru.Answers {
+			keys := mcpwire.LenientIDs(body)
+			if m != nil {
+				keys = mcpwire.ResponseKeys(m.ID)
+			}
+			vs = s.takeMatchingLocked(keys)
+		}
+		s.mu.Unlock()
+		commit()
+		var rule mcpwire.Rule
+		if ru.Refusal != nil {
+			rule = ru.Refusal.Rule
+		}
+		return false, s.settleVictims(vs, index, rule), nil, ""
+	}
 	switch m.Kind {
 	case mcpwire.KindResponse:
 		key := m.IDText()
-		p, ok := s.inflight[key]
-		if !ok {
-			vs := s.mediateResponse(m, &obs)
-			s.mu.Unlock()
-			fwd := commit()
-			var rule mcpwire.Rule
-			if obs.Refusal != nil {
-				rule = obs.Refusal.Rule
-			}
-			return fwd, s.settleVictims(vs, index, rule), nil, ""
-		}
+		p := s.inflight[key] // Rule delivers a response only under an open request's exact id
 		delete(s.inflight, key)
 		if !p.conflicted() {
 			s.settled.add(p.match)

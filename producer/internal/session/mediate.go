@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/transcript"
 )
 
 // Mediation of the server's frames (spec/transcript.md, "Server to
@@ -112,35 +111,27 @@ func (s *session) settleVictims(vs []victim, index int64, rule mcpwire.Rule) [][
 	return synth
 }
 
-// mediateResponse decides, with s.mu held, what becomes of a response the
-// gate read whose id is not exactly an open request's: withheld (the proxy
-// answered that id itself), refused as an id twin (a client could take it
-// for an open request's answer: that request is taken, see
-// takeMatchingLocked), refused as settled (a client could take it for a
-// second answer to an answered request), or refused as unsolicited (an id
-// no request is open under).
-func (s *session) mediateResponse(m *mcpwire.Message, obs *FrameObs) []victim {
-	key := m.IDText()
-	if s.answered[key] {
-		obs.Disposition = transcript.FrameWithheld
-		return nil
-	}
-	if vs := s.takeMatchingLocked(mcpwire.ResponseKeys(m.ID)); len(vs) > 0 {
-		obs.Disposition = transcript.FrameRefused
-		obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleIDTwin, Detail: "id " + boundedID(key) + " is not the open request's id " + boundedID(vs[0].key) + ", which a client matches it to", ID: "null"}
-		return vs
-	}
-	obs.Disposition = transcript.FrameRefused
-	if s.settled.hasAny(mcpwire.ResponseKeys(m.ID)) {
-		obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleSettledResponse, Detail: "id " + boundedID(key) + " names a request already answered", ID: "null"}
-		return nil
-	}
-	// An id no request is open under: a client that sent that request and
-	// whose request the proxy has not read yet (ids are sequential, so a
-	// server can answer ahead) would take it as the answer.
-	obs.Refusal = &mcpwire.Refusal{Rule: mcpwire.RuleUnsolicited, Detail: "id " + boundedID(key) + " names no open request", ID: "null"}
-	return nil
+// sessionOpen is the session's table as Rule sees it; s.mu is held.
+type sessionOpen struct{ s *session }
+
+func (o sessionOpen) Exact(id string) bool {
+	_, ok := o.s.inflight[id]
+	return ok
 }
+
+func (o sessionOpen) Matches(keys []string) bool {
+	for _, p := range o.s.inflight {
+		for _, k := range keys {
+			if p.match == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (o sessionOpen) Settled(keys []string) bool     { return o.s.settled.hasAny(keys) }
+func (o sessionOpen) AnsweredByProxy(id string) bool { return o.s.answered[id] }
 
 // boundedID is an id's text for a detail: at most 64 bytes.
 func boundedID(s string) string {
