@@ -27,7 +27,9 @@
 // answers that request itself (a transport failure for a call, JSON-RPC
 // error -32093 to the client), so what the client acts on is what the
 // evidence says. A response to an attempt is durable before it is
-// delivered.
+// delivered. [Rule] is that order of decisions, once: this session applies
+// it to its table of open requests, the HTTP proxy to each exchange's
+// request (an [Open] each).
 //
 // # Ordering
 //
