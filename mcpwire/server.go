@@ -49,6 +49,11 @@ const (
 	// whatever waits under it, which the stream's exchange cannot commit
 	// to.
 	RuleForeignResponse Rule = "foreign_response"
+	// RuleCaptureStream (HTTP): a message, other than the page, on the
+	// stream of the proxy's own tools/list request (its collection
+	// before a call). No client waits on that stream: it is committed and
+	// never delivered.
+	RuleCaptureStream Rule = "capture_stream"
 )
 
 // SSE rules: an event whose framing not every reader parses alike
@@ -69,7 +74,7 @@ const (
 // ServerRules lists the rules that refuse server frames beyond the gate's
 // own, for documentation and tests.
 var ServerRules = []Rule{
-	RuleSettledResponse, RuleIDTwin, RuleUnsolicited, RulePadded, RuleClientSchema, RuleForeignResponse, RuleHTTPStatus,
+	RuleSettledResponse, RuleIDTwin, RuleUnsolicited, RulePadded, RuleClientSchema, RuleForeignResponse, RuleCaptureStream, RuleHTTPStatus,
 	ruleSSEBOM, ruleSSEBareCR, ruleSSEEventName, ruleSSEField, ruleSSEDataLines, ruleSSETooLarge, RuleSSEUnfinished,
 	RuleMediaType,
 }

@@ -317,6 +317,9 @@ type Call struct {
 	// Snapshot binds a recorded snapshot by id. Empty: the latest recorded
 	// snapshot, or none.
 	Snapshot string
+	// NoSnapshot binds none, whatever was recorded (a recording of many
+	// clients whose caller knows this one listed nothing).
+	NoSnapshot bool
 	// Message is the gate's reading of Line (mcpwire.Read), when the caller
 	// has one: the recorder then does not parse Line again.
 	Message *mcpwire.Message
@@ -374,6 +377,9 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		ExecutionScope: r.ident.scope, Tool: q.tool, ToolInvalid: q.toolBad, ArgsDigest: q.argsDigest, ArgsUnsupport: q.argsBad,
 		RPCID: q.id, ServerDigest: r.ident.server, Terminator: term, Correlation: q.corr, Frame: c.Frame,
 	}
+	if c.Snapshot != "" && c.NoSnapshot {
+		return nil, fmt.Errorf("%w: a call binds snapshot %q and none", ErrInvalidInput, c.Snapshot)
+	}
 	if c.Snapshot != "" {
 		r.bind.mu.Lock()
 		_, ok := r.bind.snapshots[c.Snapshot]
@@ -425,7 +431,11 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 	a.ArgsDigest = transcript.SaltedArgsDigest(salt, q.argsDigest)
 	seq, err := r.j.appendWritten(r.lineOf(func(s, at int64) {
 		a.Seq, a.AtMs = s, at
-		a.Snapshot = r.snapshotRef(c.Snapshot)
+		if c.NoSnapshot {
+			a.Snapshot = transcript.SnapshotRef{NoneReason: transcript.NoneNoSnapshot}
+		} else {
+			a.Snapshot = r.snapshotRef(c.Snapshot)
+		}
 	}, a))
 	if err != nil {
 		return nil, err

@@ -40,6 +40,7 @@ type proxyOptions struct {
 	maxInflight                      int64
 	maxFrame                         int64
 	rotateEvery                      string
+	capture                          string
 	upstreamCA                       string
 	allowRemote                      bool
 	allowedHosts, allowedOrigins     []string
@@ -85,6 +86,14 @@ least recently used session is sealed). Mcp-Param-* values are recorded by a
 salted digest and URL path segments that look like keys as [REDACTED:path]
 (also --redact-path), unless --no-redaction with --retain full.
 
+Before recording a tools/call from a client that has no complete snapshot of
+the upstream's tools current (it never listed, read the first page only, or a
+list_changed came since), the proxy lists them itself with the call's own
+headers (--capture auto, the default; always; never): the call binds a
+complete snapshot of the server it went to. Stateless clients are told apart
+by their credentials and session, never by connection: a call never binds a
+list another client's credentials were given.
+
 The upstream's TLS is verified (system roots, or --upstream-ca).`,
 		Example: `  tracectl proxy --upstream https://mcp.example.com/mcp --listen 127.0.0.1:8931 --key key.pem
   tracectl proxy --upstream http://127.0.0.1:3001/mcp --rotate-every 100`,
@@ -109,6 +118,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
+	f.StringVar(&o.capture, "capture", "auto", "list the upstream's tools with a call's own headers before recording it when that client has no complete snapshot current (auto), before every call (always), or never")
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "a Host name clients may reach the proxy by, HOST (any port) or HOST:PORT, besides the listen address and loopback names (repeatable; required with --allow-remote)")
@@ -183,6 +193,11 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	every, calls, err := parseRotate(o.rotateEvery)
 	if err != nil {
 		return usageErr(err, "")
+	}
+	switch o.capture {
+	case "", "auto", "always", "never": // "": auto, as the flag's default
+	default:
+		return usageErr(fmt.Errorf("--capture %q", o.capture), "use --capture auto, always or never")
 	}
 	if !loopback(o.listen) && !o.allowRemote {
 		return usageErr(fmt.Errorf("--listen %q is not a loopback address", o.listen),
@@ -266,6 +281,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			return err
 		},
 		CaptureID:    func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+		Capture:      o.capture,
 		AllowedHosts: o.allowedHosts, AllowedOrigins: o.allowedOrigins,
 		MaxSessions: o.maxSessions, MaxInflightBytes: o.maxInflight,
 		Redact: o.redaction.rules, RedactPaths: pathREs, UnsafeRecordInClear: o.redaction.off && o.retain == transcript.RetainFull,

@@ -44,6 +44,10 @@ func TestProxyFlags(t *testing.T) {
 			t.Errorf("hosts %q origins %q: %v, want refused", o.allowedHosts, o.allowedOrigins, err)
 		}
 	}
+	badCapture := &proxyOptions{listen: "127.0.0.1:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20, maxSessions: 8, maxInflight: 1 << 20, capture: "sometimes"}
+	if err := runProxy(t.Context(), streams{}, badCapture); err == nil || !strings.Contains(err.Error(), `--capture "sometimes"`) {
+		t.Errorf("--capture sometimes: %v", err)
+	}
 	for _, expr := range []string{"(", ""} {
 		o := &proxyOptions{listen: "127.0.0.1:0", upstream: "http://127.0.0.1:1/mcp", rotateEvery: "1h", durability: "strict", retain: "full", streamIdle: time.Minute, maxFrame: 1 << 20, maxSessions: 8, maxInflight: 1 << 20, redactPaths: []string{expr}}
 		if err := runProxy(t.Context(), streams{}, o); err == nil || !strings.Contains(err.Error(), "--redact-path") {

@@ -42,6 +42,11 @@ type bundle struct {
 	// last page offered (demux).
 	demux  bool
 	listMu sync.Mutex
+	listed map[string]listed // per stateless client (clientKey): its last listing (capture.go)
+
+	// captureMu: one collection of the proxy's own at a time per bundle,
+	// so calls that arrive together bind the one collection.
+	captureMu sync.Mutex
 
 	// settled holds, by mcpwire.MatchKey, the requests answered in this
 	// bundle (bounded by session.MaxSettled): a later answer on another stream is
@@ -243,7 +248,7 @@ func gateLine(body []byte) ([]byte, *mcpwire.Message, *mcpwire.Refusal) {
 // collection, and one with a cursor continues a collection whose last page
 // offered it (any of them when several did: a deterministic server gives
 // every client the same pages), or starts one that joined mid-stream.
-func (b *bundle) listPage(req, resp []byte, m *mcpwire.Message) error {
+func (b *bundle) listPage(client string, req, resp []byte, m *mcpwire.Message) error {
 	isErr := m.Error.Valid()
 	if !b.demux {
 		return b.sink.ListPage(req, resp, isErr)
@@ -274,7 +279,13 @@ func (b *bundle) listPage(req, resp []byte, m *mcpwire.Message) error {
 		next, more = str(m.Result, "nextCursor")
 	}
 	if !more {
-		return s.Finish() // recorded already when finished; else incomplete now
+		// recorded already when finished; else incomplete now. What this
+		// client's calls bind from now on.
+		if err := s.Finish(); err != nil {
+			return err
+		}
+		b.setListed(client, listed{snapshot: s.Bind().Snapshot, current: s.SnapshotCurrent()})
+		return nil
 	}
 	b.listMu.Lock()
 	defer b.listMu.Unlock()

@@ -87,7 +87,9 @@ func TestFaultsHonest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := httptest.NewServer(tc.handler)
 			defer up.Close()
-			h := newHarness(t, up.URL, nil)
+			// The fault is the call's: the proxy's own collection, which
+			// would meet it first, has its tests (capture_test.go).
+			h := newHarness(t, up.URL, func(c *Config) { c.Capture = "never" })
 			resp, body := post(t, h.srv.URL, callBody, nil)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d (%s)", resp.StatusCode, tc.status, body)
@@ -110,7 +112,7 @@ func TestFaultsHonest(t *testing.T) {
 		up := httptest.NewServer(http.NotFoundHandler())
 		url := up.URL
 		up.Close()
-		h := newHarness(t, url, nil)
+		h := newHarness(t, url, func(c *Config) { c.Capture = "never" }) // the call's fault, not the collection's
 		resp, body := post(t, h.srv.URL, callBody, nil)
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "outcome is unknown") {
 			t.Fatalf("status %d body %s", resp.StatusCode, body)
@@ -152,6 +154,7 @@ func TestStalledStream(t *testing.T) {
 	defer close(release)
 	timers := make(chan *fakeTimer, 4)
 	h := newHarness(t, up.URL, func(c *Config) {
+		c.Capture = "never" // the stall is the call's (capture_test.go has the collection's)
 		c.NewTimer = func(time.Duration) Timer {
 			ft := &fakeTimer{c: make(chan time.Time, 1)}
 			timers <- ft
@@ -258,7 +261,7 @@ func TestTLSUpstream(t *testing.T) {
 	}
 
 	// The system roots do not know the test CA: refused.
-	h2 := newHarness(t, up.URL, nil)
+	h2 := newHarness(t, up.URL, func(c *Config) { c.Capture = "never" }) // the call's fault, not the collection's
 	resp, body := post(t, h2.srv.URL, callBody, nil)
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "certificate") {
 		t.Fatalf("wrong certificate: status %d body %s", resp.StatusCode, body)
@@ -285,6 +288,7 @@ func TestStalledHeaders(t *testing.T) {
 	defer close(release)
 	timers := make(chan *fakeTimer, 4)
 	h := newHarness(t, up.URL, func(c *Config) {
+		c.Capture = "never" // the stall is the call's (capture_test.go has the collection's)
 		c.NewTimer = func(time.Duration) Timer {
 			ft := &fakeTimer{c: make(chan time.Time, 1)}
 			timers <- ft
@@ -395,6 +399,7 @@ func TestCallTimeoutLateResponse(t *testing.T) {
 	timers := make(chan *fakeTimer, 4)
 	h := newHarness(t, up.URL, func(c *Config) {
 		c.CallTimeout = time.Second
+		c.Capture = "never" // the timers counted are the call's
 		c.NewTimer = func(time.Duration) Timer {
 			ft := &fakeTimer{c: make(chan time.Time, 1)}
 			timers <- ft

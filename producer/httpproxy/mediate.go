@@ -129,7 +129,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				if !m.Error.Valid() {
 					x.p.decls.observe(m.Result)
 				}
-				return b.listPage(x.list, line, m)
+				return b.listPage(viewKey(x.r), x.list, line, m)
 			case mcpwire.MethodInitialize:
 				if !m.Error.Valid() {
 					v, _ := str(m.Result, "protocolVersion")
@@ -148,6 +148,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 		case mcpwire.KindNotification:
 			switch m.Method {
 			case mcpwire.NotifyToolsListChanged:
+				b.listChanged()
 				return b.sink.ListChanged(session.NotificationObs{Line: line, Msg: m, Index: index})
 			case mcpwire.NotifyProgress:
 				if x.call != nil && x.call.token != "" {

@@ -77,6 +77,16 @@ type Config struct {
 	// CaptureID mints snapshot capture ids.
 	CaptureID      func() (string, error)
 	SnapshotLimits snapshot.Limits
+	// Capture says when the proxy collects the upstream's complete
+	// tools/list itself, with the call's own headers, before recording a
+	// tools/call ("" or "auto": when that client has no complete snapshot
+	// current; "always"; "never": bind what the client listed, if
+	// anything). Stateless clients are told apart by their view of the
+	// server: session, credentials and query (never by connection).
+	Capture string
+	// CaptureTimeout bounds the wait for each page of that collection
+	// (0: 30 s).
+	CaptureTimeout time.Duration
 	// RotateEvery and RotateCalls rotate the stateless bundle after that
 	// long or that many tools/call attempts (0: never).
 	RotateEvery time.Duration
@@ -180,6 +190,13 @@ type Proxy struct {
 func New(cfg Config) (*Proxy, error) {
 	if cfg.Upstream == nil || cfg.Open == nil || cfg.Seal == nil || cfg.CaptureID == nil {
 		return nil, errors.New("httpproxy: Upstream, Open, Seal and CaptureID are required")
+	}
+	switch cfg.Capture {
+	case "":
+		cfg.Capture = session.CaptureAuto
+	case session.CaptureAuto, session.CaptureAlways, session.CaptureNever:
+	default:
+		return nil, fmt.Errorf("httpproxy: Capture %q: want auto, always or never", cfg.Capture)
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
@@ -455,10 +472,11 @@ type exchange struct {
 	body   []byte
 	msg    *mcpwire.Message
 	call   *call
-	list   []byte // a tools/list request line, for snapshot collection
-	what   string // the request's method, for its response
-	gone   bool   // the client went away: record, do not deliver
-	failed error  // an audit failure: stop delivering
+	list   []byte           // a tools/list request line, for snapshot collection
+	bind   *session.Binding // the snapshot a tools/call binds (capture.go); nil: the bundle's latest
+	what   string           // the request's method, for its response
+	gone   bool             // the client went away: record, do not deliver
+	failed error            // an audit failure: stop delivering
 	// answered: the exchange's request has its answer (delivered, or the
 	// proxy's own); a later frame a client could match to it is refused.
 	answered     bool
@@ -513,6 +531,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: g.msg}
+	// a snapshot for the call to bind (capture.go), before it is recorded
+	// (a call the header gate refuses is never forwarded: nothing to bind)
+	if g.msg != nil && g.msg.Kind == mcpwire.KindRequest && g.msg.IsToolCall() && checkHeaders(r.Header, g.msg, &p.decls) == nil {
+		if x.bind, err = x.bindFor(g.msg); err != nil {
+			x.auditFail(err)
+			return
+		}
+	}
 	// commit
 	if err := x.upstreamLine(nil); err != nil {
 		x.auditFail(err)
@@ -608,7 +634,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 	b := x.b
 	switch {
 	case m.IsToolCall():
-		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index})
+		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index, Bind: x.bind})
 		if err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ func (s *session) captureBefore(m *mcpwire.Message) {
 		s.noteSinkErr(err)
 		return
 	}
-	meta := protocolMeta(m)
+	meta := ProtocolMeta(m)
 	var cursor []byte
 	for page := 0; ; page++ {
 		key, req, ch, err := s.captureRequest(meta, cursor)
@@ -120,7 +120,7 @@ func (s *session) captureBefore(m *mcpwire.Message) {
 			s.noteSinkErr(c.captureEnd("", ""))
 			return
 		}
-		cursor = nextCursor(resp)
+		cursor = NextCursor(resp)
 		if cursor == nil {
 			s.noteSinkErr(c.captureEnd(snapshot.StopInvalidPage, fmt.Sprintf("page %d: no readable nextCursor", page)))
 			return
@@ -132,12 +132,10 @@ func (s *session) captureBefore(m *mcpwire.Message) {
 // client could have chosen it, and checked against the ids in flight) and
 // registers it, so its response comes to ch.
 func (s *session) captureRequest(meta, cursor []byte) (key string, req []byte, ch chan []byte, err error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", nil, nil, fmt.Errorf("capture request id: %w", err)
+	if key, err = CaptureRequestID(); err != nil {
+		return "", nil, nil, err
 	}
-	key = strconv.Quote("tracectl-capture-" + hex.EncodeToString(b[:]))
-	req = listRequest(key, meta, cursor)
+	req = ListRequest(key, meta, cursor)
 	m, ref := mcpwire.Read(append(req, '\n'))
 	if ref != nil {
 		return "", nil, nil, fmt.Errorf("capture request: %v", ref)
@@ -155,6 +153,17 @@ func (s *session) captureRequest(meta, cursor []byte) (key string, req []byte, c
 	return key, req, ch, nil
 }
 
+// CaptureRequestID is a fresh id for one of the session's own page
+// requests, as JSON text: "tracectl-capture-<24 hex>", random, so no
+// client could have chosen it.
+func CaptureRequestID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("capture request id: %w", err)
+	}
+	return strconv.Quote("tracectl-capture-" + hex.EncodeToString(b[:])), nil
+}
+
 // dropCapture gives up on a page request: a late answer is then withheld
 // (the session answered that id itself, in a sense: nobody waits for it).
 func (s *session) dropCapture(key string) {
@@ -166,10 +175,10 @@ func (s *session) dropCapture(key string) {
 	}
 }
 
-// listRequest is the session's own tools/list request line (without its
+// ListRequest is the session's own tools/list request line (without its
 // terminator): id (JSON text), the modern _meta when the session speaks
 // the modern era, the cursor's exact JSON text from the previous page.
-func listRequest(id string, meta, cursor []byte) []byte {
+func ListRequest(id string, meta, cursor []byte) []byte {
 	b := []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"`)
 	if meta != nil || cursor != nil {
 		b = append(b, `,"params":{`...)
@@ -189,11 +198,11 @@ func listRequest(id string, meta, cursor []byte) []byte {
 	return append(b, '}')
 }
 
-// protocolMeta returns the io.modelcontextprotocol/ members of the call's
+// ProtocolMeta returns the io.modelcontextprotocol/ members of the call's
 // params._meta as a JSON object (the modern era's per-request protocol
 // version, client info and capabilities, exactly as the client sent them),
 // or nil when there are none (the legacy era).
-func protocolMeta(m *mcpwire.Message) []byte {
+func ProtocolMeta(m *mcpwire.Message) []byte {
 	if !m.Params.Valid() || m.Params.Kind() != canon.KindObject {
 		return nil
 	}
@@ -222,9 +231,9 @@ func protocolMeta(m *mcpwire.Message) []byte {
 	return append(b, '}')
 }
 
-// nextCursor returns the exact JSON text of a page's result.nextCursor, or
+// NextCursor returns the exact JSON text of a page's result.nextCursor, or
 // nil.
-func nextCursor(resp []byte) []byte {
+func NextCursor(resp []byte) []byte {
 	m, r := mcpwire.Read(resp)
 	if r != nil || m == nil || !m.Result.Valid() {
 		return nil

@@ -25,6 +25,7 @@ type RecordingSink struct {
 	coll       *snapshot.Collector // the client's own listing, observed (passive)
 	active     *snapshot.Collector // the session's own collection (capture.go), while it runs
 	current    bool                // the last snapshot recorded is complete, and no list_changed came since
+	last       string              // the id of the last snapshot this sink recorded
 	proto      producer.Protocol   // latest protocol observation, for snapshot manifests
 	oversized  int64               // frames over the gate's limit
 	refused    int64               // client frames the gate refused
@@ -82,7 +83,11 @@ func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error)
 	}
 	s.mu.Unlock()
 	i := c.Index
-	h, wait, err := s.rec.AttemptWritten(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
+	pc := producer.Call{Line: c.Line, Message: c.Msg, Frame: &i}
+	if c.Bind != nil {
+		pc.Snapshot, pc.NoSnapshot = c.Bind.Snapshot, c.Bind.Snapshot == ""
+	}
+	h, wait, err := s.rec.AttemptWritten(context.Background(), pc)
 	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
 		return nil, nil, fmt.Errorf("%w: %v", errUnrecordable, err)
 	}
@@ -234,8 +239,11 @@ func (s *RecordingSink) recordCollectorLocked(c *snapshot.Collector) error {
 			ps.IncompleteReason = ps.IncompleteReason[:transcript.MaxReportedBytes]
 		}
 	}
-	_, err = s.rec.RecordSnapshot(ps)
+	id, err := s.rec.RecordSnapshot(ps)
 	s.current = err == nil && m.Complete
+	if err == nil {
+		s.last = id
+	}
 	return err
 }
 
@@ -330,7 +338,37 @@ func (s *RecordingSink) UnreadableListRequests() int64 {
 
 func (s *RecordingSink) ClientGone(detail string) error { return s.rec.RecordClientGone(detail) }
 
-// The session's own collection (capture.go).
+// The session's own collection (capture.go). The exported forms are for
+// a transport that sends the collection's requests itself (the HTTP
+// proxy); the stdio session calls the unexported ones.
+
+// Bind is what an attempt of this sink's client binds: the last snapshot
+// this sink recorded, or none.
+func (s *RecordingSink) Bind() *Binding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Binding{Snapshot: s.last}
+}
+
+// SnapshotCurrent reports whether a complete snapshot this sink recorded
+// is current: no list_changed since, no collection under way.
+func (s *RecordingSink) SnapshotCurrent() bool { return s.snapshotCurrent() }
+
+// CaptureStart begins the producer's own collection (manifest mode
+// active).
+func (s *RecordingSink) CaptureStart() error { return s.captureStart() }
+
+// CapturePage adds one page: the exact request sent and the response body,
+// without terminators.
+func (s *RecordingSink) CapturePage(req, resp []byte) error { return s.capturePage(req, resp) }
+
+// CaptureFinished reports whether the collection reached its terminal page
+// or a stop.
+func (s *RecordingSink) CaptureFinished() bool { return s.captureFinished() }
+
+// CaptureEnd stops the collection with a stop reason (none when it
+// finished) and records its snapshot.
+func (s *RecordingSink) CaptureEnd(reason, detail string) error { return s.captureEnd(reason, detail) }
 
 func (s *RecordingSink) snapshotCurrent() bool {
 	s.mu.Lock()

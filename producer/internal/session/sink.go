@@ -47,7 +47,14 @@ type Call struct {
 	Terminator string           // "lf" | "crlf"
 	Msg        *mcpwire.Message // the gate's reading of Line
 	Index      int64            // the frame's index among the client's frames
+	// Bind, when set, is the snapshot the attempt binds (a RecordingSink's
+	// Bind: its own client's latest); nil binds the recording's latest.
+	Bind *Binding
 }
+
+// Binding names the snapshot an attempt binds: a recorded snapshot's id,
+// or none ("").
+type Binding struct{ Snapshot string }
 
 // ResponseObs is a response frame to an attempt.
 type ResponseObs struct {
