@@ -23,7 +23,6 @@ func overlaps(a, b []string) bool {
 	return slices.ContainsFunc(a, func(k string) bool { return slices.Contains(b, k) })
 }
 func openOn(ids ...string) table          { return table{open: ids, openKeys: keysOf(ids...)} }
-func (t table) with(f func(*table)) table { f(&t); return t }
 func keysOf(ids ...string) (out []string) {
 	for _, id := range ids {
 		out = append(out, mcpwire.MatchKey(read(id).ID))
