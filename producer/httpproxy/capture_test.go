@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -77,6 +78,25 @@ func bundleEvents(t *testing.T, dir string) (attempts []*transcript.Attempt, sna
 			snaps[e.SnapshotID] = e
 		}
 	}
+}
+
+// manifestOf reads a recorded snapshot's manifest from the bundle's pack.
+func manifestOf(t *testing.T, dir string, s *transcript.SnapshotEvent) *snapshot.Manifest {
+	t.Helper()
+	payloads, err := transcript.OpenPayloads(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer payloads.Close()
+	b, err := payloads.Read(s.ManifestDigest, 1<<24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := snapshot.ParseManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // Two clients of one stateless bundle, each with its own credentials, to
@@ -172,9 +192,10 @@ func TestCaptureSession(t *testing.T) {
 	requireVerified(t, reps)
 	var attempts []*transcript.Attempt
 	var snaps map[string]*transcript.SnapshotEvent
+	var bundle string
 	for dir := range reps {
 		if at, sn := bundleEvents(t, dir); len(at) > 0 {
-			attempts, snaps = at, sn
+			attempts, snaps, bundle = at, sn, dir
 		}
 	}
 	if len(attempts) != 2 {
@@ -185,6 +206,9 @@ func TestCaptureSession(t *testing.T) {
 		if s == nil || !s.Complete || s.Tools != 7 || a.Snapshot.SnapshotID != attempts[0].Snapshot.SnapshotID {
 			t.Fatalf("attempt %s binds %+v, want the one complete snapshot of 7 tools", a.AttemptID, a.Snapshot)
 		}
+	}
+	if m := manifestOf(t, bundle, snaps[attempts[0].Snapshot.SnapshotID]); m.Collection.Mode != snapshot.ModeActive {
+		t.Errorf("collection mode %q, want %q: the producer's own collection", m.Collection.Mode, snapshot.ModeActive)
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
