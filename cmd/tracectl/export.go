@@ -58,13 +58,17 @@ request, response and arguments.
          formula gets a leading ' (OWASP, CSV injection): one that starts
          with =, +, @, TAB or CR, or with - unless the whole cell is a
          number (-32602, -1.5)
-  otlp   one span per attempt, sent over OTLP/HTTP (protobuf) to --endpoint,
-         following the OpenTelemetry MCP semantic conventions: span name
+  otlp   one trace per bundle, sent over OTLP/HTTP (protobuf) to --endpoint
+         (or OTEL_EXPORTER_OTLP_ENDPOINT): the session's span is the root,
+         and each attempt a span under it, following the OpenTelemetry MCP
+         semantic conventions: span name
          "tools/call TOOL", kind client, mcp.method.name, gen_ai.tool.name,
          gen_ai.operation.name, jsonrpc.request.id, mcp.protocol.version,
          network.transport, error.type and rpc.response.status_code; the
-         parent is the traceparent the call carried in params._meta (else a
-         new trace), start and end are the recorded times, and
+         parent is the traceparent the call carried in params._meta (with a
+         link to the session), else the session; start and end are the
+         recorded times; ids are derived from the bundle, so exporting it
+         twice sends the same spans; and
          tracectl.attempt_id and tracectl.line_digest tie it to the evidence.
          A retry links to the span of the attempt it retries. Span names and
          string attributes show control, bidi and invisible characters as Go
@@ -192,7 +196,10 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 		}
 	case "otlp":
 		if o.endpoint == "" {
-			return usageErr(errors.New("--format otlp needs --endpoint URL"), "give the collector's OTLP/HTTP URL, e.g. http://localhost:4318")
+			o.endpoint = otlpEnvEndpoint()
+		}
+		if o.endpoint == "" {
+			return usageErr(errors.New("--format otlp needs --endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)"), "give the collector's OTLP/HTTP URL, e.g. http://localhost:4318")
 		}
 		if o.out != "" {
 			return usageErr(errors.New("--out is for --format jsonl or csv"), "")
@@ -366,6 +373,7 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 		add(attrNetTransport, "pipe")
 	case transcript.TransportHTTP:
 		add(attrNetTransport, "tcp")
+		attrs = append(attrs, serverAttrs(b)...)
 	}
 	if r.Arguments != nil {
 		add(attrToolArguments, jsonText(r.Arguments))
@@ -419,7 +427,8 @@ func jsonText(raw []byte) string {
 	return string(jsonSafe(b.Bytes()))
 }
 
-// exportOTLP sends one span per attempt and returns how many were sent.
+// exportOTLP sends the session's span and one span per attempt, and
+// returns how many were sent.
 func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o *exportOptions) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -435,15 +444,25 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 	// The SDK reports export errors to a global handler that logs them;
 	// errExporter returns them instead, so the log would only repeat them.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	ids := &otlpIDs{scope: b.Header.ExecutionScope}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(&errExporter{SpanExporter: exp, errc: errc}, sdktrace.WithMaxExportBatchSize(512), sdktrace.WithBlocking()), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+		sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithIDGenerator(ids))
 	tracer := tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")
+	// The session is the trace: its span is the root, each attempt its
+	// child (an attempt that carried the caller's traceparent keeps that
+	// parent and links to the session instead).
+	sessCtx, sess := tracer.Start(withSpanName(context.Background(), ""), sessionSpanName(b),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(time.UnixMilli(b.Header.StartedAtMs)), trace.WithAttributes(sessionAttrs(b)...))
+	sessLink := trace.Link{SpanContext: sess.SpanContext(), Attributes: []attribute.KeyValue{attribute.String("tracectl.link", "session")}}
 	spans := map[string]trace.SpanContext{}
 	prop := propagation.TraceContext{}
 	for _, r := range recs {
-		parent := context.Background()
+		parent := sessCtx
+		var links []trace.Link
 		if r.Traceparent != "" {
-			parent = prop.Extract(parent, propagation.MapCarrier{"traceparent": r.Traceparent, "tracestate": r.Tracestate})
+			if p := prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": r.Traceparent, "tracestate": r.Tracestate}); trace.SpanContextFromContext(p).IsValid() {
+				parent, links = p, []trace.Link{sessLink}
+			}
 		}
 		name, attrs, status, desc := spanOf(b, r)
 		start := time.UnixMilli(b.Attempt(r.AttemptID).AtMs)
@@ -451,11 +470,11 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 		if r.DurationMs != nil {
 			end = start.Add(time.Duration(*r.DurationMs) * time.Millisecond)
 		}
-		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...)}
 		if sc, ok := spans[r.RetryOf]; ok {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(attrRetryBasis, escapeTerminal(r.RetryBasis))}}))
+			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(attrRetryBasis, escapeTerminal(r.RetryBasis))}})
 		}
-		_, span := tracer.Start(parent, name, opts...)
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...), trace.WithLinks(links...)}
+		_, span := tracer.Start(withSpanName(parent, r.AttemptID), name, opts...)
 		span.SetStatus(status, desc)
 		span.End(trace.WithTimestamp(end))
 		spans[r.AttemptID] = span.SpanContext()
@@ -466,6 +485,7 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 		default:
 		}
 	}
+	sess.End(trace.WithTimestamp(sessionEnd(b)))
 	if err := tp.Shutdown(ctx); err != nil {
 		return 0, err
 	}
@@ -474,7 +494,7 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 		return 0, err
 	default:
 	}
-	return len(recs), nil
+	return len(recs) + 1, nil
 }
 
 // errExporter keeps the first export error: the SDK's batcher only logs it.

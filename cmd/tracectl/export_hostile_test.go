@@ -178,14 +178,21 @@ func TestExportHostileGolden(t *testing.T) {
 		srv := httptest.NewServer(rcv)
 		runOK(t, "export", "--format", "otlp", "--include-arguments", "--endpoint", srv.URL, bundle)
 		srv.Close()
-		if len(rcv.spans) != len(exportAttacks) {
-			t.Fatalf("%d spans, want %d", len(rcv.spans), len(exportAttacks))
+		if len(rcv.spans) != len(exportAttacks)+1 {
+			t.Fatalf("%d spans, want %d (the session's and one per attempt)", len(rcv.spans), len(exportAttacks)+1)
 		}
-		// The golden holds what a trace viewer shows, without the ids a
-		// new trace draws at random.
+		// The golden holds what a trace viewer shows of the attempts,
+		// without their ids.
 		byID := map[string]*tracepb.Span{}
 		for _, s := range rcv.spans {
-			byID[attrs(s)["tracectl.attempt_id"]] = s
+			id, ok := attrs(s)["tracectl.attempt_id"]
+			if !ok {
+				assertNoRaw(t, "session span name", []byte(s.Name))
+				for _, kv := range s.Attributes {
+					assertNoRaw(t, "session attribute "+kv.Key, []byte(kv.Value.GetStringValue()))
+				}
+			}
+			byID[id] = s
 		}
 		var text bytes.Buffer
 		for i := range exportAttacks {

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,15 +92,25 @@ func TestExportOTLP(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		if len(rcv.spans) != 6 {
-			t.Fatalf("got %d spans, want 6 (one per attempt)", len(rcv.spans))
+		if len(rcv.spans) != 7 {
+			t.Fatalf("got %d spans, want 7 (the session's and one per attempt)", len(rcv.spans))
 		}
 		if rcv.ctype[0] != "application/x-protobuf" {
 			t.Errorf("content type %q, want protobuf", rcv.ctype[0])
 		}
 		byID := map[string]*tracepb.Span{}
+		var session *tracepb.Span
 		for _, s := range rcv.spans {
-			byID[attrs(s)["tracectl.attempt_id"]] = s
+			if id, ok := attrs(s)["tracectl.attempt_id"]; ok {
+				byID[id] = s
+			} else {
+				session = s
+			}
+		}
+		// The session is the trace's root: its span spans the recording.
+		if session == nil || len(session.ParentSpanId) != 0 || !strings.HasPrefix(session.Name, "mcp session") ||
+			attrs(session)["tracectl.execution_scope"] == "" || session.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+			t.Fatalf("session span %v", session)
 		}
 		want := map[string]struct{ name, errType string }{
 			"a1": {"tools/call echo", ""}, "a2": {"tools/call add", "tool_error"}, "a3": {"tools/call nosuch", "-32602"},
@@ -142,8 +153,13 @@ func TestExportOTLP(t *testing.T) {
 				t.Errorf("%s: trace %x parent %x, want %s %s", id, s.TraceId, s.ParentSpanId, tp[0], tp[1])
 			}
 		}
-		if len(byID["a2"].ParentSpanId) != 0 {
-			t.Errorf("a2 carried no traceparent but has parent %x", byID["a2"].ParentSpanId)
+		// a2 carried none: it is the session's child, in the session's trace.
+		if a2 := byID["a2"]; !bytes.Equal(a2.ParentSpanId, session.SpanId) || !bytes.Equal(a2.TraceId, session.TraceId) {
+			t.Errorf("a2: trace %x parent %x, want the session's %x %x", a2.TraceId, a2.ParentSpanId, session.TraceId, session.SpanId)
+		}
+		// a1 keeps its caller's parent and links to the session.
+		if l := byID["a1"].Links; len(l) != 1 || !bytes.Equal(l[0].SpanId, session.SpanId) {
+			t.Errorf("a1 links %v, want the session's span", l)
 		}
 		// The retry links to the span of the attempt it retries.
 		if l := byID["a5"].Links; len(l) != 1 || !bytes.Equal(l[0].SpanId, byID["a4"].SpanId) {
@@ -154,6 +170,36 @@ func TestExportOTLP(t *testing.T) {
 		if start := fixtureStart.Add(35e6).UnixNano(); s.StartTimeUnixNano != uint64(start) || s.EndTimeUnixNano != uint64(start+7e6) {
 			t.Errorf("a1 times %d..%d", s.StartTimeUnixNano, s.EndTimeUnixNano)
 		}
+	}
+}
+
+// Exporting a bundle twice sends the same trace and span ids: they are
+// derived from the bundle, so a backend that keys spans by id holds each
+// once. The standard OTEL_EXPORTER_OTLP_ENDPOINT names the collector when
+// --endpoint is not given.
+func TestExportOTLPIdempotent(t *testing.T) {
+	bundle := fixtureDir(t, "basic")
+	var sets [2][]string
+	for i := range sets {
+		rcv := &otlpReceiver{}
+		srv := httptest.NewServer(rcv)
+		args := []string{"export", "--format", "otlp", "--endpoint", srv.URL, bundle}
+		if i == 1 {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+			args = []string{"export", "--format", "otlp", bundle}
+		}
+		_, stderr, code := runCLI(t, args...)
+		srv.Close()
+		if code != 0 {
+			t.Fatalf("export %d: exit %d: %s", i, code, stderr)
+		}
+		for _, s := range rcv.spans {
+			sets[i] = append(sets[i], fmt.Sprintf("%x/%x/%x %s", s.TraceId, s.SpanId, s.ParentSpanId, s.Name))
+		}
+		slices.Sort(sets[i])
+	}
+	if len(sets[0]) != 7 || !slices.Equal(sets[0], sets[1]) {
+		t.Fatalf("two exports of one bundle sent different ids:\n%v\n%v", sets[0], sets[1])
 	}
 }
 

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tracectl/tracectl/internal/inspect"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// OTLP export: a bundle is one trace. Its ids are derived from the bundle
+// (the execution scope, and each attempt's id), never random: exporting a
+// bundle twice sends the same trace and span ids, so a backend that keys
+// spans by id holds each once.
+
+// spanNameKey carries, in a span's start context, what its id is derived
+// from: "" for the session, else the attempt id.
+type spanNameKey struct{}
+
+func withSpanName(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, spanNameKey{}, name)
+}
+
+// otlpIDs is the SDK's IDGenerator for one bundle.
+type otlpIDs struct{ scope string }
+
+// NewIDs is the id of a root span: the session's, in the bundle's trace.
+func (g *otlpIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	return g.traceID(), g.NewSpanID(ctx, trace.TraceID{})
+}
+
+// NewSpanID is the id of a span under a parent (the session's, or the
+// caller's traceparent): derived from the bundle and the attempt.
+func (g *otlpIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	name, _ := ctx.Value(spanNameKey{}).(string)
+	sum := sha256.Sum256([]byte("tracectl/otlp/span\x00" + g.scope + "\x00" + name))
+	var id trace.SpanID
+	copy(id[:], sum[:])
+	if !id.IsValid() {
+		id[7] = 1
+	}
+	return id
+}
+
+func (g *otlpIDs) traceID() trace.TraceID {
+	sum := sha256.Sum256([]byte("tracectl/otlp/trace\x00" + g.scope))
+	var id trace.TraceID
+	copy(id[:], sum[:])
+	if !id.IsValid() {
+		id[15] = 1
+	}
+	return id
+}
+
+// sessionSpanName names the session's span for the server it recorded.
+func sessionSpanName(b *inspect.Bundle) string {
+	if n := b.Header.Server.Name; n != "" {
+		return "mcp session " + escapeTerminal(n)
+	}
+	return "mcp session"
+}
+
+// sessionAttrs are the session span's attributes: the bundle's identity,
+// its verification, the server and where it was reached.
+func sessionAttrs(b *inspect.Bundle) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String(attrScope, b.Header.ExecutionScope),
+		attribute.String(attrVerification, verificationOf(b)),
+		attribute.Int("tracectl.attempts", len(b.Attempts)),
+	}
+	if p := b.Protocol(); p != nil && p.Version != "" {
+		attrs = append(attrs, attribute.String(attrMCPProtocol, escapeTerminal(p.Version)))
+	}
+	if b.Report != nil && b.Report.Signer != "" {
+		attrs = append(attrs, attribute.String("tracectl.signer", b.Report.Signer))
+	}
+	return append(attrs, serverAttrs(b)...)
+}
+
+// serverAttrs are server.address and server.port of a Streamable HTTP
+// server, as recorded (credential-like path segments were redacted before
+// recording; only the host and port are exported).
+func serverAttrs(b *inspect.Bundle) []attribute.KeyValue {
+	if b.Header.Server.Transport != transcript.TransportHTTP || b.Header.Server.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(b.Header.Server.URL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	attrs := []attribute.KeyValue{attribute.String("server.address", escapeTerminal(host))}
+	if n, err := strconv.Atoi(port); err == nil {
+		attrs = append(attrs, attribute.Int("server.port", n))
+	}
+	return attrs
+}
+
+// sessionEnd is when the session's span ends: the seal, else the last line.
+func sessionEnd(b *inspect.Bundle) time.Time {
+	if b.Seal != nil {
+		return time.UnixMilli(b.Seal.AtMs)
+	}
+	return time.UnixMilli(max(b.LastMs, b.Header.StartedAtMs))
+}
+
+// otlpEnvEndpoint is the collector the standard OpenTelemetry variables
+// name when --endpoint is not given: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+// (the traces URL itself), else OTEL_EXPORTER_OTLP_ENDPOINT (a base URL).
+func otlpEnvEndpoint() string {
+	if v := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
+		return v
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+}
