@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -34,6 +33,7 @@ type exportOptions struct {
 	endpoint    string
 	includeArgs bool
 	timeout     time.Duration
+	protocol    string // otlp: "http/protobuf" or "grpc"
 }
 
 func init() {
@@ -96,6 +96,7 @@ tracectl help exit-codes).`,
 	f.StringVar(&o.endpoint, "endpoint", "", "otlp: the collector's OTLP/HTTP base URL (http://host:4318) or traces URL (.../v1/traces)")
 	f.BoolVar(&o.includeArgs, "include-arguments", false, "also export tool arguments and results (may hold secrets)")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "otlp: give up sending after this long")
+	f.StringVar(&o.protocol, "protocol", "", "otlp: http/protobuf (port 4318) or grpc (port 4317); default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf")
 	return cmd
 }
 
@@ -191,8 +192,8 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 	}
 	switch o.format {
 	case "jsonl", "csv":
-		if o.endpoint != "" {
-			return usageErr(errors.New("--endpoint is for --format otlp"), "")
+		if o.endpoint != "" || o.protocol != "" {
+			return usageErr(errors.New("--endpoint and --protocol are for --format otlp"), "")
 		}
 	case "otlp":
 		if o.endpoint == "" {
@@ -203,6 +204,12 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 		}
 		if o.out != "" {
 			return usageErr(errors.New("--out is for --format jsonl or csv"), "")
+		}
+		if o.protocol == "" {
+			o.protocol = otlpEnvProtocol()
+		}
+		if o.protocol != "http/protobuf" && o.protocol != "grpc" {
+			return usageErr(fmt.Errorf("--protocol %q", o.protocol), "use --protocol http/protobuf or grpc")
 		}
 		if u, err := url.Parse(o.endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usageErr(fmt.Errorf("--endpoint %q: want an http or https URL", o.endpoint), "")
@@ -228,7 +235,7 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 		n, err := exportOTLP(ctx, b, recs, o)
 		if err != nil {
 			return ioErr(fmt.Errorf("otlp export to %s: %w", o.endpoint, err),
-				"check that a collector accepts OTLP/HTTP at --endpoint; nothing was changed, so the export can be run again")
+				"check that a collector accepts OTLP (--protocol) at --endpoint; nothing was changed, so the export can be run again")
 		}
 		fmt.Fprintf(s.err, "tracectl: exported %d spans to %s\n", n, escapeTerminal(o.endpoint))
 		return nil
@@ -432,8 +439,7 @@ func jsonText(raw []byte) string {
 func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o *exportOptions) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(tracesURL(o.endpoint)),
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}), otlptracehttp.WithTimeout(o.timeout))
+	exp, err := otlpExporter(ctx, o)
 	if err != nil {
 		return 0, err
 	}

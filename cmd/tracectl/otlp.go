@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tracectl/tracectl/internal/inspect"
@@ -122,4 +125,28 @@ func otlpEnvEndpoint() string {
 		return v
 	}
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+}
+
+// otlpEnvProtocol is the protocol the standard variables name, else
+// http/protobuf.
+func otlpEnvProtocol() string {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "http/protobuf"
+}
+
+// otlpExporter is the span exporter for o's protocol and endpoint: OTLP
+// over HTTP with protobuf, or over gRPC (an http:// endpoint is sent in
+// clear, https:// over TLS). Retries are off: a failure is reported, and
+// the export can be run again (the ids are the same).
+func otlpExporter(ctx context.Context, o *exportOptions) (sdktrace.SpanExporter, error) {
+	if o.protocol == "grpc" {
+		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(o.endpoint),
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithTimeout(o.timeout))
+	}
+	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(tracesURL(o.endpoint)),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}), otlptracehttp.WithTimeout(o.timeout))
 }
