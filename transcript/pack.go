@@ -355,6 +355,19 @@ func IndexPack(r io.Reader, maxEntries int64) (*PackIndex, error) {
 // Len returns the number of indexed entries.
 func (ix *PackIndex) Len() int { return len(ix.keys) }
 
+// Distinct returns the number of distinct digests among the indexed
+// entries (an entry stored twice counts once), as far as the index tells
+// them apart: by their first 8 bytes.
+func (ix *PackIndex) Distinct() int {
+	n := 0
+	for i, k := range ix.keys {
+		if i == 0 || k.prefix != ix.keys[i-1].prefix {
+			n++
+		}
+	}
+	return n
+}
+
 // Locate returns the first entry whose header names digest, reading the
 // candidates' headers from r (the pack) again: the index keeps only where
 // they are.

@@ -73,6 +73,8 @@ type bundleCheck struct {
 	// may be missing between them, no blob is available, and an absent
 	// line proves nothing.
 	partial bool
+	// recovered: a recovery line was read (the producer was interrupted).
+	recovered bool
 
 	tr   transcriptState  // the line sequence, the header's bindings, the seal
 	hist historyState     // retry links and identity and history conflicts
@@ -644,6 +646,7 @@ func (b *bundleCheck) onNotification(n *transcript.Notification) {
 }
 
 func (b *bundleCheck) onRecovery(rc *transcript.Recovery) {
+	b.recovered = true
 	detail := "the producer recovered after an interruption: " + rc.Detail
 	if rc.TornFile != "" {
 		detail += fmt.Sprintf("; a torn line of %d bytes was quarantined, not used", rc.TornLength)

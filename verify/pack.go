@@ -141,6 +141,19 @@ func (b *bundleCheck) readPayload(digest string, max int64) ([]byte, string, err
 func (b *bundleCheck) packFindings() {
 	p := &b.pk
 	defer b.closePack()
+	if p.ix != nil && p.ix.Problem == nil && !b.partial {
+		p.sp.mu.Lock()
+		used := len(p.sp.used)
+		p.sp.mu.Unlock()
+		if n := p.ix.Distinct() - used; n > 0 {
+			why := "a producer writes none: something appended them"
+			if b.recovered {
+				why = "the payloads of lines an interruption cut before they were written (the producer recovered), or bytes something appended"
+			}
+			b.r.add(CodePackUnreferenced, checkPayload, StatusInfo, transcript.PackFile,
+				fmt.Sprintf("%d of the payload pack's %d distinct entries are referenced by no transcript line or snapshot manifest: bytes no commitment covers, not evidence; %s", n, p.ix.Distinct(), why))
+		}
+	}
 	if p.ix == nil || p.ix.Problem == nil {
 		return
 	}

@@ -203,7 +203,8 @@ func verdictCodesTB(tb testing.TB, fsys fs.FS, o verify.Options) (*verify.Report
 // TestPackEntriesBounded: the pack index is bounded by
 // Limits.MaxPackEntries (16 bytes of memory per entry): entries appended
 // to a sealed bundle's pack change nothing the evidence says (verified),
-// and past the bound the rest of the pack is not read and the verdict is
+// but they are counted (pack_unreferenced), and past the bound the rest
+// of the pack is not read and the verdict is
 // incomplete (limit_exceeded), never pack_malformed and never a pass on
 // bytes not read.
 func TestPackEntriesBounded(t *testing.T) {
@@ -222,6 +223,13 @@ func TestPackEntriesBounded(t *testing.T) {
 	rep, codes := verdictCodes(t, appended, trusted(t))
 	if rep.Verdict != verify.Verified || len(codes) != 0 {
 		t.Fatalf("appended entries: verdict %s, codes %v\n%s", rep.Verdict, codes, dump(rep))
+	}
+	// They are counted (pack_unreferenced, info); the honest pack has none.
+	if f := rep.Find(verify.CodePackUnreferenced); len(f) != 1 || f[0].Status != verify.StatusInfo || !strings.HasPrefix(f[0].Detail, "3 of ") {
+		t.Fatalf("appended entries: pack_unreferenced %v, want one info finding counting 3", f)
+	}
+	if honest, _ := verdictCodes(t, fsys, trusted(t)); honest.Has(verify.CodePackUnreferenced) {
+		t.Fatalf("the honest pack: %v", honest.Find(verify.CodePackUnreferenced))
 	}
 	o := trusted(t)
 	o.Limits.MaxPackEntries = 2

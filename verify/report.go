@@ -71,6 +71,7 @@ const (
 	CodePayloadRedacted      Code = "payload_redacted"  // info: payloads retained as redacted copies, with what they hide
 	CodeWithheldAccepted     Code = "withheld_accepted" // info: payloads the declared policy withheld, accepted by the caller (Options.AcceptWithheld)
 	CodePackMalformed        Code = "pack_malformed"    // the payload pack is not whole entries: the entries after the damage are not read
+	CodePackUnreferenced     Code = "pack_unreferenced" // pack entries no line or manifest references: bytes no commitment covers
 	CodeFileRefused          Code = "file_refused"      // a bundle file is a symbolic link, FIFO, device or other non-regular file: never read
 	CodeLimitExceeded        Code = "limit_exceeded"    // unsupported: the transcript is beyond a configured limit (Limits), so it was not read to the end
 
@@ -98,7 +99,7 @@ func AllCodes() []Code {
 		CodeTrustedKeyMissing, CodeCnfKeyMismatch, CodeTrustedKeyMatch,
 		CodeRecordStale, CodeRecordInFuture, CodeRecordFresh, CodeMaxAgeDisabled,
 
-		CodePayloadRedacted, CodeWithheldAccepted, CodePackMalformed, CodeFileRefused, CodeLimitExceeded,
+		CodePayloadRedacted, CodeWithheldAccepted, CodePackUnreferenced, CodePackMalformed, CodeFileRefused, CodeLimitExceeded,
 		CodeFormatUnsupported, CodeTranscriptMalformed, CodeDuplicateKey, CodeValueUnsupported,
 		CodeBindingFailure, CodeTranscriptBound, CodeCallCountMismatch,
 		CodeIdentityConflict, CodeHistoryConflict, CodeHistoryConsistent, CodeRetryLinked,

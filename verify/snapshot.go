@@ -95,6 +95,28 @@ func (b *bundleCheck) onSnapshot(e *transcript.SnapshotEvent) {
 		}
 		b.r.add(CodeSnapshotVerified, checkSnapshot, StatusPass, subject, detail)
 	}
+	if m.Cache.Original != nil {
+		b.referenceOriginal(m.Cache.Original.ManifestDigest)
+	}
+}
+
+// referenceOriginal notes the original capture a reuse names, when the
+// bundle retains it: its manifest and pages are referenced (the reuse
+// manifest commits to its digest), not checked (the reuse's own pages
+// are).
+func (b *bundleCheck) referenceOriginal(digest string) {
+	data, _, err := b.readPayload(digest, snapshot.MaxManifestBytes)
+	if err != nil || canon.SHA256(data) != digest {
+		return
+	}
+	om, err := snapshot.ParseManifest(data)
+	if err != nil {
+		return
+	}
+	for _, p := range om.Pages {
+		b.packEntry(p.Request.Digest)
+		b.packEntry(p.Response.Digest)
+	}
 }
 
 func toolName(t snapshot.Tool) string {

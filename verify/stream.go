@@ -109,12 +109,33 @@ type sharedPack struct {
 	mu sync.Mutex
 	ra io.ReaderAt
 	ix *transcript.PackIndex
+	// used holds the distinct digests found: the entries some line or
+	// manifest referenced (bounded by the index, ix.Len()).
+	used map[string]struct{}
 }
 
 func (s *sharedPack) locate(r io.ReaderAt, digest string) (transcript.PackEntry, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ix.Locate(r, digest)
+	e, ok, err := s.ix.Locate(r, digest)
+	if ok && err == nil {
+		s.useLocked(digest)
+	}
+	return e, ok, err
+}
+
+// use notes an entry found without the index (the line reader's walk).
+func (s *sharedPack) use(digest string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.useLocked(digest)
+}
+
+func (s *sharedPack) useLocked(digest string) {
+	if s.used == nil {
+		s.used = map[string]struct{}{}
+	}
+	s.used[digest] = struct{}{}
 }
 
 // Roles of a prefetched payload whose facts deriveAhead derives.
@@ -261,6 +282,7 @@ func (lr *lineReader) prefetch(bt *lineBatch, ev transcript.Event) {
 	var err error
 	if ok {
 		lr.stats.walked++
+		sp.use(p.Digest)
 	} else {
 		// The index's header reads are small and anywhere: straight to
 		// the file, not through the cache of the walk's window.

@@ -25,8 +25,10 @@ import (
 // and ServerRules lists and the spec name every one). What is left is
 // named by another package or by a user of an exported API. Lower it
 // whenever the surface shrinks, never raise it without a reason in the
-// commit.
-const maxExported = 686
+// commit. 689: mcpwire.RuleCaptureStream (the proxy's own collection over
+// HTTP), verify.CodePackUnreferenced and transcript.PackIndex.Distinct
+// (issue 24, pack entries no line references).
+const maxExported = 689
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")
