@@ -320,3 +320,15 @@ func attemptsText(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " attempts"
 }
+
+// files returns the checkpoint files in prefix order (nil safe).
+func (k *checkpointCheck) files() []string {
+	if k == nil {
+		return nil
+	}
+	out := make([]string, 0, len(k.entries))
+	for _, e := range k.entries {
+		out = append(out, e.file)
+	}
+	return out
+}

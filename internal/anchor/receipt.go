@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	f_log "github.com/transparency-dev/formats/log"
@@ -224,7 +225,8 @@ func CheckConsistency(prev, cur *Checked, c *Consistency) error {
 // EncodeHash is a receipt's spelling of a hash: sha256:<lowercase hex>.
 func EncodeHash(h []byte) string { return "sha256:" + hex.EncodeToString(h) }
 
-func encodeHashes(hs [][]byte) []string {
+// EncodeHashes spells each hash as EncodeHash does.
+func EncodeHashes(hs [][]byte) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
 		out[i] = EncodeHash(h)
@@ -250,4 +252,10 @@ func decodeHashes(ss []string) ([][]byte, error) {
 		out[i] = h
 	}
 	return out, nil
+}
+
+// EntryURI is the transparency URI of a log entry: the log's URL and
+// /entries/<index>, which tracectl log serve resolves to the entry's bytes.
+func EntryURI(logURL string, index uint64) string {
+	return strings.TrimRight(logURL, "/") + "/entries/" + strconv.FormatUint(index, 10)
 }

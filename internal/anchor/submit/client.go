@@ -1,4 +1,8 @@
-package anchor
+// Package submit anchors a bundle's statements in a C2SP tlog-tiles log
+// (tracectl log serve): it submits each statement's anchor leaf, builds its
+// receipt from the log's tiles with Tessera's client, checks it as a
+// verifier will, and writes it to anchors/. verify never imports it.
+package submit
 
 import (
 	"bytes"
@@ -18,13 +22,9 @@ import (
 	"time"
 
 	"github.com/transparency-dev/tessera/client"
-)
 
-// EntryURI is the transparency URI of a log entry: the log's URL and
-// /entries/<index>, which tracectl log serve resolves to the entry's bytes.
-func EntryURI(logURL string, index uint64) string {
-	return strings.TrimRight(logURL, "/") + "/entries/" + strconv.FormatUint(index, 10)
-}
+	"github.com/tracectl/tracectl/internal/anchor"
+)
 
 // maxAddResponse bounds the log's answer to an addition.
 const maxAddResponse = 64 << 10
@@ -32,7 +32,7 @@ const maxAddResponse = 64 << 10
 // Client submits statements to one log and builds their receipts.
 type Client struct {
 	URL  string
-	Keys Keys
+	Keys anchor.Keys
 	HTTP *http.Client // nil: a client with a 30 s timeout
 }
 
@@ -78,8 +78,8 @@ func (c *Client) add(ctx context.Context, leaf []byte) (uint64, []byte, error) {
 // consistency proof from prev's tree, when given) before it is returned.
 // An error before the log answered is retryable; after, the entry is in
 // the log and only the proof is retried (the caller retries Prove).
-func (c *Client) Anchor(ctx context.Context, path string, statement []byte, prev *Checked) (*Receipt, *Checked, error) {
-	leaf, err := Leaf(statement)
+func (c *Client) Anchor(ctx context.Context, path string, statement []byte, prev *anchor.Checked) (*anchor.Receipt, *anchor.Checked, error) {
+	leaf, err := anchor.Leaf(statement)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -92,7 +92,7 @@ func (c *Client) Anchor(ctx context.Context, path string, statement []byte, prev
 
 // Prove builds and checks the receipt of a statement at index idx, from
 // checkpoint cp (nil: the log's latest) and the log's tiles.
-func (c *Client) Prove(ctx context.Context, path string, statement []byte, idx uint64, cp []byte, prev *Checked) (*Receipt, *Checked, error) {
+func (c *Client) Prove(ctx context.Context, path string, statement []byte, idx uint64, cp []byte, prev *anchor.Checked) (*anchor.Receipt, *anchor.Checked, error) {
 	u, err := url.Parse(strings.TrimRight(c.URL, "/") + "/")
 	if err != nil {
 		return nil, nil, err
@@ -115,13 +115,13 @@ func (c *Client) Prove(ctx context.Context, path string, statement []byte, idx u
 
 // BuildReceipt makes the receipt of the statement at idx under checkpoint
 // cp from the log's tiles, and checks it as a verifier will.
-func BuildReceipt(ctx context.Context, tiles client.TileFetcherFunc, k Keys, logURL, path string, statement []byte, idx uint64, cp []byte, prev *Checked) (*Receipt, *Checked, error) {
-	c, _, err := OpenCheckpoint(cp, k)
+func BuildReceipt(ctx context.Context, tiles client.TileFetcherFunc, k anchor.Keys, logURL, path string, statement []byte, idx uint64, cp []byte, prev *anchor.Checked) (*anchor.Receipt, *anchor.Checked, error) {
+	c, _, err := anchor.OpenCheckpoint(cp, k)
 	if err != nil {
 		return nil, nil, err
 	}
 	if idx >= c.Size {
-		return nil, nil, fmt.Errorf("%w: checkpoint of size %d does not cover index %d", ErrInvalid, c.Size, idx)
+		return nil, nil, fmt.Errorf("%w: checkpoint of size %d does not cover index %d", anchor.ErrInvalid, c.Size, idx)
 	}
 	pb, err := client.NewProofBuilder(ctx, c.Size, tiles)
 	if err != nil {
@@ -131,9 +131,9 @@ func BuildReceipt(ctx context.Context, tiles client.TileFetcherFunc, k Keys, log
 	if err != nil {
 		return nil, nil, err
 	}
-	r := &Receipt{
-		Format: ReceiptFormat, Statement: path, Log: logURL,
-		LeafIndex: idx, LeafCount: c.Size, AuditPath: encodeHashes(path1), MerkleRoot: EncodeHash(c.Hash),
+	r := &anchor.Receipt{
+		Format: anchor.ReceiptFormat, Statement: path, Log: logURL,
+		LeafIndex: idx, LeafCount: c.Size, AuditPath: anchor.EncodeHashes(path1), MerkleRoot: anchor.EncodeHash(c.Hash),
 		Checkpoint: string(cp),
 	}
 	if prev != nil && prev.Size < c.Size {
@@ -141,14 +141,14 @@ func BuildReceipt(ctx context.Context, tiles client.TileFetcherFunc, k Keys, log
 		if err != nil {
 			return nil, nil, err
 		}
-		r.Consistency = &Consistency{FromSize: prev.Size, Proof: encodeHashes(cons)}
+		r.Consistency = &anchor.Consistency{FromSize: prev.Size, Proof: anchor.EncodeHashes(cons)}
 	}
 	ck, err := r.Check(statement, k)
 	if err != nil {
 		return nil, nil, err
 	}
 	if prev != nil {
-		if err := CheckConsistency(prev, ck, r.Consistency); err != nil {
+		if err := anchor.CheckConsistency(prev, ck, r.Consistency); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -161,7 +161,7 @@ func BuildReceipt(ctx context.Context, tiles client.TileFetcherFunc, k Keys, log
 type Queue struct {
 	c      *Client
 	bundle string
-	report func(path string, r *Receipt, err error)
+	report func(path string, r *anchor.Receipt, err error)
 	// Retries and Backoff: each statement is tried 1+Retries times; Backoff
 	// is the wait before retry n (nil: 100 ms << n on a real timer).
 	retries int
@@ -172,7 +172,7 @@ type Queue struct {
 	once sync.Once
 
 	seq  int
-	prev *Checked
+	prev *anchor.Checked
 }
 
 type job struct {
@@ -182,7 +182,7 @@ type job struct {
 }
 
 type result struct {
-	r   *Receipt
+	r   *anchor.Receipt
 	err error
 }
 
@@ -195,7 +195,7 @@ type QueueOptions struct {
 	Backoff func(n int) <-chan time.Time
 	// Report is called on the queue's goroutine after each statement
 	// (a receipt, or the error that left it unanchored).
-	Report func(path string, r *Receipt, err error)
+	Report func(path string, r *anchor.Receipt, err error)
 }
 
 // NewQueue starts anchoring the statements of the bundle directory.
@@ -206,7 +206,7 @@ func NewQueue(c *Client, bundle string, o QueueOptions) *Queue {
 		q.backoff = func(n int) <-chan time.Time { return time.After(100 * time.Millisecond << min(n, 6)) }
 	}
 	if q.report == nil {
-		q.report = func(string, *Receipt, error) {}
+		q.report = func(string, *anchor.Receipt, error) {}
 	}
 	go q.run()
 	return q
@@ -227,7 +227,7 @@ func (q *Queue) Submit(path string) error {
 
 // AnchorNow anchors statement (to be kept at path) after everything queued
 // before it, and waits for its receipt.
-func (q *Queue) AnchorNow(ctx context.Context, path string, statement []byte) (*Receipt, error) {
+func (q *Queue) AnchorNow(ctx context.Context, path string, statement []byte) (*anchor.Receipt, error) {
 	reply := make(chan result, 1)
 	select {
 	case q.jobs <- job{path: path, statement: statement, reply: reply}:
@@ -259,7 +259,7 @@ func (q *Queue) run() {
 	}
 }
 
-func (q *Queue) one(j job) (*Receipt, error) {
+func (q *Queue) one(j job) (*anchor.Receipt, error) {
 	ctx := context.Background()
 	st := j.statement
 	if st == nil {
@@ -268,7 +268,7 @@ func (q *Queue) one(j job) (*Receipt, error) {
 			return nil, err
 		}
 	}
-	leaf, err := Leaf(st)
+	leaf, err := anchor.Leaf(st)
 	if err != nil {
 		return nil, err
 	}
@@ -283,13 +283,13 @@ func (q *Queue) one(j job) (*Receipt, error) {
 		}
 		<-q.backoff(n)
 	}
-	var r *Receipt
-	var ck *Checked
+	var r *anchor.Receipt
+	var ck *anchor.Checked
 	for n := 0; ; n++ {
 		if r, ck, err = q.c.Prove(ctx, j.path, st, idx, cp, q.prev); err == nil {
 			break
 		}
-		if n >= q.retries || errors.Is(err, ErrFork) {
+		if n >= q.retries || errors.Is(err, anchor.ErrFork) {
 			return nil, err
 		}
 		cp = nil // the next try reads the log's latest checkpoint
@@ -303,12 +303,12 @@ func (q *Queue) one(j job) (*Receipt, error) {
 }
 
 // write stores the receipt as anchors/<seq>.json, exclusively, 0600.
-func (q *Queue) write(r *Receipt) error {
+func (q *Queue) write(r *anchor.Receipt) error {
 	b, err := r.Marshal()
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(q.bundle, Dir)
+	dir := filepath.Join(q.bundle, anchor.Dir)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
@@ -339,12 +339,12 @@ func readStatement(p string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxStatementBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, anchor.MaxStatementBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxStatementBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes", p, MaxStatementBytes)
+	if len(b) > anchor.MaxStatementBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes", p, anchor.MaxStatementBytes)
 	}
 	return b, nil
 }
