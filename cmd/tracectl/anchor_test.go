@@ -1,0 +1,144 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tracectl/tracectl/internal/mcptest"
+)
+
+// anchorKit is a kit with a running tracectl log serve (a real Tessera
+// log on loopback) and the Go SDK server to record.
+type anchorKit struct {
+	*lifecycleKit
+	srv, logDir, logURL, logPub string
+	log                         *wrapRun
+}
+
+func newAnchorKit(t *testing.T) *anchorKit {
+	t.Helper()
+	k := &anchorKit{lifecycleKit: newKit(t), srv: mcptest.Build(t, "sdkserver")}
+	k.logDir = filepath.Join(k.dir, "log")
+	k.logPub = filepath.Join(k.logDir, "log.pub")
+	k.log = k.startArgs(t, io.Discard, "log", "serve", "--dir", k.logDir, "--listen", "127.0.0.1:0", "--origin", "test.tracectl/log")
+	k.log.stderr.waitFor(t, "serving http://")
+	m := regexp.MustCompile(`serving (http://[^ ]+)`).FindStringSubmatch(k.log.stderr.String())
+	if m == nil {
+		t.Fatalf("log serve: %s", k.log.stderr)
+	}
+	k.logURL = m[1]
+	return k
+}
+
+// session records one wrap session in front of the SDK server: tools/list
+// and calls echo calls, then the client closes; wrap must exit 0.
+func (k *anchorKit) session(t *testing.T, bundle string, calls int, extra ...string) string {
+	t.Helper()
+	outR, outW := io.Pipe()
+	args := append([]string{"wrap", "--bundle", bundle, "--key", k.key, "--checkpoint-every", "2"}, extra...)
+	args = append(args, "--", k.srv)
+	w := k.startArgs(t, outW, args...)
+	responses := bufio.NewReader(outR)
+	for id := 0; id <= calls; id++ {
+		req := modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))
+		if id == 0 {
+			req = `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n"
+		}
+		if _, err := io.WriteString(w.in, req); err != nil {
+			t.Fatal(err)
+		}
+		line, err := responses.ReadString('\n')
+		if err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
+			t.Fatalf("call %d: %q, %v\n%s", id, line, err, w.stderr)
+		}
+	}
+	w.in.Close()
+	if code := w.wait(t); code != 0 {
+		t.Fatalf("wrap exit %d\n%s", code, w.stderr)
+	}
+	outW.Close()
+	return w.stderr.String()
+}
+
+func (k *anchorKit) anchoredSession(t *testing.T, bundle string, calls int) string {
+	t.Helper()
+	return k.session(t, bundle, calls, "--anchor", k.logURL, "--anchor-key", k.logPub)
+}
+
+// verify runs tracectl verify and returns its exit status and report.
+func (k *anchorKit) verify(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	out, err := exec.Command(k.bin, append([]string{"verify", "--trusted-key", k.key + ".pub"}, args...)...).CombinedOutput()
+	return procExit(err), squeeze(string(out))
+}
+
+// TestAnchoredSessions: three sessions anchored in a real Tessera log
+// (tracectl log serve) each verify with --log-key, every signed statement
+// (the first checkpoint over the header, every --checkpoint-every
+// checkpoint, the sealed record) anchor_included; record.json names its log
+// entry, which the log serves; without --log-key the receipts are reported
+// present and unchecked.
+func TestAnchoredSessions(t *testing.T) {
+	k := newAnchorKit(t)
+	for i := 1; i <= 3; i++ {
+		bundle := filepath.Join(k.dir, fmt.Sprintf("run%d.trace", i))
+		stderr := k.anchoredSession(t, bundle, 3)
+		if !strings.Contains(stderr, "tracectl: anchored anchors/record.json: log entry") || strings.Contains(stderr, "anchor failed") {
+			t.Fatalf("session %d stderr:\n%s", i, stderr)
+		}
+		ckpts, _ := filepath.Glob(filepath.Join(bundle, "checkpoints", "*.json"))
+		// The header alone (1.json), then after attempts 2 (and 3 at seal is
+		// the record): at least two checkpoints.
+		if len(ckpts) < 2 || !fileExists(filepath.Join(bundle, "checkpoints", "1.json")) {
+			t.Fatalf("checkpoints %v", ckpts)
+		}
+		code, out := k.verify(t, "--log-key", k.logPub, bundle)
+		if code != 0 || !strings.HasPrefix(out, "verdict: verified") {
+			t.Fatalf("verify --log-key: exit %d\n%s", code, out)
+		}
+		if got, want := strings.Count(out, "pass anchor_included"), len(ckpts)+1; got != want {
+			t.Errorf("session %d: %d anchor_included, want %d (checkpoints and record)\n%s", i, got, want, out)
+		}
+		code, out = k.verify(t, bundle)
+		if code != 0 || !strings.Contains(out, "info anchor_unchecked") {
+			t.Errorf("verify without --log-key: exit %d\n%s", code, out)
+		}
+		rec, err := os.ReadFile(filepath.Join(bundle, "record.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`"transparency":"([^"]+)"`).FindSubmatch(rec)
+		if m == nil || !strings.HasPrefix(string(m[1]), k.logURL+"/entries/") {
+			t.Fatalf("record.json transparency: %s", rec)
+		}
+		if !bytes.Contains(rec, []byte(`"transcript_uri":"urn:uuid:`)) {
+			t.Errorf("record.json names no session: %s", rec)
+		}
+		// The URI resolves to the anchored record's leaf.
+		res, err := http.Get(string(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if anchored, _ := os.ReadFile(filepath.Join(bundle, "anchors", "record.json")); res.StatusCode != 200 || !bytes.Contains(entry, []byte(`"transcript_uri":"urn:uuid:`)) || !bytes.Contains(anchored, entry[bytes.Index(entry, []byte(`"signature"`)):bytes.LastIndexByte(entry, '"')]) {
+			t.Errorf("GET %s: %d %s", m[1], res.StatusCode, entry)
+		}
+		if i == 1 {
+			t.Logf("%s", out)
+		}
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
