@@ -37,8 +37,8 @@ type verifyOptions struct {
 	input            string
 	inputs           []string // more than one input, or --recursive: verify many (verifymany.go)
 	recursive        []string
-	failOnWarning    bool             // --fail-on warning
-	logKey           string           // --log-key: check anchors/ (spec/anchoring.md)
+	failOnWarning    bool   // --fail-on warning
+	logKey           string // --log-key: check anchors/ (spec/anchoring.md)
 	witnessKeys      []string
 	witnessThreshold int
 	now              func() time.Time // the clock, an input like everything else
