@@ -37,11 +37,13 @@ type verifyOptions struct {
 	input            string
 	inputs           []string // more than one input, or --recursive: verify many (verifymany.go)
 	recursive        []string
-	failOnWarning    bool   // --fail-on warning
-	logKey           string // --log-key: check anchors/ (spec/anchoring.md)
+	failOnWarning    bool             // --fail-on warning
+	now              func() time.Time // the clock, an input like everything else
+	// --log-key, --witness-key, --witness-threshold: check anchors/
+	// (spec/anchoring.md)
+	logKey           string
 	witnessKeys      []string
 	witnessThreshold int
-	now              func() time.Time // the clock, an input like everything else
 }
 
 func init() {
