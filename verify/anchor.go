@@ -82,17 +82,9 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
 			continue
 		}
-		st := find(rc.Statement)
-		if st == nil {
-			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, fmt.Sprintf("names %.80q, not a signed statement of this bundle", rc.Statement))
-			continue
-		}
-		stmt, err := readFile(fsys, rc.Statement, sign.MaxRecordBytes)
-		if err != nil {
-			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, "the anchored statement "+rc.Statement+" cannot be read: "+err.Error())
-			continue
-		}
-		ck, err := rc.Check(stmt, *v.keys)
+		// What the receipt says of the log is judged first, whatever it
+		// names: successive checkpoints must be one history.
+		ck, err := rc.CheckLog(*v.keys)
 		if err != nil {
 			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
 			continue
@@ -110,16 +102,28 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 				r.add(CodeAnchorOrder, checkAnchor, StatusFail, name, fmt.Sprintf("log entry %d after entry %d: receipts are numbered in log order", ck.Index, prev.Index))
 			}
 		}
+		prev = ck
+		st := find(rc.Statement)
+		if st == nil {
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, fmt.Sprintf("names %.80q, not a signed statement of this bundle", rc.Statement))
+			continue
+		}
+		stmt, err := readFile(fsys, rc.Statement, sign.MaxRecordBytes)
+		if err != nil {
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, "the anchored statement "+rc.Statement+" cannot be read: "+err.Error())
+			continue
+		}
+		if err := rc.Includes(stmt, ck); err != nil {
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			continue
+		}
 		if pos := slices.Index(want, st); pos <= lastStmt {
 			r.add(CodeAnchorOrder, checkAnchor, StatusFail, name, rc.Statement+" anchored after a later statement")
 		} else {
 			lastStmt = pos
 		}
-		prev = ck
-		if rc.Statement == anchor.RecordFile {
-			if !v.anchoredRecord(r, record, stmt, rc) {
-				continue
-			}
+		if rc.Statement == anchor.RecordFile && !v.anchoredRecord(r, record, stmt, rc) {
+			continue
 		}
 		st.covered = true
 		detail := fmt.Sprintf("log entry %d, under a checkpoint of size %d", ck.Index, ck.Size)
@@ -160,15 +164,15 @@ func (v *Verifier) anchoredRecord(r *Report, final, anchored []byte, rc *anchor.
 	if err != nil {
 		return fail("record.json does not parse: " + err.Error())
 	}
-	if want := anchor.EntryURI(rc.Log, rc.LeafIndex); f.Transparency != want {
-		return fail(fmt.Sprintf("transparency is %.120q, want %q: the anchored entry", f.Transparency, want))
-	}
 	fa, ff := *a, *f
 	fa.Signature, ff.Signature, ff.Transparency = "", "", ""
 	ba, err1 := canon.Marshal(&fa)
 	bf, err2 := canon.Marshal(&ff)
 	if err1 != nil || err2 != nil || !bytes.Equal(ba, bf) || a.Transparency != "" {
 		return fail("record.json is not the anchored record (" + anchor.RecordFile + ") plus transparency: it was rewritten after anchoring")
+	}
+	if want := anchor.EntryURI(rc.Log, rc.LeafIndex); f.Transparency != want {
+		return fail(fmt.Sprintf("transparency is %.120q, want %q: the anchored entry", f.Transparency, want))
 	}
 	return true
 }

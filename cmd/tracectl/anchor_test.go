@@ -142,3 +142,71 @@ func TestAnchoredSessions(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// rewrite removes the bundle's last attempt the way a host holding the
+// producer key could: the transcript is cut before the last attempt line,
+// checkpoints past the cut and record.json are deleted, and the bundle is
+// sealed and signed again with the producer's own key.
+func (k *anchorKit) rewrite(t *testing.T, bundle string) {
+	t.Helper()
+	tp := filepath.Join(bundle, "transcript.jsonl")
+	data, err := os.ReadFile(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"attempt"`) {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		t.Fatal("no attempt to remove")
+	}
+	if err := os.WriteFile(tp, []byte(strings.Join(lines[:cut], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ckpts, _ := filepath.Glob(filepath.Join(bundle, "checkpoints", "*.json"))
+	for _, c := range ckpts {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(c), "%d.json", &n); err == nil && n > cut {
+			os.Remove(c)
+		}
+	}
+	os.Remove(filepath.Join(bundle, "record.json"))
+	if out, err := exec.Command(k.bin, "seal", "--bundle", bundle, "--key", k.key).CombinedOutput(); err != nil {
+		t.Fatalf("re-seal: %v\n%s", err, out)
+	}
+}
+
+// TestAnchoredRewriteDetected: a session whose last attempt is removed and
+// which is sealed again with the producer's own key verifies without
+// --log-key (the threat), and is not verified with it: failed with its
+// anchors/ (anchor_invalid: record.json is not the anchored record, and
+// the dropped checkpoint's receipt names a statement that is gone), and
+// incomplete without them (anchor_missing).
+func TestAnchoredRewriteDetected(t *testing.T) {
+	k := newAnchorKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	k.anchoredSession(t, bundle, 4)
+	k.rewrite(t, bundle)
+	if code, out := k.verify(t, bundle); code != 0 {
+		t.Fatalf("the rewritten bundle should verify without the log (it is re-signed): exit %d\n%s", code, out)
+	}
+	code, out := k.verify(t, "--log-key", k.logPub, bundle)
+	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [record.json]") || !strings.Contains(out, "rewritten after anchoring") {
+		t.Fatalf("with anchors/: exit %d\n%s", code, out)
+	}
+	if err := os.RemoveAll(filepath.Join(bundle, "anchors")); err != nil {
+		t.Fatal(err)
+	}
+	code, out = k.verify(t, "--log-key", k.logPub, bundle)
+	if code != exitIncomplete || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("without anchors/: exit %d\n%s", code, out)
+	}
+	// Unchanged by --log-key's absence: the rewrite is only visible against the log.
+	if code, _ := k.verify(t, bundle); code != 0 {
+		t.Fatalf("without anchors/ and --log-key: exit %d", code)
+	}
+}

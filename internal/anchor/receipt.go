@@ -168,10 +168,22 @@ func OpenCheckpoint(text []byte, k Keys) (*f_log.Checkpoint, int, error) {
 }
 
 // Check verifies the receipt for the statement bytes it names: the
-// checkpoint's signatures, that leaf_count and merkle_root are the
-// checkpoint's, and that audit_path leads from the statement's anchor leaf
-// at leaf_index to that root (RFC 9162, 2.1.3.2).
+// checkpoint (CheckLog) and the statement's inclusion (Includes).
 func (r *Receipt) Check(statement []byte, k Keys) (*Checked, error) {
+	c, err := r.CheckLog(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Includes(statement, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CheckLog verifies the receipt's checkpoint under k and that leaf_count and
+// merkle_root are the checkpoint's: what the receipt says of the log,
+// whatever statement it names.
+func (r *Receipt) CheckLog(k Keys) (*Checked, error) {
 	cp, cosigned, err := OpenCheckpoint([]byte(r.Checkpoint), k)
 	if err != nil {
 		return nil, err
@@ -183,18 +195,24 @@ func (r *Receipt) Check(statement []byte, k Keys) (*Checked, error) {
 	if cp.Size != r.LeafCount || !bytes.Equal(cp.Hash, root) {
 		return nil, fmt.Errorf("%w: leaf_count and merkle_root are not the checkpoint's (size %d)", ErrInvalid, cp.Size)
 	}
+	return &Checked{Size: cp.Size, Root: cp.Hash, Index: r.LeafIndex, Cosigned: cosigned}, nil
+}
+
+// Includes verifies that audit_path leads from the statement's anchor leaf
+// at leaf_index to the checked root (RFC 9162, 2.1.3.2).
+func (r *Receipt) Includes(statement []byte, c *Checked) error {
 	path, err := decodeHashes(r.AuditPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: audit_path: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: audit_path: %v", ErrInvalid, err)
 	}
 	leaf, err := Leaf(statement)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, r.LeafIndex, r.LeafCount, rfc6962.DefaultHasher.HashLeaf(leaf), path, root); err != nil {
-		return nil, fmt.Errorf("%w: the statement's leaf is not at leaf_index %d of the checkpoint's tree: %v", ErrInvalid, r.LeafIndex, err)
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, r.LeafIndex, c.Size, rfc6962.DefaultHasher.HashLeaf(leaf), path, c.Root); err != nil {
+		return fmt.Errorf("%w: the statement's leaf is not at leaf_index %d of the checkpoint's tree: %v", ErrInvalid, r.LeafIndex, err)
 	}
-	return &Checked{Size: cp.Size, Root: cp.Hash, Index: r.LeafIndex, Cosigned: cosigned}, nil
+	return nil
 }
 
 // CheckConsistency verifies that prev (an earlier receipt's checked
