@@ -210,3 +210,59 @@ func TestAnchoredRewriteDetected(t *testing.T) {
 		t.Fatalf("without anchors/ and --log-key: exit %d", code)
 	}
 }
+
+// audit runs tracectl audit and returns its exit status and output.
+func (k *anchorKit) audit(t *testing.T, logArg, state string, bundles ...string) (int, string) {
+	t.Helper()
+	args := append([]string{"audit", "--log", logArg, "--log-key", k.logPub, "--trusted-key", k.key + ".pub", "--state", state}, bundles...)
+	out, err := exec.Command(k.bin, args...).CombinedOutput()
+	return procExit(err), string(out)
+}
+
+// TestAuditFleet: three anchored sessions audit clean against the log
+// served over HTTP and against its directory read offline; a deleted
+// bundle is missing, a rewritten one truncated (the log's record covers a
+// call the bundle's does not).
+func TestAuditFleet(t *testing.T) {
+	k := newAnchorKit(t)
+	fleet := filepath.Join(k.dir, "fleet")
+	if err := os.Mkdir(fleet, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var bundles []string
+	for i := 1; i <= 3; i++ {
+		b := filepath.Join(fleet, fmt.Sprintf("run%d.trace", i))
+		k.anchoredSession(t, b, 3)
+		bundles = append(bundles, b)
+	}
+	state := filepath.Join(k.dir, "audit-state.json")
+	code, out := k.audit(t, k.logURL, state, fleet)
+	if code != 0 || !strings.Contains(out, "3 sessions, 3 bundles: 0 findings") {
+		t.Fatalf("clean fleet: exit %d\n%s", code, out)
+	}
+	if code, out := k.audit(t, k.logDir, state, fleet); code != 0 {
+		t.Fatalf("offline mirror: exit %d\n%s", code, out)
+	}
+	hdr, err := os.ReadFile(filepath.Join(bundles[0], "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := regexp.MustCompile(`"execution_scope":"([^"]+)"`).FindSubmatch(hdr)[1]
+	if err := os.RemoveAll(bundles[0]); err != nil {
+		t.Fatal(err)
+	}
+	k.rewrite(t, bundles[1])
+	os.RemoveAll(filepath.Join(bundles[1], "anchors"))
+	code, out = k.audit(t, k.logURL, state, fleet)
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, out)
+	}
+	for _, want := range []string{"missing urn:uuid:" + string(scope) + ":", "truncated " + bundles[1] + ": log entry", "2 bundles: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, bundles[2]) {
+		t.Errorf("the untouched bundle has a finding:\n%s", out)
+	}
+}
