@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/transparency-dev/tessera/client"
+
+	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/internal/anchor/submit"
 	"github.com/tracectl/tracectl/internal/mcptest"
 )
 
@@ -264,5 +269,95 @@ func TestAuditFleet(t *testing.T) {
 	}
 	if strings.Contains(out, bundles[2]) {
 		t.Errorf("the untouched bundle has a finding:\n%s", out)
+	}
+}
+
+// TestAnchorForkCaught: a second log under the same key with another
+// history (a log that forked) is caught by audit, which remembers the
+// checkpoint it saw of the first (log_forked), and by verify, when a
+// bundle's receipts come from both histories (anchor_fork).
+func TestAnchorForkCaught(t *testing.T) {
+	k := newAnchorKit(t)
+	forkDir := filepath.Join(k.dir, "fork")
+	if err := os.Mkdir(forkDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"log.key", "log.pub"} {
+		b, err := os.ReadFile(filepath.Join(k.logDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(forkDir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fork := k.startArgs(t, io.Discard, "log", "serve", "--dir", forkDir, "--listen", "127.0.0.1:0")
+	fork.stderr.waitFor(t, "serving http://")
+	forkURL := regexp.MustCompile(`serving (http://[^ ]+)`).FindStringSubmatch(fork.stderr.String())[1]
+
+	first := filepath.Join(k.dir, "first.trace")
+	k.anchoredSession(t, first, 3)
+	state := filepath.Join(k.dir, "audit-state.json")
+	if code, out := k.audit(t, k.logURL, state, first); code != 0 {
+		t.Fatalf("first audit: exit %d\n%s", code, out)
+	}
+	for i := range 2 {
+		k.session(t, filepath.Join(k.dir, fmt.Sprintf("forked%d.trace", i)), 3, "--anchor", forkURL, "--anchor-key", k.logPub)
+	}
+	code, out := k.audit(t, forkURL, state, first)
+	if code != exitFailed || !strings.Contains(out, "log_forked checkpoint: the tree of") {
+		t.Fatalf("audit of the fork: exit %d\n%s", code, out)
+	}
+	// The fork's checkpoint is not remembered: the next audit of the
+	// first log is clean.
+	if code, out := k.audit(t, k.logURL, state, first); code != 0 {
+		t.Fatalf("audit after the fork: exit %d\n%s", code, out)
+	}
+
+	// The record's receipt replaced by one from the fork (same key, the
+	// fork's history): its consistency with the earlier receipts fails.
+	ents, _ := filepath.Glob(filepath.Join(first, "anchors", "[0-9]*.json"))
+	last := filepath.Join(first, "anchors", fmt.Sprintf("%d.json", len(ents)))
+	prevB, err := os.ReadFile(filepath.Join(first, "anchors", fmt.Sprintf("%d.json", len(ents)-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, err := anchor.ParseReceipt(prevB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logKey, _ := os.ReadFile(k.logPub)
+	keys, err := anchor.ParseKeys(string(logKey), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmt, err := os.ReadFile(filepath.Join(first, "anchors", "record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &submit.Client{URL: forkURL, Keys: keys}
+	ctx := t.Context()
+	r, ck, err := c.Anchor(ctx, anchor.RecordFile, stmt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(forkURL + "/")
+	f, _ := client.NewHTTPFetcher(u, nil)
+	pb, _ := client.NewProofBuilder(ctx, ck.Size, f.ReadTile)
+	cons, err := pb.ConsistencyProof(ctx, prev.LeafCount, ck.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Consistency = &anchor.Consistency{FromSize: prev.LeafCount, Proof: anchor.EncodeHashes(cons)}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(last, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, vout := k.verify(t, "--log-key", k.logPub, first)
+	if code != exitFailed || !strings.Contains(vout, "fail anchor_fork [anchors/") {
+		t.Fatalf("verify with a receipt from the fork: exit %d\n%s", code, vout)
 	}
 }
