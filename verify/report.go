@@ -108,7 +108,7 @@ func AllCodes() []Code {
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited, CodeOutcomeUndisclosed,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
-		CodeAnchorIncluded, CodeAnchorInvalid, CodeAnchorFork, CodeAnchorOrder, CodeAnchorMissing, CodeAnchorUnchecked,
+		codeAnchorIncluded, codeAnchorInvalid, codeAnchorFork, codeAnchorOrder, codeAnchorMissing, codeAnchorUnchecked,
 	}
 }
 
