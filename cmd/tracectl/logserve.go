@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/tracectl/tracectl/internal/tlog"
 )
@@ -79,6 +81,11 @@ func runLogServe(ctx context.Context, s streams, o *logServeOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Tessera logs through klog: its progress notes are dropped, its
+	// warnings and errors kept on stderr.
+	klog.LogToStderr(false)
+	klog.SetOutputBySeverity("INFO", io.Discard)
+	klog.SetOutputBySeverity("WARNING", s.err)
 	l, err := tlog.Open(ctx, tlog.Config{Dir: o.dir, Origin: origin})
 	if err != nil {
 		return ioErr(fmt.Errorf("open log %s: %w", o.dir, err), "")
