@@ -140,8 +140,8 @@ func TestAnchoredSessions(t *testing.T) {
 		if anchored, _ := os.ReadFile(filepath.Join(bundle, "anchors", "record.json")); res.StatusCode != 200 || !bytes.Contains(entry, []byte(`"transcript_uri":"urn:uuid:`)) || !bytes.Contains(anchored, entry[bytes.Index(entry, []byte(`"signature"`)):bytes.LastIndexByte(entry, '"')]) {
 			t.Errorf("GET %s: %d %s", m[1], res.StatusCode, entry)
 		}
-		if i == 1 {
-			t.Logf("%s", out)
+		if dst := os.Getenv("TRACECTL_UPDATE_ANCHOR_FIXTURE"); dst != "" && i == 3 {
+			writeAnchorFixture(t, bundle, k.logPub, dst)
 		}
 	}
 }
@@ -359,5 +359,37 @@ func TestAnchorForkCaught(t *testing.T) {
 	code, vout := k.verify(t, "--log-key", k.logPub, first)
 	if code != exitFailed || !strings.Contains(vout, "fail anchor_fork [anchors/") {
 		t.Fatalf("verify with a receipt from the fork: exit %d\n%s", code, vout)
+	}
+}
+
+// writeAnchorFixture keeps an anchored bundle's signed statements and
+// receipts, and the log key, for the independent verifier
+// (internal/vectors/independent/testdata/anchored):
+//
+//	TRACECTL_UPDATE_ANCHOR_FIXTURE=$PWD/internal/vectors/independent/testdata/anchored \
+//	  go test ./cmd/tracectl -run TestAnchoredSessions
+func writeAnchorFixture(t *testing.T, bundle, logPub, dst string) {
+	t.Helper()
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(bundle, "checkpoints", "*.json"))
+	more, _ := filepath.Glob(filepath.Join(bundle, "anchors", "*.json"))
+	files = append(append(files, more...), filepath.Join(bundle, "record.json"))
+	for _, f := range append(files, logPub) {
+		rel, _ := filepath.Rel(bundle, f)
+		if f == logPub {
+			rel = "log.pub"
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
