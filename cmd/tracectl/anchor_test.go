@@ -5,9 +5,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,6 +24,9 @@ import (
 	"github.com/tracectl/tracectl/internal/anchor"
 	"github.com/tracectl/tracectl/internal/anchor/submit"
 	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/internal/tlog"
+	"github.com/tracectl/tracectl/internal/witness"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // anchorKit is a kit with a running tracectl log serve (a real Tessera
@@ -392,4 +398,136 @@ func writeAnchorFixture(t *testing.T, bundle, logPub, dst string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestWitnessedAnchors: a log that must get a witness's cosignature (C2SP
+// tlog-witness; the witness checks each checkpoint's consistency with the
+// last it cosigned) before publishing: receipts carry the cosignature and
+// verify with --witness-key and a threshold of 1, not with a threshold of
+// 2 (a second witness never cosigned); a fork of the log under the same
+// key, growing past what the witness cosigned, is refused by the witness
+// and never published.
+func TestWitnessedAnchors(t *testing.T) {
+	base := newKit(t)
+	k := &anchorKit{lifecycleKit: base, srv: mcptest.Build(t, "sdkserver")}
+	k.logDir = filepath.Join(k.dir, "log")
+	k.logPub = filepath.Join(k.logDir, "log.pub")
+	if _, _, err := tlog.LoadOrCreateKey(k.logDir, "test.tracectl/witnessed"); err != nil {
+		t.Fatal(err)
+	}
+	logKey, err := os.ReadFile(k.logPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wpubs []string
+	var w *witness.Witness
+	for i := 1; i <= 2; i++ {
+		skey, vkey, err := note.GenerateKey(rand.Reader, fmt.Sprintf("witness.test/w%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(k.dir, fmt.Sprintf("w%d.pub", i))
+		if err := os.WriteFile(p, []byte(vkey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wpubs = append(wpubs, p)
+		if i == 1 {
+			if w, err = witness.New(skey, string(logKey)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	refused := make(chan error, 16)
+	w.Refused = func(_ string, err error) {
+		select {
+		case refused <- err:
+		default:
+		}
+	}
+	ws := httptest.NewServer(w)
+	defer ws.Close()
+	k.log = k.startArgs(t, io.Discard, "log", "serve", "--dir", k.logDir, "--listen", "127.0.0.1:0", "--witness", ws.URL, "--witness-key", wpubs[0])
+	k.log.stderr.waitFor(t, "serving http://")
+	k.logURL = regexp.MustCompile(`serving (http://[^ ]+)`).FindStringSubmatch(k.log.stderr.String())[1]
+
+	bundle := filepath.Join(k.dir, "run.trace")
+	if stderr := k.anchoredSession(t, bundle, 2); strings.Contains(stderr, "anchor failed") {
+		t.Fatalf("wrap:\n%s", stderr)
+	}
+	code, out := k.verify(t, "--log-key", k.logPub, "--witness-key", wpubs[0], "--witness-threshold", "1", bundle)
+	if code != 0 || !strings.Contains(out, "1 witness cosignatures") {
+		t.Fatalf("threshold 1: exit %d\n%s", code, out)
+	}
+	code, out = k.verify(t, "--log-key", k.logPub, "--witness-key", wpubs[0], "--witness-key", wpubs[1], "--witness-threshold", "2", bundle)
+	if code != exitFailed || !strings.Contains(out, "1 witness cosignatures, 2 required") {
+		t.Fatalf("threshold 2: exit %d\n%s", code, out)
+	}
+
+	// The fork: the same key, another history, the same witness.
+	forkDir := filepath.Join(k.dir, "fork")
+	if err := os.Mkdir(forkDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"log.key", "log.pub"} {
+		b, _ := os.ReadFile(filepath.Join(k.logDir, f))
+		if err := os.WriteFile(filepath.Join(forkDir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fork grows past what the witness cosigned without it, then asks
+	// for its cosignature: a consistency proof that cannot verify.
+	fork := k.startArgs(t, io.Discard, "log", "serve", "--dir", forkDir, "--listen", "127.0.0.1:0")
+	fork.stderr.waitFor(t, "serving http://")
+	forkURL := regexp.MustCompile(`serving (http://[^ ]+)`).FindStringSubmatch(fork.stderr.String())[1]
+	for i := range 6 {
+		res, err := http.Post(forkURL+"/add", "application/json", strings.NewReader(fmt.Sprintf(`{"fork":%d}`, i)))
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("add to the fork: %v %v", res, err)
+		}
+		res.Body.Close()
+	}
+	if err := fork.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := fork.wait(t); code != 0 {
+		t.Fatalf("log serve exit %d\n%s", code, fork.stderr)
+	}
+	fork = k.startArgs(t, io.Discard, "log", "serve", "--dir", forkDir, "--listen", "127.0.0.1:0", "--witness", ws.URL, "--witness-key", wpubs[0])
+	fork.stderr.waitFor(t, "serving http://")
+	forkURL = regexp.MustCompile(`serving (http://[^ ]+)`).FindStringSubmatch(fork.stderr.String())[1]
+	// One more entry: the fork publishes (asks the witness) when it grows.
+	// The addition waits for a publication that never comes; it is
+	// abandoned at the end.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, forkURL+"/add", strings.NewReader(`{"fork":"more"}`))
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	select {
+	case err := <-refused:
+		if !strings.Contains(err.Error(), "the log forked") {
+			t.Fatalf("the witness refused the fork for another reason: %v", err)
+		}
+	case <-fork.done:
+		t.Fatalf("the fork's log ended before the witness refused it:\n%s", fork.stderr)
+	}
+	fork.stderr.waitFor(t, "consistency proof is bad")
+	// What the fork serves is still its unwitnessed checkpoint: nothing it
+	// publishes carries the witness's cosignature.
+	res, err := http.Get(forkURL + "/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !bytes.HasPrefix(cp, []byte("test.tracectl/witnessed\n6\n")) || bytes.Contains(cp, []byte("witness.test/w1")) {
+		t.Fatalf("the fork's checkpoint:\n%s", cp)
+	}
+	if err := fork.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	fork.wait(t)
 }

@@ -7,13 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/transparency-dev/tessera"
 	"k8s.io/klog/v2"
 
 	"github.com/tracectl/tracectl/internal/tlog"
@@ -21,6 +24,7 @@ import (
 
 type logServeOptions struct {
 	dir, listen, origin string
+	witnesses, witnessKeys []string // paired by position
 	// ready, when set, is called with the address served (tests).
 	ready func(addr string)
 }
@@ -61,6 +65,8 @@ directory cannot be used.`,
 	f.StringVar(&o.dir, "dir", "", "the log's directory: key, verifier key and tiles (required)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:7480", "address to serve on")
 	f.StringVar(&o.origin, "origin", "", "the checkpoint origin of a new log (default: tracectl.log/<hostname>)")
+	f.StringArrayVar(&o.witnesses, "witness", nil, "a witness's URL (C2SP tlog-witness; repeatable): every one must cosign a checkpoint before it is published")
+	f.StringArrayVar(&o.witnessKeys, "witness-key", nil, "the verifier key file of the --witness at the same position")
 	return cmd
 }
 
@@ -86,7 +92,11 @@ func runLogServe(ctx context.Context, s streams, o *logServeOptions) error {
 	klog.LogToStderr(false)
 	klog.SetOutputBySeverity("INFO", io.Discard)
 	klog.SetOutputBySeverity("WARNING", s.err)
-	l, err := tlog.Open(ctx, tlog.Config{Dir: o.dir, Origin: origin})
+	group, err := witnessGroup(o.witnesses, o.witnessKeys)
+	if err != nil {
+		return err
+	}
+	l, err := tlog.Open(ctx, tlog.Config{Dir: o.dir, Origin: origin, Witnesses: group})
 	if err != nil {
 		return ioErr(fmt.Errorf("open log %s: %w", o.dir, err), "")
 	}
@@ -114,4 +124,42 @@ func runLogServe(ctx context.Context, s streams, o *logServeOptions) error {
 		serveErr = nil
 	}
 	return errors.Join(serveErr, l.Close(sctx))
+}
+
+// witnessGroup pairs --witness URLs with --witness-key files: all of them
+// must cosign (nil without witnesses).
+func witnessGroup(urls, keys []string) (*tessera.WitnessGroup, error) {
+	if len(urls) != len(keys) {
+		return nil, usageErr(fmt.Errorf("%d --witness and %d --witness-key: give one key per witness", len(urls), len(keys)), "")
+	}
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	var ws []tessera.Witness
+	for i, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, usageErr(fmt.Errorf("--witness %q: not an http(s) URL", raw), "")
+		}
+		kb, err := readSmallFile(keys[i], 4<<10)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--witness-key: %w", err), "")
+		}
+		w, err := tessera.NewWitness(strings.TrimSpace(string(kb)), u)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--witness-key %s: %w", keys[i], err), "")
+		}
+		ws = append(ws, w)
+	}
+	g := allOf(ws)
+	return &g, nil
+}
+
+// allOf is a group every witness of ws must satisfy, nested pairwise
+// (tessera's group takes its components one by one).
+func allOf(ws []tessera.Witness) tessera.WitnessGroup {
+	if len(ws) == 1 {
+		return tessera.NewWitnessGroup(1, ws[0])
+	}
+	return tessera.NewWitnessGroup(2, ws[0], allOf(ws[1:]))
 }

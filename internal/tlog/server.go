@@ -167,7 +167,10 @@ func Open(ctx context.Context, c Config) (*Log, error) {
 		WithCheckpointSigner(signer).
 		WithBatching(256, age).
 		WithCheckpointInterval(ci).
-		WithCheckpointRepublishInterval(time.Minute)
+		WithCheckpointRepublishInterval(time.Minute).
+		// What was added was answered only once published: a shutdown
+		// waits briefly, not Tessera's default minute, for the rest.
+		WithShutdownTimeout(5 * time.Second)
 	if c.Witnesses != nil {
 		opts = opts.WithWitnesses(*c.Witnesses, nil)
 	}
