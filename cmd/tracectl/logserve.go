@@ -23,7 +23,7 @@ import (
 )
 
 type logServeOptions struct {
-	dir, listen, origin string
+	dir, listen, origin    string
 	witnesses, witnessKeys []string // paired by position
 	// ready, when set, is called with the address served (tests).
 	ready func(addr string)
