@@ -531,3 +531,36 @@ func TestWitnessedAnchors(t *testing.T) {
 	}
 	fork.wait(t)
 }
+
+// TestAnchorLogDown: a log that cannot be reached never stops the
+// recording: every call is answered, the bundle is sealed and signed, each
+// failure is reported like a failed checkpoint, and verify --log-key says
+// the statements are not anchored (incomplete), while the bundle verifies
+// as before without it.
+func TestAnchorLogDown(t *testing.T) {
+	k := &anchorKit{lifecycleKit: newKit(t), srv: mcptest.Build(t, "sdkserver")}
+	k.logDir = filepath.Join(k.dir, "log")
+	k.logPub = filepath.Join(k.logDir, "log.pub")
+	if _, _, err := tlog.LoadOrCreateKey(k.logDir, "test.tracectl/down"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	k.logURL = srv.URL
+	srv.Close() // nothing listens there now
+	bundle := filepath.Join(k.dir, "run.trace")
+	stderr := k.anchoredSession(t, bundle, 3)
+	if !strings.Contains(stderr, "tracectl: anchor failed: checkpoints/1.json: submit checkpoints/1.json:") || !strings.Contains(stderr, "tracectl: anchor failed: anchors/record.json") {
+		t.Fatalf("stderr:\n%s", stderr)
+	}
+	rec, err := os.ReadFile(filepath.Join(bundle, "record.json"))
+	if err != nil || bytes.Contains(rec, []byte(`"transparency"`)) {
+		t.Fatalf("record.json: %s %v", rec, err)
+	}
+	if code, out := k.verify(t, bundle); code != 0 {
+		t.Fatalf("without --log-key: exit %d\n%s", code, out)
+	}
+	code, out := k.verify(t, "--log-key", k.logPub, bundle)
+	if code != exitIncomplete || !strings.Contains(out, "unavailable anchor_missing [checkpoints/1.json]") || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("with --log-key: exit %d\n%s", code, out)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tracectl/tracectl/internal/anchor/submit"
 	"github.com/tracectl/tracectl/internal/launch"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/stdio"
@@ -148,6 +149,13 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 			return nil, err
 		}
 	}
+	var ac *submit.Client // the log key is read before the bundle is created
+	if o.anchor.set() {
+		var err error
+		if ac, err = o.anchor.client(); err != nil {
+			return nil, err
+		}
+	}
 	server, err := producer.StdioServer(producer.OSFS{}, o.exe, o.args, o.serverName)
 	if err != nil {
 		return nil, usageErr(err, "server arguments must be valid UTF-8; --server-name at most 256 bytes")
@@ -175,13 +183,8 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")
 	}
 	var sa *sessionAnchor
-	if o.anchor.set() {
-		c, err := o.anchor.client()
-		if err != nil {
-			rec.Close()
-			return nil, err
-		}
-		if sa, err = startAnchoring(ctx, rec, o.anchor, c, signer, o.record, o.checkpoint, s.err); err != nil {
+	if ac != nil {
+		if sa, err = startAnchoring(ctx, rec, o.anchor, ac, signer, o.record, o.checkpoint, s.err); err != nil {
 			rec.Close()
 			return nil, err
 		}
