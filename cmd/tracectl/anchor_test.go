@@ -564,3 +564,25 @@ func TestAnchorLogDown(t *testing.T) {
 		t.Fatalf("with --log-key: exit %d\n%s", code, out)
 	}
 }
+
+// TestProxyAnchored: tracectl proxy --anchor in front of a Go SDK
+// Streamable HTTP server: the session's bundle is anchored (its first
+// checkpoint and record) and verifies with --log-key.
+func TestProxyAnchored(t *testing.T) {
+	k := newAnchorKit(t)
+	url, _ := cliServer(t)
+	p := startProxy(t, k.lifecycleKit, url, "--anchor", k.logURL, "--anchor-key", k.logPub)
+	cs := p.session(t)
+	cs.Close() // DELETE: the session's bundle is sealed
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(); err != nil {
+		t.Fatalf("tracectl proxy: %v\n%s", err, strings.Join(p.log, "\n"))
+	}
+	b := sessionBundle(t, k.lifecycleKit)
+	code, out := k.verify(t, "--log-key", k.logPub, b)
+	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/record.json]") || !strings.Contains(out, "pass anchor_included [checkpoints/1.json]") {
+		t.Fatalf("verify: exit %d\n%s\nproxy:\n%s", code, out, strings.Join(p.log, "\n"))
+	}
+}
