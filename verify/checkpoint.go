@@ -310,6 +310,7 @@ func (v *Verifier) unsealedBundle(ctx context.Context, fsys fs.FS) (rep *Report,
 		r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			"the bundle has checkpoints but its transcript cannot be read")
 	}
+	v.checkAnchors(r, fsys, nil, k.files())
 	rep, err = result(r)
 	return rep, true, err
 }

@@ -586,3 +586,43 @@ func TestProxyAnchored(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s\nproxy:\n%s", code, out, strings.Join(p.log, "\n"))
 	}
 }
+
+// TestAnchoredKilled: an anchored wrap killed (SIGKILL) after its
+// checkpoints were anchored: verify --log-key checks their receipts in the
+// bundle without record.json (anchor_included for each), and the verdict
+// stays incomplete for the unsigned tail.
+func TestAnchoredKilled(t *testing.T) {
+	k := newAnchorKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	outR, outW := io.Pipe()
+	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--checkpoint-every", "2", "--anchor", k.logURL, "--anchor-key", k.logPub, "--", k.srv)
+	responses := bufio.NewReader(outR)
+	for id := 0; id <= 2; id++ {
+		req := modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))
+		if id == 0 {
+			req = `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n"
+		}
+		if _, err := io.WriteString(w.in, req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := responses.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.stderr.waitFor(t, "anchored checkpoints/1.json")
+	w.stderr.waitFor(t, "2 attempts signed")
+	m := regexp.MustCompile(`checkpoint (checkpoints/\d+\.json): \d+ lines, 2 attempts signed`).FindStringSubmatch(w.stderr.String())
+	if m == nil {
+		t.Fatalf("stderr:\n%s", w.stderr)
+	}
+	w.stderr.waitFor(t, "anchored "+m[1])
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(t)
+	outW.Close()
+	code, out := k.verify(t, "--log-key", k.logPub, bundle)
+	if code != exitIncomplete || !strings.Contains(out, "pass anchor_included [checkpoints/1.json]") || !strings.Contains(out, "pass anchor_included ["+m[1]+"]") || strings.Contains(out, "anchor_missing") {
+		t.Fatalf("verify: exit %d\n%s", code, out)
+	}
+}
