@@ -226,13 +226,20 @@ func (q *Queue) Submit(path string) error {
 }
 
 // AnchorNow anchors statement (to be kept at path) after everything queued
-// before it, and waits for its receipt.
+// before it, and waits for its receipt until ctx is done.
 func (q *Queue) AnchorNow(ctx context.Context, path string, statement []byte) (*anchor.Receipt, error) {
 	reply := make(chan result, 1)
+	j := job{path: path, statement: statement, reply: reply}
+	// Queued whenever there is room, even past ctx: the statement is
+	// anchored (and its receipt kept) after the caller stops waiting.
 	select {
-	case q.jobs <- job{path: path, statement: statement, reply: reply}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case q.jobs <- j:
+	default:
+		select {
+		case q.jobs <- j:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	select {
 	case res := <-reply:
