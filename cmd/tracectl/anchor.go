@@ -141,11 +141,13 @@ func (sa *sessionAnchor) close() {
 	}
 }
 
-// SignTranscript signs the sealed record, anchors it (kept as
+// SignTranscript signs the sealed record, adds it to the log (kept as
 // anchors/record.json), and returns record.json: the anchored record with
-// transparency naming its log entry, signed again (trace-spec's order). A
-// log that cannot be reached leaves the signed record unanchored, reported
-// like a failed checkpoint: the seal never waits longer than sa.wait.
+// transparency naming its log entry, signed again (trace-spec's order).
+// The seal waits for the entry's index, not for its receipt, which the
+// queue writes before close returns. A log that cannot be reached leaves
+// the signed record unanchored, reported like a failed checkpoint: the
+// seal never waits longer than sa.wait.
 func (sa *sessionAnchor) SignTranscript(ctx context.Context, root string, calls int64) ([]byte, error) {
 	b, err := sa.inner.SignTranscript(ctx, root, calls)
 	if err != nil {
@@ -161,10 +163,13 @@ func (sa *sessionAnchor) SignTranscript(ctx context.Context, root string, calls 
 	}
 	actx, cancel := context.WithTimeout(ctx, sa.wait)
 	defer cancel()
-	r, err := sa.q.AnchorNow(actx, anchor.RecordFile, b)
+	// The entry's index is known once the log has sequenced it: the
+	// receipt (a published checkpoint and its proof) follows on the queue
+	// and is written before the session's anchoring closes.
+	idx, err := sa.q.Add(actx, anchor.RecordFile, b)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			fmt.Fprintln(sa.stderr, "tracectl: anchor failed: record: no receipt within "+sa.wait.String())
+			fmt.Fprintln(sa.stderr, "tracectl: anchor failed: record: no log entry within "+sa.wait.String())
 		}
 		return b, nil
 	}
@@ -172,7 +177,7 @@ func (sa *sessionAnchor) SignTranscript(ctx context.Context, root string, calls 
 	if err != nil {
 		return nil, err
 	}
-	rec.Transparency = anchor.EntryURI(sa.c.URL, r.LeafIndex)
+	rec.Transparency = anchor.EntryURI(sa.c.URL, idx)
 	return sign.Sign(rec, sa.signer)
 }
 

@@ -72,7 +72,7 @@ func TestSealStopsWaiting(t *testing.T) {
 	if err != nil || string(final) != string(anchored) {
 		t.Fatalf("record.json is not the anchored record: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "anchor failed: record: no receipt within") {
+	if !strings.Contains(stderr.String(), "anchor failed: record: no log entry within") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 	v, err := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now(), LogKey: l.Verifier})

@@ -486,6 +486,9 @@ func TestWitnessedAnchors(t *testing.T) {
 		}
 		res.Body.Close()
 	}
+	if res, err := http.Get(forkURL + "/await/6"); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the fork did not publish: %v %v", res, err)
+	}
 	if err := fork.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

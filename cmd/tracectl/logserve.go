@@ -96,7 +96,9 @@ func runLogServe(ctx context.Context, s streams, o *logServeOptions) error {
 	if err != nil {
 		return err
 	}
-	l, err := tlog.Open(ctx, tlog.Config{Dir: o.dir, Origin: origin, Witnesses: group})
+	// The log's own lifetime ends with Close, after the signal: a
+	// shutdown publishes what was added.
+	l, err := tlog.Open(context.WithoutCancel(ctx), tlog.Config{Dir: o.dir, Origin: origin, Witnesses: group})
 	if err != nil {
 		return ioErr(fmt.Errorf("open log %s: %w", o.dir, err), "")
 	}

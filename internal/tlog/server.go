@@ -196,7 +196,7 @@ func (l *Log) Close(ctx context.Context) error {
 // AddResponse answers POST /add.
 type AddResponse struct {
 	LeafIndex  uint64 `json:"leaf_index"`
-	Checkpoint string `json:"checkpoint"` // a published checkpoint that covers the entry
+	Checkpoint string `json:"checkpoint,omitempty"` // Add: a published checkpoint that covers the entry
 }
 
 // Add appends an entry and waits until a published checkpoint covers it.
@@ -208,8 +208,35 @@ func (l *Log) Add(ctx context.Context, entry []byte) (*AddResponse, error) {
 	return &AddResponse{LeafIndex: idx.Index, Checkpoint: string(cp)}, nil
 }
 
-// Handler serves POST /add, GET /entries/<index> (one entry's bytes, so a
-// record's transparency URI resolves) and the tlog-tiles static files.
+// Sequence appends an entry and returns its index once Tessera has
+// sequenced it (a batch later, not a publication later): a client adds
+// several entries in order, then waits once (Await) for a checkpoint that
+// covers them all.
+func (l *Log) Sequence(ctx context.Context, entry []byte) (uint64, error) {
+	idx, err := l.appender.Add(ctx, tessera.NewEntry(entry))()
+	if err != nil {
+		return 0, err
+	}
+	return idx.Index, nil
+}
+
+// Await returns a published checkpoint of at least size entries, waiting
+// for one.
+func (l *Log) Await(ctx context.Context, size uint64) ([]byte, error) {
+	if size == 0 {
+		return l.reader.ReadCheckpoint(ctx)
+	}
+	_, cp, err := l.awaiter.Await(ctx, func() (tessera.Index, error) { return tessera.Index{Index: size - 1}, nil })
+	return cp, err
+}
+
+// maxAwait bounds how long GET /await/<size> holds a request.
+const maxAwait = 30 * time.Second
+
+// Handler serves POST /add (answered once the entry is sequenced: its
+// index), GET /await/<size> (a published checkpoint of at least size
+// entries, once there is one), GET /entries/<index> (one entry's bytes, so
+// a record's transparency URI resolves) and the tlog-tiles static files.
 func (l *Log) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /add", func(w http.ResponseWriter, r *http.Request) {
@@ -222,13 +249,29 @@ func (l *Log) Handler() http.Handler {
 			http.Error(w, "empty entry", http.StatusBadRequest)
 			return
 		}
-		res, err := l.Add(r.Context(), body)
+		idx, err := l.Sequence(r.Context(), body)
 		if err != nil {
 			http.Error(w, "add: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(res)
+		_ = json.NewEncoder(w).Encode(AddResponse{LeafIndex: idx})
+	})
+	mux.HandleFunc("GET /await/{size}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.ParseUint(r.PathValue("size"), 10, 64)
+		if err != nil {
+			http.Error(w, "bad size", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), maxAwait)
+		defer cancel()
+		cp, err := l.Await(ctx, n)
+		if err != nil {
+			http.Error(w, "await: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(cp)
 	})
 	mux.HandleFunc("GET /entries/{index}", func(w http.ResponseWriter, r *http.Request) {
 		i, err := strconv.ParseUint(r.PathValue("index"), 10, 64)

@@ -35,7 +35,7 @@ func TestLogServes(t *testing.T) {
 		}
 		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != 200 || !strings.Contains(string(body), `"leaf_index":`+string(rune('0'+i))) || !strings.Contains(string(body), "test.tracectl/serve\\n") {
+		if res.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"leaf_index":`+string(rune('0'+i))+`}` {
 			t.Fatalf("add %d: %d %s", i, res.StatusCode, body)
 		}
 	}
@@ -47,6 +47,9 @@ func TestLogServes(t *testing.T) {
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
+	}
+	if code, body := get("/await/2"); code != 200 || !strings.HasPrefix(body, "test.tracectl/serve\n2\n") {
+		t.Fatalf("/await/2: %d %q", code, body)
 	}
 	if code, body := get("/entries/1"); code != 200 || body != `{"b":2}` {
 		t.Errorf("/entries/1: %d %q", code, body)

@@ -43,35 +43,52 @@ func (c *Client) http() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-// add submits the leaf and returns its index and a checkpoint covering it.
-func (c *Client) add(ctx context.Context, leaf []byte) (uint64, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.URL, "/")+"/add", bytes.NewReader(leaf))
+// add submits the leaf and returns its index (the log answers once the
+// entry is sequenced).
+func (c *Client) add(ctx context.Context, leaf []byte) (uint64, error) {
+	body, err := c.do(ctx, http.MethodPost, "/add", leaf)
 	if err != nil {
-		return 0, nil, err
+		return 0, err
+	}
+	var a struct {
+		LeafIndex *uint64 `json:"leaf_index"`
+	}
+	if err := json.Unmarshal(body, &a); err != nil || a.LeafIndex == nil {
+		return 0, fmt.Errorf("log answer %.100q: no leaf_index", body)
+	}
+	return *a.LeafIndex, nil
+}
+
+// await returns a published checkpoint of at least size entries.
+func (c *Client) await(ctx context.Context, size uint64) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "/await/"+strconv.FormatUint(size, 10), nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.URL, "/")+path, rd)
+	if err != nil {
+		return nil, err
 	}
 	res, err := c.http().Do(req)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxAddResponse+1))
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxAddResponse+1))
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return 0, nil, fmt.Errorf("log answered %s: %.200s", res.Status, body)
+		return nil, fmt.Errorf("log answered %s: %.200s", res.Status, b)
 	}
-	if len(body) > maxAddResponse {
-		return 0, nil, errors.New("log answer too large")
+	if len(b) > maxAddResponse {
+		return nil, errors.New("log answer too large")
 	}
-	var a struct {
-		LeafIndex  uint64 `json:"leaf_index"`
-		Checkpoint string `json:"checkpoint"`
-	}
-	if err := json.Unmarshal(body, &a); err != nil {
-		return 0, nil, fmt.Errorf("log answer: %w", err)
-	}
-	return a.LeafIndex, []byte(a.Checkpoint), nil
+	return b, nil
 }
 
 // Anchor submits one statement and returns its receipt, checked (with a
@@ -83,7 +100,11 @@ func (c *Client) Anchor(ctx context.Context, path string, statement []byte, prev
 	if err != nil {
 		return nil, nil, err
 	}
-	idx, cp, err := c.add(ctx, leaf)
+	idx, err := c.add(ctx, leaf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("submit %s: %w", path, err)
+	}
+	cp, err := c.await(ctx, idx+1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("submit %s: %w", path, err)
 	}
@@ -155,39 +176,60 @@ func BuildReceipt(ctx context.Context, tiles client.TileFetcherFunc, k anchor.Ke
 	return r, ck, nil
 }
 
-// Queue anchors a bundle's statements in order, on one goroutine, so
-// receipts are numbered in log order. Submit never blocks: a full queue
-// refuses (and the caller reports it like a failed checkpoint).
+// Queue anchors a bundle's statements in order, so receipts are numbered
+// in log order. Two stages: one goroutine adds each statement to the log
+// (answered once sequenced, so indexes follow submission order), another
+// waits for a published checkpoint that covers everything added so far
+// and builds, checks and writes the receipts in order. Submit never
+// blocks: a full queue refuses (and the caller reports it like a failed
+// checkpoint).
 type Queue struct {
 	c      *Client
 	bundle string
 	report func(path string, r *anchor.Receipt, err error)
-	// Retries and Backoff: each statement is tried 1+Retries times; Backoff
-	// is the wait before retry n (nil: 100 ms << n on a real timer).
+	// Retries and Backoff: each addition, wait and proof is tried
+	// 1+Retries times; Backoff is the wait before retry n (nil: 100 ms << n
+	// on a real timer). An entry is never added twice once the log
+	// answered.
 	retries int
 	backoff func(n int) <-chan time.Time
 
-	jobs chan job
-	done chan struct{}
-	once sync.Once
+	jobs  chan job
+	added chan *pending
+	done  chan struct{}
+	once  sync.Once
 
-	seq  int
+	seq  int // receipts written (prover only)
 	prev *anchor.Checked
 }
 
 type job struct {
 	path      string
-	statement []byte // nil: read path from the bundle
-	reply     chan result
+	statement []byte      // nil: read path from the bundle
+	indexed   chan result // told the entry's index once it is added
+	reply     chan result // told the receipt
 }
 
 type result struct {
 	r   *anchor.Receipt
+	idx uint64
 	err error
 }
 
-// MaxPending bounds the statements waiting to be anchored.
+// pending is a statement added (or that failed) on its way to a receipt.
+type pending struct {
+	j         job
+	statement []byte
+	idx       uint64
+	err       error
+}
+
+// MaxPending bounds the statements waiting to be added (and, separately,
+// those added and waiting for their receipts).
 const MaxPending = 64
+
+// maxBatch bounds the statements one wait for a checkpoint covers.
+const maxBatch = 64
 
 // QueueOptions configure NewQueue.
 type QueueOptions struct {
@@ -201,14 +243,15 @@ type QueueOptions struct {
 // NewQueue starts anchoring the statements of the bundle directory.
 func NewQueue(c *Client, bundle string, o QueueOptions) *Queue {
 	q := &Queue{c: c, bundle: bundle, report: o.Report, retries: o.Retries, backoff: o.Backoff,
-		jobs: make(chan job, MaxPending), done: make(chan struct{})}
+		jobs: make(chan job, MaxPending), added: make(chan *pending, MaxPending), done: make(chan struct{})}
 	if q.backoff == nil {
 		q.backoff = func(n int) <-chan time.Time { return time.After(100 * time.Millisecond << min(n, 6)) }
 	}
 	if q.report == nil {
 		q.report = func(string, *anchor.Receipt, error) {}
 	}
-	go q.run()
+	go q.adder()
+	go q.prover()
 	return q
 }
 
@@ -225,21 +268,28 @@ func (q *Queue) Submit(path string) error {
 	}
 }
 
+// enqueue queues j whenever there is room, even past ctx: the statement is
+// anchored (and its receipt kept) after the caller stops waiting.
+func (q *Queue) enqueue(ctx context.Context, j job) error {
+	select {
+	case q.jobs <- j:
+		return nil
+	default:
+	}
+	select {
+	case q.jobs <- j:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // AnchorNow anchors statement (to be kept at path) after everything queued
 // before it, and waits for its receipt until ctx is done.
 func (q *Queue) AnchorNow(ctx context.Context, path string, statement []byte) (*anchor.Receipt, error) {
 	reply := make(chan result, 1)
-	j := job{path: path, statement: statement, reply: reply}
-	// Queued whenever there is room, even past ctx: the statement is
-	// anchored (and its receipt kept) after the caller stops waiting.
-	select {
-	case q.jobs <- j:
-	default:
-		select {
-		case q.jobs <- j:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := q.enqueue(ctx, job{path: path, statement: statement, reply: reply}); err != nil {
+		return nil, err
 	}
 	select {
 	case res := <-reply:
@@ -249,64 +299,137 @@ func (q *Queue) AnchorNow(ctx context.Context, path string, statement []byte) (*
 	}
 }
 
+// Add adds statement (to be kept at path) to the log after everything
+// queued before it and returns its leaf index as soon as the log has
+// sequenced it; its receipt follows (Report), before Close returns.
+func (q *Queue) Add(ctx context.Context, path string, statement []byte) (uint64, error) {
+	indexed := make(chan result, 1)
+	if err := q.enqueue(ctx, job{path: path, statement: statement, indexed: indexed}); err != nil {
+		return 0, err
+	}
+	select {
+	case res := <-indexed:
+		return res.idx, res.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
 // Close stops taking statements, finishes those queued and returns.
 func (q *Queue) Close() {
 	q.once.Do(func() { close(q.jobs) })
 	<-q.done
 }
 
-func (q *Queue) run() {
-	defer close(q.done)
+// adder adds each statement in order.
+func (q *Queue) adder() {
+	defer close(q.added)
+	ctx := context.Background()
 	for j := range q.jobs {
-		r, err := q.one(j)
-		q.report(j.path, r, err)
-		if j.reply != nil {
-			j.reply <- result{r, err}
+		p := &pending{j: j, statement: j.statement}
+		if p.statement == nil {
+			p.statement, p.err = readStatement(filepath.Join(q.bundle, filepath.FromSlash(j.path)))
+		}
+		var leaf []byte
+		if p.err == nil {
+			leaf, p.err = anchor.Leaf(p.statement)
+		}
+		if p.err == nil {
+			if err := q.retry(func() error {
+				var err error
+				p.idx, err = q.c.add(ctx, leaf)
+				return err
+			}); err != nil {
+				p.err = fmt.Errorf("submit %s: %w", j.path, err)
+			}
+		}
+		if j.indexed != nil {
+			j.indexed <- result{idx: p.idx, err: p.err}
+		}
+		q.added <- p
+	}
+}
+
+// prover waits for checkpoints and writes receipts, in order.
+func (q *Queue) prover() {
+	defer close(q.done)
+	for p := range q.added {
+		batch := []*pending{p}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case p, ok := <-q.added:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		q.prove(batch)
+	}
+}
+
+// prove awaits one published checkpoint covering the batch and builds,
+// checks and writes its receipts in order.
+func (q *Queue) prove(batch []*pending) {
+	ctx := context.Background()
+	var need uint64
+	for _, p := range batch {
+		if p.err == nil {
+			need = max(need, p.idx+1)
+		}
+	}
+	var cp []byte
+	var cpErr error
+	if need > 0 {
+		cpErr = q.retry(func() error {
+			var err error
+			cp, err = q.c.await(ctx, need)
+			return err
+		})
+	}
+	for _, p := range batch {
+		if p.err == nil && cpErr != nil {
+			p.err = fmt.Errorf("%s: no checkpoint covers log entry %d: %w", p.j.path, p.idx, cpErr)
+		}
+		var r *anchor.Receipt
+		if p.err == nil {
+			var ck *anchor.Checked
+			use := cp
+			p.err = q.retry(func() error {
+				var err error
+				if r, ck, err = q.c.Prove(ctx, p.j.path, p.statement, p.idx, use, q.prev); err != nil {
+					use = nil // a tile gone meanwhile: the next try reads the latest checkpoint
+				}
+				return err
+			})
+			if p.err == nil {
+				if p.err = q.write(r); p.err == nil {
+					q.prev = ck
+				}
+			}
+		}
+		if p.err != nil {
+			r = nil
+		}
+		q.report(p.j.path, r, p.err)
+		if p.j.reply != nil {
+			p.j.reply <- result{r: r, idx: p.idx, err: p.err}
 		}
 	}
 }
 
-func (q *Queue) one(j job) (*anchor.Receipt, error) {
-	ctx := context.Background()
-	st := j.statement
-	if st == nil {
-		var err error
-		if st, err = readStatement(filepath.Join(q.bundle, filepath.FromSlash(j.path))); err != nil {
-			return nil, err
-		}
-	}
-	leaf, err := anchor.Leaf(st)
-	if err != nil {
-		return nil, err
-	}
-	var idx uint64
-	var cp []byte
+// retry runs f up to 1+retries times, waiting Backoff between tries.
+func (q *Queue) retry(f func() error) error {
 	for n := 0; ; n++ {
-		if idx, cp, err = q.c.add(ctx, leaf); err == nil {
-			break
-		}
-		if n >= q.retries {
-			return nil, fmt.Errorf("submit %s: %w", j.path, err)
+		err := f()
+		if err == nil || n >= q.retries {
+			return err
 		}
 		<-q.backoff(n)
 	}
-	var r *anchor.Receipt
-	var ck *anchor.Checked
-	for n := 0; ; n++ {
-		if r, ck, err = q.c.Prove(ctx, j.path, st, idx, cp, q.prev); err == nil {
-			break
-		}
-		if n >= q.retries || errors.Is(err, anchor.ErrFork) {
-			return nil, err
-		}
-		cp = nil // the next try reads the log's latest checkpoint
-		<-q.backoff(n)
-	}
-	if err := q.write(r); err != nil {
-		return nil, err
-	}
-	q.prev = ck
-	return r, nil
 }
 
 // write stores the receipt as anchors/<seq>.json, exclusively, 0600.
