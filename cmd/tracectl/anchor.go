@@ -80,6 +80,10 @@ func readSmallFile(p string, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// executableDigest is selfDigest computed once per process: a proxy
+// anchors many sessions, and the running executable does not change.
+var executableDigest = sync.OnceValues(selfDigest)
+
 // sessionAnchor anchors one recording's statements: a queue that never
 // blocks the recording, and the record signer that anchors at seal.
 type sessionAnchor struct {
@@ -97,7 +101,7 @@ type sessionAnchor struct {
 // over the header alone, is signed now and queued, so a session deleted
 // later still left a trace in the log.
 func startAnchoring(ctx context.Context, rec *producer.Recorder, a anchorOptions, c *submit.Client, signer sign.Signer, id recordIdentity, ck checkpointEvery, stderr io.Writer) (*sessionAnchor, error) {
-	digest, err := selfDigest()
+	digest, err := executableDigest()
 	if err != nil {
 		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
 	}

@@ -24,7 +24,8 @@ import (
 
 // BenchmarkAnchoring measures what anchoring costs a recording: one op is
 // a whole 1,000-call session (attempt and response per call, strict
-// durability, checkpoints every 100 calls, sealed and signed) anchored in
+// durability, sealed and signed; without --checkpoint-every, and with a
+// checkpoint every 100 calls) anchored in
 // a real Tessera log on loopback (tracectl log serve, its own process; the first
 // checkpoint, every checkpoint, the record: the seal waits for the
 // record's log index), against the anchor in the same run: the same
@@ -84,69 +85,83 @@ func BenchmarkAnchoring(b *testing.B) {
 		reqs[i] = []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"search","arguments":{"query":"mcp transcript ` + id + `","limit":10}}}` + "\n")
 		resps[i] = []byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[],"structuredContent":{"hits":3,"id":"` + id + `"}}}` + "\n")
 	}
-	every := checkpointEvery{calls: 100}
-	runs := 0
-	// session returns the wall time until the bundle is sealed (record.json
-	// written) and until every receipt is written too.
-	session := func(anchored bool) (sealed, receipts time.Duration) {
-		runs++
-		t0 := time.Now()
-		rec, err := producer.Open(filepath.Join(dir, fmt.Sprintf("run-%d.trace", runs)), producer.Options{
-			Clock: time.Now, Entropy: rand.Reader, Durability: transcript.DurabilityStrict,
-			Producer: transcript.Producer{Name: "bench", Version: "v0"},
-			Server:   transcript.Server{Transport: transcript.TransportInProcess},
+	for _, every := range []checkpointEvery{{}, {calls: 100}} {
+		name := "no-checkpoint-every"
+		if every.calls > 0 {
+			name = "checkpoint-every-100"
+		}
+		b.Run(name, func(b *testing.B) {
+			sdir := b.TempDir()
+			runs := 0
+			// session returns the wall time until the bundle is sealed (record.json
+			// written) and until every receipt is written too.
+			session := func(anchored bool) (sealed, receipts time.Duration) {
+				runs++
+				t0 := time.Now()
+				rec, err := producer.Open(filepath.Join(sdir, fmt.Sprintf("run-%d.trace", runs)), producer.Options{
+					Clock: time.Now, Entropy: rand.Reader, Durability: transcript.DurabilityStrict,
+					Producer: transcript.Producer{Name: "bench", Version: "v0"},
+					Server:   transcript.Server{Transport: transcript.TransportInProcess},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var rs producer.RecordSigner = trustRecordSigner{signer: signer, now: time.Now, digest: digest}
+				var sa *sessionAnchor
+				if anchored {
+					if sa, err = startAnchoring(ctx, rec, anchorOptions{url: logURL}, c, signer, recordIdentity{}, every, io.Discard); err != nil {
+						b.Fatal(err)
+					}
+					rs = sa
+				} else if !every.set() {
+					// not anchored, no checkpoints: record and seal only
+				} else if err := startCheckpointsWith(rec, every, rs, io.Discard, nil); err != nil {
+					b.Fatal(err)
+				}
+				for i := range calls {
+					h, err := rec.Attempt(ctx, producer.Call{Line: reqs[i]})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := h.Response(resps[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := rec.Seal(ctx, rs); err != nil {
+					b.Fatal(err)
+				}
+				sealed = time.Since(t0)
+				sa.close()
+				receipts = time.Since(t0)
+				if anchored {
+					want := 2 // the first checkpoint and the record
+					if every.calls > 0 {
+						want += calls / int(every.calls)
+					}
+					if n, _ := filepath.Glob(filepath.Join(rec.Dir(), anchor.Dir, "[0-9]*.json")); len(n) != want {
+						b.Fatalf("%d receipts, want %d", len(n), want)
+					}
+				}
+				return sealed, receipts
+			}
+			session(true) // warm the log and the page cache for both
+			session(false)
+			var ours, oursAll, base time.Duration
+			b.ResetTimer()
+			for range b.N {
+				s, all := session(true)
+				ours += s
+				oursAll += all
+				b.StopTimer()
+				s, _ = session(false)
+				base += s
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "sealed-ms")
+			b.ReportMetric(float64(oursAll.Milliseconds())/float64(b.N), "receipts-ms")
+			b.ReportMetric(float64(base.Milliseconds())/float64(b.N), "anchor-ms")
+			b.ReportMetric(float64(ours)/float64(base), "x-anchor")
+			b.ReportMetric(float64(oursAll)/float64(base), "receipts-x-anchor")
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var rs producer.RecordSigner = trustRecordSigner{signer: signer, now: time.Now, digest: digest}
-		var sa *sessionAnchor
-		if anchored {
-			if sa, err = startAnchoring(ctx, rec, anchorOptions{url: logURL}, c, signer, recordIdentity{}, every, io.Discard); err != nil {
-				b.Fatal(err)
-			}
-			rs = sa
-		} else if err := startCheckpointsWith(rec, every, rs, io.Discard, nil); err != nil {
-			b.Fatal(err)
-		}
-		for i := range calls {
-			h, err := rec.Attempt(ctx, producer.Call{Line: reqs[i]})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := h.Response(resps[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if _, err := rec.Seal(ctx, rs); err != nil {
-			b.Fatal(err)
-		}
-		sealed = time.Since(t0)
-		sa.close()
-		receipts = time.Since(t0)
-		if anchored {
-			if n, _ := filepath.Glob(filepath.Join(rec.Dir(), anchor.Dir, "[0-9]*.json")); len(n) != calls/100+2 {
-				b.Fatalf("%d receipts, want %d", len(n), calls/100+2)
-			}
-		}
-		return sealed, receipts
 	}
-	session(true) // warm the log and the page cache for both
-	session(false)
-	var ours, oursAll, base time.Duration
-	b.ResetTimer()
-	for range b.N {
-		s, all := session(true)
-		ours += s
-		oursAll += all
-		b.StopTimer()
-		s, _ = session(false)
-		base += s
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "sealed-ms")
-	b.ReportMetric(float64(oursAll.Milliseconds())/float64(b.N), "receipts-ms")
-	b.ReportMetric(float64(base.Milliseconds())/float64(b.N), "anchor-ms")
-	b.ReportMetric(float64(ours)/float64(base), "x-anchor")
-	b.ReportMetric(float64(oursAll)/float64(base), "receipts-x-anchor")
 }
