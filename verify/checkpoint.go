@@ -310,6 +310,7 @@ func (v *Verifier) unsealedBundle(ctx context.Context, fsys fs.FS) (rep *Report,
 		r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			"the bundle has checkpoints but its transcript cannot be read")
 	}
+	v.checkAnchors(r, fsys, nil, k.files())
 	rep, err = result(r)
 	return rep, true, err
 }
@@ -319,4 +320,16 @@ func attemptsText(n int64) string {
 		return "1 attempt"
 	}
 	return strconv.FormatInt(n, 10) + " attempts"
+}
+
+// files returns the checkpoint files in prefix order (nil safe).
+func (k *checkpointCheck) files() []string {
+	if k == nil {
+		return nil
+	}
+	out := make([]string, 0, len(k.entries))
+	for _, e := range k.entries {
+		out = append(out, e.file)
+	}
+	return out
 }

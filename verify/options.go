@@ -71,6 +71,18 @@ type Options struct {
 	// against the declared policy are never accepted.
 	AcceptWithheld bool
 
+	// LogKey is the transparency log's C2SP signed-note verifier key (the
+	// text of tracectl log serve's log.pub). With it, anchors/ is checked
+	// and every signed statement needs a valid receipt (anchor_missing
+	// otherwise); without it, receipts are reported present and unchecked
+	// (spec/anchoring.md).
+	LogKey string
+	// WitnessKeys are witness verifier keys (C2SP tlog-cosignature); at
+	// least WitnessThreshold of them must have cosigned each receipt's
+	// checkpoint. Both need LogKey.
+	WitnessKeys      []string
+	WitnessThreshold int
+
 	// Limits bound what is read; zero members take their defaults.
 	Limits Limits
 

@@ -109,6 +109,7 @@ func AllCodes() []Code {
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited, CodeOutcomeUndisclosed,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
+		codeAnchorIncluded, codeAnchorInvalid, codeAnchorFork, codeAnchorOrder, codeAnchorMissing, codeAnchorUnchecked,
 	}
 }
 
@@ -132,7 +133,7 @@ const (
 // Checks returns every check in report order.
 func Checks() []Check {
 	return []Check{checkRecord, checkSignature, checkTrust, checkFreshness, checkTranscript,
-		checkIdentity, checkSnapshot, checkPayload, checkOutcome, checkProof}
+		checkIdentity, checkSnapshot, checkPayload, checkOutcome, checkProof, checkAnchor}
 }
 
 // Status of a finding.

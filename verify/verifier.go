@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/tracectl/tracectl/internal/anchor"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -14,7 +15,8 @@ import (
 // Verifier checks evidence under one set of validated Options. It holds no
 // state between calls and is safe for concurrent use.
 type Verifier struct {
-	o Options
+	o    Options
+	keys *anchor.Keys // Options.LogKey parsed: anchors are checked (anchor.go)
 }
 
 // New validates the options together and returns a Verifier. Every
@@ -24,7 +26,17 @@ func New(o Options) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Verifier{o: o}, nil
+	v := &Verifier{o: o}
+	if o.LogKey != "" {
+		k, err := anchor.ParseKeys(o.LogKey, o.WitnessKeys, o.WitnessThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+		v.keys = &k
+	} else if len(o.WitnessKeys) > 0 || o.WitnessThreshold != 0 {
+		return nil, fmt.Errorf("%w: witness keys and a threshold need LogKey", ErrOptions)
+	}
+	return v, nil
 }
 
 // Record verifies a Trust Record alone (the exact bytes of record.json):
@@ -84,6 +96,7 @@ func (v *Verifier) Bundle(ctx context.Context, fsys fs.FS) (*Report, error) {
 	if err := b.run(ctx); err != nil {
 		return nil, err
 	}
+	v.checkAnchors(r, fsys, data, b.ck.files())
 	return result(r)
 }
 

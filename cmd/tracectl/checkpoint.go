@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -62,14 +63,29 @@ func startCheckpoints(rec *producer.Recorder, c checkpointEvery, signer sign.Sig
 	if signer == nil {
 		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
-	return rec.StartCheckpoints(trustRecordSigner{signer: signer, identity: id, now: time.Now}, producer.CheckpointPolicy{
-		EveryAttempts: c.calls, Every: c.every,
+	return startCheckpointsWith(rec, c, trustRecordSigner{signer: signer, identity: id, now: time.Now}, stderr, nil)
+}
+
+// startCheckpointsWith starts checkpoints signed by rs; written, when set,
+// is called with each one written (anchoring queues it). Without
+// --checkpoint-every (c unset) only explicit checkpoints are taken
+// (Recorder.Checkpoint): the count trigger is out of reach.
+func startCheckpointsWith(rec *producer.Recorder, c checkpointEvery, rs producer.RecordSigner, stderr io.Writer, written func(*producer.Checkpoint)) error {
+	calls := c.calls
+	if !c.set() {
+		calls = math.MaxInt64
+	}
+	return rec.StartCheckpoints(rs, producer.CheckpointPolicy{
+		EveryAttempts: calls, Every: c.every,
 		Done: func(cp *producer.Checkpoint, err error) {
 			switch {
 			case err != nil:
 				fmt.Fprintln(stderr, "tracectl: checkpoint failed: "+escapeTerminal(err.Error()))
 			case cp != nil:
 				fmt.Fprintf(stderr, "tracectl: checkpoint %s: %d lines, %d attempts signed\n", cp.File, cp.Lines, cp.Attempts)
+				if written != nil {
+					written(cp)
+				}
 			}
 		},
 	})

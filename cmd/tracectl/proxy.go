@@ -32,6 +32,7 @@ type proxyOptions struct {
 	listen, upstream, bundleDir, key string
 	keys                             keyOptions
 	checkpoint                       checkpointEvery
+	anchor                           anchorOptions
 	redaction                        redactOptions
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
@@ -126,6 +127,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.StringArrayVar(&o.redactPaths, "redact-path", nil, "also redact, in what is recorded, every URL path segment (of --upstream and of client requests) this Go regular expression matches (repeatable)")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
+	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	return cmd
 }
@@ -178,6 +180,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	}
 	if o.checkpoint.set() && o.key == "" {
 		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
+	}
+	if err := o.anchor.validate(o.key); err != nil {
+		return err
 	}
 	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 || o.maxSessions <= 0 || o.maxInflight <= 0 {
 		return usageErr(errors.New("--call-timeout, --grace and --session-idle must not be negative; --stream-idle-timeout, --max-frame, --max-sessions and --max-inflight-bytes must be positive"), "")
@@ -244,6 +249,10 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if signer != nil {
 		rs = trustRecordSigner{signer: signer, identity: o.record, now: time.Now}
 	}
+	anchored, err := newProxyAnchors(o.anchor)
+	if err != nil {
+		return err
+	}
 	p, err := httpproxy.New(httpproxy.Config{
 		Upstream: u, Transport: tr,
 		Open: func(kind string) (*producer.Recorder, error) {
@@ -260,7 +269,12 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			if err != nil {
 				return nil, err
 			}
-			if err := startCheckpoints(rec, o.checkpoint, signer, o.record, s.err); err != nil {
+			if anchored != nil {
+				err = anchored.start(ctx, rec, o.anchor, signer, o.record, o.checkpoint, s.err)
+			} else {
+				err = startCheckpoints(rec, o.checkpoint, signer, o.record, s.err)
+			}
+			if err != nil {
 				rec.Close()
 				return nil, err
 			}
@@ -268,6 +282,11 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			return rec, nil
 		},
 		Seal: func(r *producer.Recorder) error {
+			rs := rs
+			if sa := anchored.take(r); sa != nil {
+				rs = sa
+				defer sa.close()
+			}
 			sealed, err := r.Seal(context.WithoutCancel(ctx), rs)
 			if sealed != nil {
 				sig := "signed"

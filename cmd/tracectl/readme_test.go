@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tracectl/tracectl/internal/mcptest"
 )
 
 // repoRoot is the repository root, from this package's directory.
@@ -151,5 +155,45 @@ func TestGitignore(t *testing.T) {
 		if got := err == nil; got != tt.ignored {
 			t.Errorf("%s: ignored %v, want %v (%v)", tt.path, got, tt.ignored, err)
 		}
+	}
+}
+
+// TestREADMEAnchoring runs the README's anchoring block as written, with
+// the Go SDK's server for the npx line and a free port for 7480: the log
+// serves, the session is anchored, verify --log-key prints a verified
+// verdict with anchor_included, and audit finds nothing.
+func TestREADMEAnchoring(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds tracectl and runs a log (seconds); skipped under -short")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("the block is bash (/dev/tcp); bash not found")
+	}
+	block := readmeBlock(t, "### Anchoring in a transparency log", "bash")
+	const npx = "npx -y @modelcontextprotocol/server-everything"
+	if strings.Count(block, npx) != 1 || strings.Count(block, "7480") != 3 {
+		t.Fatalf("the block changed; update this test:\n%s", block)
+	}
+	block = strings.Replace(block, npx, mcptest.Build(t, "sdkserver"), 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	block = strings.ReplaceAll(block, "7480", port)
+	cmd := exec.Command(bash, "-c", block)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("block: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "verdict: verified (bundle)") || !strings.Contains(out, "pass        anchor_included [anchors/record.json]") ||
+		!strings.Contains(out, "1 sessions, 1 bundles: 0 findings") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, stderr.Bytes())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tracectl/tracectl/internal/anchor/submit"
 	"github.com/tracectl/tracectl/internal/launch"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/stdio"
@@ -44,6 +45,7 @@ type sessionOptions struct {
 	announce  bool // print the bundle's path on stderr once it is created
 	// checkpoint: sign checkpoints as the session goes (checkpoint.go)
 	checkpoint checkpointEvery
+	anchor     anchorOptions // anchor.go
 }
 
 // sessionSummary is the one line printed when a session ends.
@@ -117,15 +119,24 @@ type trustRecordSigner struct {
 	signer   sign.Signer
 	identity recordIdentity
 	now      func() time.Time
+	// transcriptURI is tool_transcript.transcript_uri (anchoring sets
+	// urn:uuid:<execution scope>, so a log entry names its session).
+	transcriptURI string
+	// digest, when set, is the executable's digest computed once (an
+	// anchored session signs more records than the seal's).
+	digest string
 }
 
 func (t trustRecordSigner) SignTranscript(ctx context.Context, root string, calls int64) ([]byte, error) {
-	digest, err := selfDigest()
-	if err != nil {
-		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
+	digest := t.digest
+	if digest == "" {
+		var err error
+		if digest, err = selfDigest(); err != nil {
+			return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
+		}
 	}
 	return sign.TranscriptSigner{Key: t.signer, Now: t.now, Record: sign.RecordOptions{
-		Digest:  digest,
+		Digest: digest, TranscriptURI: t.transcriptURI,
 		Subject: t.identity.subject, ModelProvider: t.identity.modelProvider, ModelID: t.identity.modelID, DataClass: t.identity.dataClass,
 	}}.SignTranscript(ctx, root, calls)
 }
@@ -135,6 +146,13 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	if signer == nil && o.key != "" {
 		var err error
 		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
+			return nil, err
+		}
+	}
+	var ac *submit.Client // the log key is read before the bundle is created
+	if o.anchor.set() {
+		var err error
+		if ac, err = o.anchor.client(); err != nil {
 			return nil, err
 		}
 	}
@@ -164,7 +182,14 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")
 	}
-	if err := startCheckpoints(rec, o.checkpoint, signer, o.record, s.err); err != nil {
+	var sa *sessionAnchor
+	if ac != nil {
+		if sa, err = startAnchoring(ctx, rec, o.anchor, ac, signer, o.record, o.checkpoint, s.err); err != nil {
+			rec.Close()
+			return nil, err
+		}
+		defer sa.close()
+	} else if err := startCheckpoints(rec, o.checkpoint, signer, o.record, s.err); err != nil {
 		rec.Close()
 		return nil, err
 	}
@@ -194,7 +219,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		sum.res = res
 		sum.oversize, sum.refused, sum.unreadable = res.OversizedFrames, res.RefusedFrames, res.UnreadableListRequests
 	}
-	if o.dropEmpty && res != nil && res.ClientBytes == 0 && runErr == nil {
+	// An anchored session is never dropped: its first checkpoint is in
+	// the log, and audit would find its bundle missing.
+	if o.dropEmpty && sa == nil && res != nil && res.ClientBytes == 0 && runErr == nil {
 		if err := rec.Close(); err != nil {
 			return sum, err
 		}
@@ -207,6 +234,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	var rs producer.RecordSigner
 	if signer != nil {
 		rs = trustRecordSigner{signer: signer, identity: o.record, now: time.Now}
+	}
+	if sa != nil {
+		rs = sa
 	}
 	sealed, sealErr := rec.Seal(context.WithoutCancel(ctx), rs)
 	sum.sealed = sealed

@@ -39,6 +39,11 @@ type verifyOptions struct {
 	recursive        []string
 	failOnWarning    bool             // --fail-on warning
 	now              func() time.Time // the clock, an input like everything else
+	// --log-key, --witness-key, --witness-threshold: check anchors/
+	// (spec/anchoring.md)
+	logKey           string
+	witnessKeys      []string
+	witnessThreshold int
 }
 
 func init() {
@@ -123,6 +128,9 @@ with its "input". The exit status is the worst: failed (1), then unreadable
 	f.Int64Var(&o.maxTranscriptB, "max-transcript-bytes", verify.DefaultMaxTranscriptBytes, "read at most this many transcript bytes (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxPayload, "max-payload-bytes", verify.DefaultMaxPayloadBytes, "read no payload committed as longer than this (beyond: limit_exceeded, incomplete)")
 	f.Int64Var(&o.maxPackEntries, "max-pack-entries", 0, "index at most this many payload pack entries, 16 bytes of memory each (0: "+strconv.Itoa(verify.DefaultMaxPackEntries)+"; beyond: limit_exceeded, incomplete)")
+	f.StringVar(&o.logKey, "log-key", "", "the transparency log's verifier key file (log.pub): check anchors/ and require a receipt for every signed statement")
+	f.StringArrayVar(&o.witnessKeys, "witness-key", nil, "a witness's verifier key file (repeatable; needs --log-key)")
+	f.IntVar(&o.witnessThreshold, "witness-threshold", 0, "how many --witness-key witnesses must have cosigned each receipt's checkpoint")
 	f.StringArrayVar(&o.recursive, "recursive", nil, "verify every bundle under this directory (repeatable)")
 	f.Var(&failOnFlag{&o.failOnWarning}, "fail-on", "also fail the exit status on this: warning (a verified bundle with warnings exits 4)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
@@ -175,6 +183,21 @@ func (o *verifyOptions) options() (verify.Options, error) {
 		}
 		vo.TrustedKey = pub
 	}
+	if o.logKey != "" {
+		b, err := readSmallFile(o.logKey, 4<<10)
+		if err != nil {
+			return vo, usageErr(fmt.Errorf("--log-key: %w", err), "")
+		}
+		vo.LogKey = string(b)
+	}
+	for _, w := range o.witnessKeys {
+		b, err := readSmallFile(w, 4<<10)
+		if err != nil {
+			return vo, usageErr(fmt.Errorf("--witness-key: %w", err), "")
+		}
+		vo.WitnessKeys = append(vo.WitnessKeys, string(b))
+	}
+	vo.WitnessThreshold = o.witnessThreshold
 	return vo, nil
 }
 

@@ -39,6 +39,7 @@ type wrapOptions struct {
 	record          recordIdentity
 	server          []string
 	checkpoint      checkpointEvery
+	anchor          anchorOptions
 }
 
 // recordIdentity are the Trust Record members an operator may set.
@@ -148,6 +149,7 @@ environment.`,
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are forwarded but only their digest and length are kept")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")
+	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	return cmd
 }
@@ -180,7 +182,7 @@ func (o *wrapOptions) validate() error {
 	if o.checkpoint.set() && o.key == "" {
 		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
 	}
-	return nil
+	return o.anchor.validate(o.key)
 }
 
 // checkOutputs refuses a bundle path that exists or aliases the key.
@@ -312,7 +314,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain, redaction: o.redaction,
 		callTimeout: o.callTimeout, capture: o.capture, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
-		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint,
+		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint, anchor: o.anchor,
 	})
 	if sum != nil {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(sum.String()))

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/internal/anchor/submit"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/sign"
+)
+
+// anchorOptions are --anchor and --anchor-key (spec/anchoring.md).
+type anchorOptions struct {
+	url, key string
+	// sealTimeout bounds how long sealing waits for the record's receipt
+	// (0: anchorSealTimeout).
+	sealTimeout time.Duration
+}
+
+// anchorSealTimeout bounds the seal's wait for the log: a log that is down
+// leaves the record unanchored (reported), never the bundle unsealed.
+const anchorSealTimeout = 15 * time.Second
+
+func (a *anchorOptions) flags(c *cobra.Command) {
+	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key and --anchor-key)")
+	c.Flags().StringVar(&a.key, "anchor-key", "", "the log's signed-note verifier key file (log.pub of tracectl log serve)")
+}
+
+func (a *anchorOptions) set() bool { return a.url != "" }
+
+func (a *anchorOptions) validate(key string) error {
+	switch {
+	case a.url == "" && a.key != "":
+		return usageErr(errors.New("--anchor-key without --anchor"), "")
+	case a.url == "":
+		return nil
+	case a.key == "":
+		return usageErr(errors.New("--anchor needs --anchor-key: receipts are checked against the log's key"), "tracectl log serve writes it to DIR/log.pub")
+	case key == "":
+		return usageErr(errors.New("--anchor needs --key: what is anchored is signed"), "")
+	}
+	return nil
+}
+
+// client loads the log key and returns the client of the log.
+func (a *anchorOptions) client() (*submit.Client, error) {
+	b, err := readSmallFile(a.key, 4<<10)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--anchor-key: %w", err), "")
+	}
+	k, err := anchor.ParseKeys(string(b), nil, 0)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--anchor-key %s: %w", a.key, err), "")
+	}
+	return &submit.Client{URL: a.url, Keys: k}, nil
+}
+
+func readSmallFile(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: more than %d bytes", p, max)
+	}
+	return b, nil
+}
+
+// executableDigest is selfDigest computed once per process: a proxy
+// anchors many sessions, and the running executable does not change.
+var executableDigest = sync.OnceValues(selfDigest)
+
+// sessionAnchor anchors one recording's statements: a queue that never
+// blocks the recording, and the record signer that anchors at seal.
+type sessionAnchor struct {
+	q      *submit.Queue
+	c      *submit.Client
+	signer sign.Signer
+	inner  trustRecordSigner
+	stderr io.Writer
+	dir    string
+	wait   time.Duration
+}
+
+// startAnchoring begins anchoring rec's statements: checkpoints are
+// started if --checkpoint-every did not start them, and the first one,
+// over the header alone, is signed now and queued, so a session deleted
+// later still left a trace in the log.
+func startAnchoring(ctx context.Context, rec *producer.Recorder, a anchorOptions, c *submit.Client, signer sign.Signer, id recordIdentity, ck checkpointEvery, stderr io.Writer) (*sessionAnchor, error) {
+	digest, err := executableDigest()
+	if err != nil {
+		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
+	}
+	sa := &sessionAnchor{c: c, signer: signer, stderr: stderr, dir: rec.Dir(), wait: a.sealTimeout,
+		inner: trustRecordSigner{signer: signer, identity: id, now: time.Now, transcriptURI: "urn:uuid:" + rec.Scope(), digest: digest}}
+	if sa.wait == 0 {
+		sa.wait = anchorSealTimeout
+	}
+	sa.q = submit.NewQueue(c, rec.Dir(), submit.QueueOptions{Retries: 3, Report: sa.report})
+	if err := startCheckpointsWith(rec, ck, sa.inner, stderr, sa.submit); err != nil {
+		sa.q.Close()
+		return nil, err
+	}
+	cp, err := rec.Checkpoint(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "tracectl: checkpoint failed: "+escapeTerminal(err.Error()))
+	} else if cp != nil {
+		sa.submit(cp)
+	}
+	return sa, nil
+}
+
+func (sa *sessionAnchor) submit(cp *producer.Checkpoint) {
+	if err := sa.q.Submit(cp.File); err != nil {
+		fmt.Fprintln(sa.stderr, "tracectl: anchor failed: "+escapeTerminal(err.Error()))
+	}
+}
+
+func (sa *sessionAnchor) report(path string, r *anchor.Receipt, err error) {
+	if err != nil {
+		fmt.Fprintf(sa.stderr, "tracectl: anchor failed: %s: %s\n", path, escapeTerminal(err.Error()))
+		return
+	}
+	fmt.Fprintf(sa.stderr, "tracectl: anchored %s: log entry %d of %d\n", path, r.LeafIndex, r.LeafCount)
+}
+
+// close finishes what is queued.
+func (sa *sessionAnchor) close() {
+	if sa != nil {
+		sa.q.Close()
+	}
+}
+
+// SignTranscript signs the sealed record, adds it to the log (kept as
+// anchors/record.json), and returns record.json: the anchored record with
+// transparency naming its log entry, signed again (trace-spec's order).
+// The seal waits for the entry's index, not for its receipt, which the
+// queue writes before close returns. A log that cannot be reached leaves
+// the signed record unanchored, reported like a failed checkpoint: the
+// seal never waits longer than sa.wait.
+func (sa *sessionAnchor) SignTranscript(ctx context.Context, root string, calls int64) ([]byte, error) {
+	b, err := sa.inner.SignTranscript(ctx, root, calls)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Join(sa.dir, anchor.Dir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		fmt.Fprintln(sa.stderr, "tracectl: anchor failed: record: "+escapeTerminal(err.Error()))
+		return b, nil
+	}
+	if err := submit.WriteFile(filepath.Join(sa.dir, filepath.FromSlash(anchor.RecordFile)), b); err != nil {
+		fmt.Fprintln(sa.stderr, "tracectl: anchor failed: record: "+escapeTerminal(err.Error()))
+		return b, nil
+	}
+	actx, cancel := context.WithTimeout(ctx, sa.wait)
+	defer cancel()
+	// The entry's index is known once the log has sequenced it: the
+	// receipt (a published checkpoint and its proof) follows on the queue
+	// and is written before the session's anchoring closes.
+	idx, err := sa.q.Add(actx, anchor.RecordFile, b)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintln(sa.stderr, "tracectl: anchor failed: record: no log entry within "+sa.wait.String())
+		}
+		return b, nil
+	}
+	rec, err := sign.ParseRecord(b)
+	if err != nil {
+		return nil, err
+	}
+	rec.Transparency = anchor.EntryURI(sa.c.URL, idx)
+	return sign.Sign(rec, sa.signer)
+}
+
+// proxyAnchors holds the anchoring of each bundle a proxy records.
+type proxyAnchors struct {
+	c  *submit.Client
+	mu sync.Mutex
+	m  map[*producer.Recorder]*sessionAnchor
+}
+
+// newProxyAnchors returns nil when --anchor is not set.
+func newProxyAnchors(a anchorOptions) (*proxyAnchors, error) {
+	if !a.set() {
+		return nil, nil
+	}
+	c, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	return &proxyAnchors{c: c, m: map[*producer.Recorder]*sessionAnchor{}}, nil
+}
+
+func (p *proxyAnchors) start(ctx context.Context, rec *producer.Recorder, a anchorOptions, signer sign.Signer, id recordIdentity, ck checkpointEvery, stderr io.Writer) error {
+	sa, err := startAnchoring(ctx, rec, a, p.c, signer, id, ck, stderr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.m[rec] = sa
+	p.mu.Unlock()
+	return nil
+}
+
+// take returns and forgets rec's anchoring (nil safe).
+func (p *proxyAnchors) take(rec *producer.Recorder) *sessionAnchor {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sa := p.m[rec]
+	delete(p.m, rec)
+	return sa
+}

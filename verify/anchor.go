@@ -1,0 +1,215 @@
+package verify
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/transcript"
+)
+
+// Anchor codes (spec/anchoring.md, spec/verification.md). They are stable
+// like every code and listed by AllCodes; they are unexported only to keep
+// the library's exported surface within its bound (internal/apisurface):
+// callers compare a Finding's Code with Code("anchor_included").
+const (
+	codeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold)
+	codeAnchorInvalid   Code = "anchor_invalid"   // a receipt fails: bad checkpoint signature, too few cosignatures, leaf or path mismatch, a statement it names is absent, or record.json is not the anchored record plus transparency
+	codeAnchorFork      Code = "anchor_fork"      // two roots for one tree size, or a consistency proof between successive receipts that fails
+	codeAnchorOrder     Code = "anchor_order"     // receipts out of log order, or statements anchored out of the order they were made
+	codeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt
+	codeAnchorUnchecked Code = "anchor_unchecked" // info: receipts present, not checked (no log key given)
+)
+
+// checkAnchor is the check anchors belong to.
+const checkAnchor Check = "anchor"
+
+// anchorStatement is a signed statement a receipt should cover.
+type anchorStatement struct {
+	path    string // what the receipt names
+	covered bool
+}
+
+// checkAnchors judges anchors/ (spec/anchoring.md, "Verifying"). record is
+// record.json's bytes (nil for a bundle without it); checkpoints the
+// bundle's checkpoint files in prefix order.
+func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoints []string) {
+	seqs, other, over := listReceipts(fsys)
+	if v.keys == nil {
+		if len(seqs) > 0 || len(other) > 0 {
+			r.add(codeAnchorUnchecked, checkAnchor, StatusInfo, anchor.Dir,
+				fmt.Sprintf("%d anchor receipts present, not checked: give the log's key (--log-key) to check them", len(seqs)))
+		}
+		return
+	}
+	for _, name := range other {
+		r.add(codeAnchorInvalid, checkAnchor, StatusFail, anchor.Dir+"/"+name, "not a receipt (anchors/<seq>.json) nor the anchored record")
+	}
+	if over {
+		r.add(CodeLimitExceeded, checkAnchor, StatusUnsupported, anchor.Dir, fmt.Sprintf("more than %d receipts (anchor.MaxReceipts): none was checked", anchor.MaxReceipts))
+		return
+	}
+	want := make([]*anchorStatement, 0, len(checkpoints)+1)
+	for _, c := range checkpoints {
+		want = append(want, &anchorStatement{path: c})
+	}
+	if record != nil {
+		want = append(want, &anchorStatement{path: anchor.RecordFile})
+	}
+	find := func(p string) *anchorStatement {
+		for _, s := range want {
+			if s.path == p {
+				return s
+			}
+		}
+		return nil
+	}
+	var prev *anchor.Checked
+	lastStmt := -1 // position in want of the last statement anchored
+	for _, seq := range seqs {
+		name := anchor.Dir + "/" + strconv.Itoa(seq) + ".json"
+		data, err := readFile(fsys, name, anchor.MaxReceiptBytes)
+		if err != nil {
+			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, "cannot be read: "+err.Error())
+			continue
+		}
+		rc, err := anchor.ParseReceipt(data)
+		if err != nil {
+			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			continue
+		}
+		// What the receipt says of the log is judged first, whatever it
+		// names: successive checkpoints must be one history.
+		ck, err := rc.CheckLog(*v.keys)
+		if err != nil {
+			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			continue
+		}
+		if prev != nil {
+			if err := anchor.CheckConsistency(prev, ck, rc.Consistency); err != nil {
+				code := codeAnchorInvalid
+				if errors.Is(err, anchor.ErrFork) {
+					code = codeAnchorFork
+				}
+				r.add(code, checkAnchor, StatusFail, name, err.Error())
+				continue
+			}
+			if ck.Index <= prev.Index {
+				r.add(codeAnchorOrder, checkAnchor, StatusFail, name, fmt.Sprintf("log entry %d after entry %d: receipts are numbered in log order", ck.Index, prev.Index))
+			}
+		}
+		prev = ck
+		st := find(rc.Statement)
+		if st == nil {
+			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, fmt.Sprintf("names %.80q, not a signed statement of this bundle", rc.Statement))
+			continue
+		}
+		stmt, err := readFile(fsys, rc.Statement, sign.MaxRecordBytes)
+		if err != nil {
+			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, "the anchored statement "+rc.Statement+" cannot be read: "+err.Error())
+			continue
+		}
+		if err := rc.Includes(stmt, ck); err != nil {
+			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			continue
+		}
+		if pos := slices.Index(want, st); pos <= lastStmt {
+			r.add(codeAnchorOrder, checkAnchor, StatusFail, name, rc.Statement+" anchored after a later statement")
+		} else {
+			lastStmt = pos
+		}
+		detail := fmt.Sprintf("log entry %d, under a checkpoint of size %d", ck.Index, ck.Size)
+		if rc.Statement == anchor.RecordFile {
+			switch {
+			case bytes.Equal(record, stmt):
+				// The receipt came after the seal had stopped waiting:
+				// record.json is the anchored record itself.
+				detail += "; record.json is the anchored record itself (its transparency was not set)"
+			case !v.anchoredRecord(r, record, stmt, rc):
+				continue
+			}
+		}
+		st.covered = true
+		if ck.Cosigned > 0 {
+			detail += fmt.Sprintf(", %d witness cosignatures", ck.Cosigned)
+		}
+		r.add(codeAnchorIncluded, checkAnchor, StatusPass, rc.Statement, detail)
+	}
+	for _, s := range want {
+		if s.covered {
+			continue
+		}
+		subject, what := s.path, "a signed checkpoint"
+		if s.path == anchor.RecordFile {
+			subject, what = transcript.RecordFile, "the sealed record"
+		}
+		r.add(codeAnchorMissing, checkAnchor, StatusUnavailable, subject, what+" has no valid receipt in "+anchor.Dir+"/: nothing shows the log holds it")
+	}
+}
+
+// anchoredRecord checks record.json against the anchored record: the same
+// record with transparency naming the receipt's entry, signed again by
+// the same key (trace-spec's order: sign, anchor, set transparency,
+// re-sign).
+func (v *Verifier) anchoredRecord(r *Report, final, anchored []byte, rc *anchor.Receipt) bool {
+	fail := func(detail string) bool {
+		r.add(codeAnchorInvalid, checkAnchor, StatusFail, transcript.RecordFile, detail)
+		return false
+	}
+	a, err := sign.ParseRecord(anchored)
+	if err != nil {
+		return fail("the anchored record " + anchor.RecordFile + " does not parse: " + err.Error())
+	}
+	if err := sign.VerifySignature(anchored, a); err != nil {
+		return fail("the anchored record's signature: " + err.Error())
+	}
+	f, err := sign.ParseRecord(final)
+	if err != nil {
+		return fail("record.json does not parse: " + err.Error())
+	}
+	fa, ff := *a, *f
+	fa.Signature, ff.Signature, ff.Transparency = "", "", ""
+	ba, err1 := canon.Marshal(&fa)
+	bf, err2 := canon.Marshal(&ff)
+	if err1 != nil || err2 != nil || !bytes.Equal(ba, bf) || a.Transparency != "" {
+		return fail("record.json is not the anchored record (" + anchor.RecordFile + ") plus transparency: it was rewritten after anchoring")
+	}
+	if want := anchor.EntryURI(rc.Log, rc.LeafIndex); f.Transparency != want {
+		return fail(fmt.Sprintf("transparency is %.120q, want %q: the anchored entry", f.Transparency, want))
+	}
+	return true
+}
+
+// listReceipts returns the receipts' sequence numbers, ascending, and the
+// names in anchors/ that are neither a receipt nor the anchored record.
+func listReceipts(fsys fs.FS) (seqs []int, other []string, over bool) {
+	ents, err := fs.ReadDir(fsys, anchor.Dir)
+	if err != nil {
+		return nil, nil, false
+	}
+	if len(ents) > anchor.MaxReceipts+1 {
+		return nil, nil, true
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if name == "record.json" {
+			continue
+		}
+		n, ok := strings.CutSuffix(name, ".json")
+		seq, err := strconv.Atoi(n)
+		if !ok || err != nil || seq <= 0 || strconv.Itoa(seq) != n || e.IsDir() {
+			other = append(other, name)
+			continue
+		}
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	return seqs, other, false
+}
