@@ -22,7 +22,7 @@ func (t table) Settled(keys []string) bool     { return overlaps(keys, t.settled
 func overlaps(a, b []string) bool {
 	return slices.ContainsFunc(a, func(k string) bool { return slices.Contains(b, k) })
 }
-func openOn(ids ...string) table          { return table{open: ids, openKeys: keysOf(ids...)} }
+func openOn(ids ...string) table { return table{open: ids, openKeys: keysOf(ids...)} }
 func keysOf(ids ...string) (out []string) {
 	for _, id := range ids {
 		out = append(out, mcpwire.MatchKey(read(id).ID))
