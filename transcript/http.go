@@ -63,7 +63,7 @@ const (
 // request refused before its body is read, for who sent it or for the
 // producer's bounds, so the line names no frame; spec/http.md, "Who may
 // talk to it" and "Limits".
-var peerRules = []string{"host_not_allowed", "origin_not_allowed", "inflight_budget"}
+var peerRules = []string{"host_not_allowed", "origin_not_allowed", "inflight_budget", "body_timeout"}
 
 // MaxHeaderValueBytes bounds a header value recorded as text; a longer one
 // (or one that is not UTF-8) is recorded by its SHA-256 in HeaderDigests.

@@ -36,7 +36,7 @@ type proxyOptions struct {
 	redaction                        redactOptions
 	durability, retain, serverName   string
 	callTimeout, streamIdle, grace   time.Duration
-	sessionIdle                      time.Duration
+	sessionIdle, bodyTimeout         time.Duration
 	maxSessions                      int
 	maxInflight                      int64
 	maxFrame                         int64
@@ -114,6 +114,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.DurationVar(&o.callTimeout, "call-timeout", 0, "record a timeout when a tools/call has no response within this time (0: never)")
 	f.DurationVar(&o.streamIdle, "stream-idle-timeout", def.StreamIdle, "abandon an upstream stream silent this long (its calls' outcome is unknown)")
 	f.DurationVar(&o.sessionIdle, "session-idle", def.SessionIdle, "seal a 2025-11-25 session's bundle when no request has used it this long (its later requests record into the stateless bundle; 0: never)")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", def.BodyTimeout, "answer 408 (and record it) when a request body has not arrived whole within this long")
 	f.IntVar(&o.maxSessions, "max-sessions", def.MaxSessions, "session bundles open at once; a new session past it seals the least recently used one")
 	f.Int64Var(&o.maxInflight, "max-inflight-bytes", def.MaxInflightBytes, "request bodies held in memory at once; a request past it is answered 503 with Retry-After")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "how long calls in flight may finish when the proxy stops; then their upstream requests are closed")
@@ -302,7 +303,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 		CaptureID:    func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
 		Capture:      o.capture,
 		AllowedHosts: o.allowedHosts, AllowedOrigins: o.allowedOrigins,
-		MaxSessions: o.maxSessions, MaxInflightBytes: o.maxInflight,
+		MaxSessions: o.maxSessions, MaxInflightBytes: o.maxInflight, BodyTimeout: o.bodyTimeout,
 		Redact: o.redaction.rules, RedactPaths: pathREs, UnsafeRecordInClear: o.redaction.off && o.retain == transcript.RetainFull,
 		Failed:      func(err error) { fmt.Fprintf(s.err, "tracectl: error: %s\n", escapeTerminal(err.Error())) },
 		RotateEvery: every, RotateCalls: calls, CallTimeout: o.callTimeout, StreamIdle: o.streamIdle, SessionIdle: sessionIdle(o.sessionIdle),

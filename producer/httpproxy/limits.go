@@ -1,10 +1,14 @@
 package httpproxy
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -25,6 +29,14 @@ const defaultMaxSessions = 256
 // in-flight body budget past its bound (a refused line naming no frame:
 // the body is not read whole).
 const ruleInflightBudget = "inflight_budget"
+
+// ruleBodyTimeout refuses a request whose body did not arrive whole within
+// Config.BodyTimeout: a client trickling a body holds a connection and a
+// goroutine, so the wait is bounded (a refused line naming no frame).
+const ruleBodyTimeout = "body_timeout"
+
+// defaultBodyTimeout is how long a request body may take to arrive.
+const defaultBodyTimeout = time.Minute
 
 // retryAfter is what an over-budget client is told to wait, in seconds:
 // bodies in flight are released as their exchanges end.
@@ -78,6 +90,14 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (li
 		p.tooLarge(w, r, sid, nil)
 		return nil, release, false
 	}
+	if t := p.cfg.BodyTimeout; t > 0 {
+		// A deadline on this request's reads only: cleared once the body
+		// is read, so a response stream is not cut by it.
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(t)) == nil {
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
 	var held int64
 	release = func() { p.budget.give(held); held = 0 }
 	// The buffer grows with what arrives, and is charged as it grows: a
@@ -128,6 +148,10 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (li
 		}
 		if err != nil {
 			release()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				p.bodyTimedOut(w, r, int64(len(buf)))
+				return nil, func() {}, false
+			}
 			http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
 			return nil, func() {}, false
 		}
@@ -143,22 +167,38 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, sid string) (li
 	return append(buf, '\n'), release, true
 }
 
+// bodyTimedOut answers a request whose body did not arrive within
+// BodyTimeout: 408, the connection closed, recorded as a refused line
+// naming no frame (the body was not read whole).
+func (p *Proxy) bodyTimedOut(w http.ResponseWriter, r *http.Request, got int64) {
+	p.refusedUnread(w, r, ruleBodyTimeout, fmt.Sprintf("the body did not arrive within %s (%d bytes came); the body was not read", p.cfg.BodyTimeout, got))
+	w.Header().Set("Connection", "close")
+	writeRPCError(w, http.StatusRequestTimeout, "null", codeRefused, "tracectl: not forwarded: the request body did not arrive within "+p.cfg.BodyTimeout.String()+" ("+ruleBodyTimeout+")")
+}
+
+// refusedUnread records a request refused before its body was read: its
+// request line and a refused line naming no frame.
+func (p *Proxy) refusedUnread(w http.ResponseWriter, r *http.Request, rule, detail string) {
+	b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), false)
+	if err != nil {
+		return
+	}
+	defer b.release()
+	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r}
+	err = x.upstreamLine(nil)
+	if err == nil {
+		err = b.http(x.requestLine(nil))
+	}
+	if err == nil {
+		_ = b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Rule: rule, Detail: detail})
+	}
+}
+
 // overBudget answers a request the in-flight budget cannot hold: 503 with
 // Retry-After, recorded as a refused line naming no frame (its body is
 // not read whole).
 func (p *Proxy) overBudget(w http.ResponseWriter, r *http.Request) {
-	if b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), false); err == nil {
-		x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r}
-		err := x.upstreamLine(nil)
-		if err == nil {
-			err = b.http(x.requestLine(nil))
-		}
-		if err == nil {
-			_ = b.http(transcript.HTTPEvent{Event: transcript.HTTPRefused, Exchange: x.id, Rule: ruleInflightBudget,
-				Detail: "the request bodies in flight would exceed " + strconv.FormatInt(p.budget.max, 10) + " bytes; the body was not read"})
-		}
-		b.release()
-	}
+	p.refusedUnread(w, r, ruleInflightBudget, "the request bodies in flight would exceed "+strconv.FormatInt(p.budget.max, 10)+" bytes; the body was not read")
 	w.Header().Set("Retry-After", retryAfter)
 	w.Header().Set("Connection", "close")
 	writeRPCError(w, http.StatusServiceUnavailable, "null", codeRefused, "tracectl: not forwarded: the proxy holds as many request bodies as it may ("+ruleInflightBudget+"); retry later")

@@ -1,18 +1,24 @@
 package httpproxy
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/transcript"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`
@@ -248,4 +254,48 @@ func TestDeclaredLengthHoldsNothing(t *testing.T) {
 	pw.CloseWithError(io.ErrUnexpectedEOF)
 	<-errc
 	requireIntact(t, h.close())
+}
+
+// TestBodyTimeout: a client that sends part of a body and stalls holds a
+// connection only until BodyTimeout: it is answered 408, recorded as a
+// refused request (body_timeout) naming no frame, and nothing reaches the
+// upstream. The test waits on the proxy's answer, not on a clock.
+func TestBodyTimeout(t *testing.T) {
+	var reached atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	defer up.Close()
+	h := newHarness(t, up.URL, func(c *Config) { c.BodyTimeout = 200 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"", strings.TrimPrefix(h.srv.URL, "http://"))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "body_timeout") {
+		t.Fatalf("status %d body %s, want 408 naming body_timeout", resp.StatusCode, body)
+	}
+	// The same proxy still serves a client that sends its body.
+	if resp, _ := post(t, h.srv.URL, callBody, nil); resp.StatusCode == http.StatusRequestTimeout {
+		t.Fatal("a whole body was refused too")
+	}
+	reps := h.close()
+	found := false
+	for dir := range reps {
+		data, err := os.ReadFile(filepath.Join(dir, transcript.TranscriptFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = found || strings.Contains(string(data), `"rule":"body_timeout"`)
+	}
+	if !found {
+		t.Fatal("no refused line with rule body_timeout was recorded")
+	}
+	if reached.Load() != 1 {
+		t.Fatalf("the upstream got %d requests, want only the whole one", reached.Load())
+	}
 }

@@ -123,6 +123,10 @@ type Config struct {
 	// (0: Defaults(), 256 MiB); a request past it is answered 503 with
 	// Retry-After and recorded.
 	MaxInflightBytes int64
+	// BodyTimeout bounds how long a request body may take to arrive (0:
+	// Defaults(), 1 minute; negative: no bound): a slower one is answered
+	// 408 and recorded, never forwarded.
+	BodyTimeout time.Duration
 	// MaxSessions bounds the session bundles open at once (0:
 	// Defaults(), 256): a new session past it seals the least recently
 	// used one (an idle one first).
@@ -149,9 +153,10 @@ type Config struct {
 }
 
 // Defaults is the configuration's bounds as New fills them in when they
-// are zero: StreamIdle, SessionIdle, MaxInflightBytes and MaxSessions.
+// are zero: StreamIdle, SessionIdle, MaxInflightBytes, MaxSessions and
+// BodyTimeout.
 func Defaults() Config {
-	return Config{StreamIdle: defaultStreamIdle, SessionIdle: defaultSessionIdle, MaxInflightBytes: defaultMaxInflightBytes, MaxSessions: defaultMaxSessions}
+	return Config{StreamIdle: defaultStreamIdle, SessionIdle: defaultSessionIdle, MaxInflightBytes: defaultMaxInflightBytes, MaxSessions: defaultMaxSessions, BodyTimeout: defaultBodyTimeout}
 }
 
 // defaultStreamIdle is how long an upstream stream may stay silent.
@@ -221,6 +226,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = defaultMaxSessions
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = defaultBodyTimeout
 	}
 	if cfg.AfterFunc == nil {
 		cfg.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
