@@ -89,6 +89,13 @@ type HTTPEvent struct {
 	// Session is the SHA-256 of the Mcp-Session-Id header (2025-11-25):
 	// the session is linkable, its id is not disclosed.
 	Session string `json:"session,omitempty"`
+	// Connection names the connection a request came on (request lines):
+	// the SHA-256 of its local and remote addresses under a salt the
+	// producer does not keep, so requests on one connection share it
+	// within a transcript and the addresses are not disclosed. Sessionless
+	// clients have no other identity: a cancellation names only a call on
+	// the same connection.
+	Connection string `json:"connection,omitempty"`
 	// Credentials are the lower-case names of credential headers present
 	// (Authorization, Cookie, API keys). Their values are never recorded.
 	Credentials []string `json:"credentials,omitempty"`
@@ -150,6 +157,7 @@ func (v *HTTPEvent) validate() *invalid {
 		short("path", v.Path, MaxPathBytes),
 		short("content_type", v.ContentType, MaxReportedBytes),
 		optDigest("session", v.Session),
+		optDigest("connection", v.Connection),
 		short("url", v.URL, MaxPathBytes),
 		short("detail", v.Detail, maxDetailBytes),
 	)
@@ -179,6 +187,9 @@ func (v *HTTPEvent) validate() *invalid {
 		} else if v.Frame == nil {
 			return bad("a refused request names its frame")
 		}
+	}
+	if v.Connection != "" && v.Event != HTTPRequest {
+		return bad("connection belongs to request lines")
 	}
 	if v.TLS != nil && v.Event != HTTPUpstream {
 		return bad("tls belongs to upstream lines")

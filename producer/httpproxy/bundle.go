@@ -1,6 +1,11 @@
 package httpproxy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -44,6 +49,8 @@ type bundle struct {
 	listMu sync.Mutex
 	listed map[string]listed // per stateless client (clientKey): its last listing (capture.go)
 
+	connSalt [16]byte // salts the connection digests of request lines; never recorded
+
 	// captureMu: one collection of the proxy's own at a time per bundle,
 	// so calls that arrive together bind the one collection.
 	captureMu sync.Mutex
@@ -76,7 +83,21 @@ func (p *Proxy) newBundle(kind string) (*bundle, error) {
 	b.sink = session.NewRecordingSink(rec, p.cfg.CaptureID, p.cfg.SnapshotLimits)
 	b.demux = kind == kindStateless
 	b.waiting = map[string][]*session.RecordingSink{}
+	if _, err := io.ReadFull(p.cfg.Entropy, b.connSalt[:]); err != nil {
+		rec.Close()
+		return nil, fmt.Errorf("connection salt: %w", err)
+	}
 	return b, nil
+}
+
+// connection is the request's connection as its request line records it:
+// the SHA-256 of the bundle's unkept salt and the connection's local and
+// remote addresses (the identity callKey gives a sessionless client).
+func (b *bundle) connection(r *http.Request) string {
+	h := sha256.New()
+	h.Write(b.connSalt[:])
+	h.Write([]byte(connAddrs(r)))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // acquire admits one exchange; false when the bundle is retiring.

@@ -2,12 +2,18 @@ package httpproxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -110,5 +116,61 @@ func TestClientsIsolated(t *testing.T) {
 				t.Fatalf("attempts %d responses %d unknown %d, want 1 1 0: another client's cancel changed the call", a, r, u)
 			}
 		})
+	}
+}
+
+// Each request line names its connection by a salted digest: requests on
+// one connection share it, two connections differ, and neither address is
+// in the transcript.
+func TestConnectionRecorded(t *testing.T) {
+	server, _ := sdkServer(0)
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	defer up.Close()
+	h := newHarness(t, up.URL, nil)
+	var addrs []string
+	for range 2 {
+		tr := &http.Transport{}
+		c := &http.Client{Transport: tr}
+		for range 2 {
+			req, _ := http.NewRequest(http.MethodPost, h.srv.URL, strings.NewReader(callBody))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "echo")
+			trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { addrs = append(addrs, i.Conn.LocalAddr().String()) }}
+			resp, err := c.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		tr.CloseIdleConnections()
+	}
+	reps := h.close()
+	var conns []string
+	for dir := range reps {
+		data, err := os.ReadFile(filepath.Join(dir, transcript.TranscriptFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			if strings.Contains(string(data), a) {
+				t.Fatalf("the client address %s is in the transcript", a)
+			}
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, `"event":"request"`) {
+				var ev struct {
+					Connection string `json:"connection"`
+				}
+				json.Unmarshal([]byte(l), &ev)
+				conns = append(conns, ev.Connection)
+			}
+		}
+	}
+	if len(conns) != 4 || conns[0] != conns[1] || conns[2] != conns[3] || conns[0] == conns[2] || !strings.HasPrefix(conns[0], "sha256:") {
+		t.Fatalf("connections %v (client addresses %v), want two pairs of equal digests", conns, addrs)
 	}
 }

@@ -687,11 +687,17 @@ func callKey(r *http.Request, id string) string {
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		return "session " + canon.SHA256([]byte(sid)) + " " + id
 	}
+	return "connection " + connAddrs(r) + " " + id
+}
+
+// connAddrs is the connection a request came on: its local and remote
+// addresses.
+func connAddrs(r *http.Request) string {
 	local := ""
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
 		local = a.String()
 	}
-	return "connection " + local + " " + r.RemoteAddr + " " + id
+	return local + " " + r.RemoteAddr
 }
 
 // watchCall records a timeout (an unknown outcome) when the call has no
@@ -768,6 +774,7 @@ func (x *exchange) requestLine(frame *int64) transcript.HTTPEvent {
 	ev := transcript.HTTPEvent{Event: transcript.HTTPRequest, Exchange: x.id, Method: x.r.Method, Path: boundedPath(x.p.redactPath(x.r.URL.EscapedPath())), Frame: frame}
 	ev.ContentType = boundedText(x.r.Header.Get("Content-Type"))
 	ev.Headers, ev.HeaderDigests, ev.Session, ev.Credentials = x.p.headerFacts(x.r.Header)
+	ev.Connection = x.b.connection(x.r)
 	return ev
 }
 
