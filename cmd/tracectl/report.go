@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/tracectl/tracectl/internal/inspect"
@@ -18,7 +21,8 @@ import (
 
 type reportOptions struct {
 	evidenceOptions
-	out string
+	out         string
+	includeArgs bool
 }
 
 func init() {
@@ -40,7 +44,13 @@ declaration drift of each snapshot against the previous one.
 The file loads nothing: no scripts, fonts, images or styles from anywhere
 (a Content-Security-Policy of default-src 'none' says so to the browser),
 and every string from the evidence is escaped by html/template. It is
-created exclusively with mode 0600.`,
+created exclusively with mode 0600.
+
+The page opens with what needs attention: every failing, unavailable,
+unsupported and warning finding, worst first, each linked to the attempt it
+names. With --include-arguments each attempt also shows its arguments and
+result from the retained payloads (redacted when recorded; they may still
+hold secrets).`,
 		Example: "  tracectl report --trusted-key key.pub --out report.html run.trace",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -50,6 +60,7 @@ created exclusively with mode 0600.`,
 	}
 	o.flags(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "the HTML file to create (must not exist)")
+	cmd.Flags().BoolVar(&o.includeArgs, "include-arguments", false, "also show each call's arguments and result, from the retained (redacted) payloads (may hold secrets)")
 	return cmd
 }
 
@@ -61,7 +72,7 @@ func runReport(ctx context.Context, s streams, o *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	page, err := renderReport(o.bundle, b, verify.DirFS(o.bundle))
+	page, err := renderReport(o.bundle, b, verify.DirFS(o.bundle), o.includeArgs)
 	if err != nil {
 		return err
 	}
@@ -161,8 +172,11 @@ type reportDrift struct {
 type reportData struct {
 	Bundle, Verification, Verdict string
 	Report                        *verify.Report
+	Attention                     []verify.Finding // fail, unavailable, unsupported, warning: worst first
+	Findings                      []verify.Finding // every finding, worst first
 	Header                        [][2]string
 	Attempts                      []*inspect.Attempt
+	Content                       map[string]attemptContent // by attempt id, with --include-arguments
 	Timeline                      timeline
 	Snapshots                     []reportSnapshot
 	Drifts                        []reportDrift
@@ -170,11 +184,55 @@ type reportData struct {
 	Generated                     string
 }
 
-func renderReport(path string, b *inspect.Bundle, fsys fs.FS) ([]byte, error) {
+// attemptContent is a call's arguments and result as the report shows
+// them: compact JSON, cut at maxReportContent bytes.
+type attemptContent struct{ Arguments, Result string }
+
+// maxReportContent bounds each argument or result shown.
+const maxReportContent = 4 << 10
+
+// findingRank orders findings for an auditor: what breaks the verdict first.
+func findingRank(s verify.Status) int {
+	switch s {
+	case verify.StatusFail:
+		return 0
+	case verify.StatusUnavailable, verify.StatusUnsupported:
+		return 1
+	case verify.StatusWarning:
+		return 2
+	case verify.StatusPass:
+		return 3
+	}
+	return 4
+}
+
+func renderReport(path string, b *inspect.Bundle, fsys fs.FS, includeArgs bool) ([]byte, error) {
 	d := reportData{Bundle: path, Verification: verificationOf(b), Report: b.Report, Attempts: b.Attempts,
 		Timeline: buildTimeline(b), Problem: b.Problem, Verdict: "unverified", Generated: version()}
 	if b.Report != nil {
 		d.Verdict = string(b.Report.Verdict)
+		d.Findings = slices.Clone(b.Report.Findings)
+		slices.SortStableFunc(d.Findings, func(x, y verify.Finding) int { return findingRank(x.Status) - findingRank(y.Status) })
+		for _, f := range d.Findings {
+			if findingRank(f.Status) <= 2 {
+				d.Attention = append(d.Attention, f)
+			}
+		}
+	}
+	if includeArgs {
+		d.Content = map[string]attemptContent{}
+		recs := b.Records()
+		for i := range recs {
+			b.WithPayloads(fsys, &recs[i])
+			c := attemptContent{}
+			if recs[i].Arguments != nil {
+				c.Arguments = cut(jsonText(recs[i].Arguments), maxReportContent)
+			}
+			if recs[i].Result != nil {
+				c.Result = cut(jsonText(recs[i].Result), maxReportContent)
+			}
+			d.Content[recs[i].AttemptID] = c
+		}
 	}
 	h := b.Header
 	d.Header = [][2]string{
@@ -205,7 +263,31 @@ func renderReport(path string, b *inspect.Bundle, fsys fs.FS) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// cut shortens s to at most n bytes, at a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + " ... (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// attemptAnchor is the id of the attempt a finding's subject names
+// ("attempt a3", "attempt a3 response"), or "".
+func attemptAnchor(subject string) string {
+	rest, ok := strings.CutPrefix(subject, "attempt ")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, " ")
+	return id
+}
+
 var reportFuncs = template.FuncMap{
+	"anchor":      attemptAnchor,
+	"content":     func(m map[string]attemptContent, id string) attemptContent { return m[id] },
 	"ev":          escapeTerminal, // controls, bidi and invisible characters shown as escapes, then HTML-escaped
 	"utc":         utc,
 	"clock":       func(ms int64) string { return utc(ms)[11:] },
@@ -230,7 +312,9 @@ var reportTemplate = template.Must(template.New("report").Funcs(reportFuncs).Par
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1b1f24;background:#fff}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all}
+th{background:#f6f8fa}code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
+code{white-space:nowrap}.attention{border:2px solid #cf222e;border-radius:6px;padding:8px 12px;margin:12px 0;background:#fff5f5}
+.attention.warn{border-color:#d4a72c;background:#fffbea}pre.content{margin:2px 0;max-height:16em;overflow:auto;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
 .verdict{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:600;font-size:16px;margin:8px 0}
 .v-verified{background:#dafbe1;color:#116329}.v-failed{background:#ffebe9;color:#a40e26}.v-incomplete{background:#fff8c5;color:#7d4e00}.v-unverified{background:#eaeef2;color:#424a53}
 .s-fail{color:#a40e26;font-weight:600}.s-unavailable,.s-unsupported{color:#7d4e00;font-weight:600}.s-pass{color:#116329}.s-info{color:#424a53}.s-warning{color:#9a6700;font-weight:600}
@@ -249,10 +333,15 @@ svg text{font:11px ui-monospace,Menlo,Consolas,monospace;fill:#1b1f24}.link{stro
 {{if not .Report}}<p>Not verified: this report shows what the bundle records, not whether it is intact. Run <code>tracectl report --trusted-key KEY</code> to verify it.</p>{{end}}
 {{if .Problem}}<p class="s-fail">The transcript could not be read to its end: {{ev .Problem}}</p>{{end}}
 
+{{if .Attention}}<div class="attention{{if eq (index .Attention 0).Status "warning"}} warn{{end}}" id="attention"><strong>Needs attention ({{len .Attention}}):</strong>
+<table><tr><th>status</th><th>code</th><th>subject</th><th>what it means</th></tr>
+{{range .Attention}}<tr><td class="s-{{.Status}}">{{.Status}}</td><td><code>{{.Code}}</code></td><td class="mono">{{with anchor .Subject}}<a href="#attempt-{{ev .}}">{{end}}{{ev .Subject}}{{with anchor .Subject}}</a>{{end}}</td><td>{{ev .Detail}}</td></tr>
+{{end}}</table></div>{{else if .Report}}<p class="s-pass">Nothing needs attention: every finding passes or is informational.</p>{{end}}
+
 <h2>Verification findings</h2>
 {{with .Report}}
 <table><tr><th>status</th><th>code</th><th>check</th><th>subject</th><th>detail</th></tr>
-{{range .Findings}}<tr><td class="s-{{.Status}}">{{.Status}}</td><td><code>{{.Code}}</code></td><td>{{.Check}}</td><td class="mono">{{ev .Subject}}</td><td>{{ev .Detail}}</td></tr>
+{{range $.Findings}}<tr><td class="s-{{.Status}}">{{.Status}}</td><td><code>{{.Code}}</code></td><td>{{.Check}}</td><td class="mono">{{ev .Subject}}</td><td>{{ev .Detail}}</td></tr>
 {{end}}</table>
 <p>Trust: {{.TrustBasis}}{{if .Signer}} (signer <code>{{ev .Signer}}</code>){{end}}; reference time {{.ReferenceTime.UTC.Format "2006-01-02T15:04:05Z"}}; transcript root <code>{{ev .Root}}</code>.</p>
 {{else}}<p>None: the bundle was not verified.</p>{{end}}
@@ -274,8 +363,10 @@ svg text{font:11px ui-monospace,Menlo,Consolas,monospace;fill:#1b1f24}.link{stro
 {{else}}<p>No tools/call attempts recorded.</p>{{end}}{{end}}
 
 <h2>Attempts</h2>
+{{if not .Content}}<p style="color:#57606a">Arguments and results are not shown (<code>tracectl report --include-arguments</code> shows them from the retained payloads).</p>{{end}}
 <table><tr><th>attempt</th><th>time (UTC)</th><th>duration</th><th>tool</th><th>outcome</th><th>retry of</th><th>snapshot</th><th>correlation</th><th>line digest</th></tr>
 {{range .Attempts}}<tr id="attempt-{{ev .AttemptID}}"><td><code>{{ev .AttemptID}}</code></td><td>{{utc .AtMs}}</td><td>{{duration .}}</td><td class="mono">{{tool .}}</td><td class="o-{{.Outcome.Kind}}">{{ev .Outcome.Label}}</td><td>{{retry .}}</td><td>{{ev (or .Snapshot.SnapshotID "-")}}</td><td class="mono">{{correlation .}}</td><td class="mono">{{.LineDigest}}</td></tr>
+{{if $.Content}}{{with content $.Content .AttemptID}}<tr><td></td><td colspan="8"><div>arguments{{if not .Arguments}}: not retained{{end}}</div>{{if .Arguments}}<pre class="content">{{.Arguments}}</pre>{{end}}<div>result{{if not .Result}}: none retained{{end}}</div>{{if .Result}}<pre class="content">{{.Result}}</pre>{{end}}</td></tr>{{end}}{{end}}
 {{end}}</table>
 
 <h2>Snapshots</h2>

@@ -191,3 +191,59 @@ func writeFixtureKey(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReportAttention: a failed bundle's report opens with what needs
+// attention (the failing findings, worst first, linked to their attempts)
+// before the full findings table, which lists failures before passes;
+// codes never break mid-word; --include-arguments shows each call's
+// arguments and result, and without it the page says how to see them.
+func TestReportAttention(t *testing.T) {
+	bundle := fixtureDir(t, "basic")
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pub")
+	writeFixtureKey(t, key)
+	ok := filepath.Join(dir, "ok.html")
+	if _, stderr, code := runCLI(t, "report", "--trusted-key", key, "--at", "2026-07-01T12:00:00Z", "--include-arguments", "--out", ok, bundle); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	page := string(readFileT(t, ok))
+	// The fixture verifies with two warnings (an invented tool name, a
+	// changed declaration): they need attention, nothing fails.
+	for _, want := range []string{`<div class="attention warn" id="attention"><strong>Needs attention (2):`, `<a href="#attempt-a3">attempt a3</a>`,
+		"<pre class=\"content\">{&#34;message&#34;:&#34;hello&#34;}</pre>", "code{white-space:nowrap}"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the verified report lacks %q", want)
+		}
+	}
+	if box := page[strings.Index(page, `id="attention"`):strings.Index(page, "<h2>Verification findings</h2>")]; strings.Contains(box, "s-fail") {
+		t.Error("the verified report's attention box holds a failure")
+	}
+	if strings.Contains(page, "break-all") || strings.Contains(page, "--include-arguments</code> shows them") {
+		t.Error("the verified report breaks words anywhere, or asks for --include-arguments it was given")
+	}
+
+	// Tamper: the transcript no longer matches the signed root.
+	tr := filepath.Join(bundle, "transcript.jsonl")
+	data := readFileT(t, tr)
+	data = bytes.Replace(data, []byte(`"tool":"echo"`), []byte(`"tool":"ECHO"`), 1)
+	if err := os.WriteFile(tr, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.html")
+	runCLI(t, "report", "--trusted-key", key, "--at", "2026-07-01T12:00:00Z", "--out", bad, bundle)
+	page = string(readFileT(t, bad))
+	att, all := strings.Index(page, "Needs attention"), strings.Index(page, "<h2>Verification findings</h2>")
+	if att < 0 || all < 0 || att > all {
+		t.Fatalf("the failed report's attention box (at %d) is not before the findings (at %d)", att, all)
+	}
+	table := page[all:]
+	if f, p := strings.Index(table, `class="s-fail"`), strings.Index(table, `class="s-pass"`); f < 0 || (p >= 0 && p < f) {
+		t.Errorf("in the findings table the first failure is at %d, the first pass at %d: failures come first", f, p)
+	}
+	if !strings.Contains(page[att:all], `class="s-fail"`) {
+		t.Error("the attention box holds no failing finding")
+	}
+	if !strings.Contains(page, "--include-arguments</code> shows them") {
+		t.Error("the report without --include-arguments does not say how to see arguments")
+	}
+}
