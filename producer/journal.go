@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,22 @@ type journal struct {
 
 	stop chan struct{} // batch flusher
 	done chan struct{}
+
+	// tap, when set (Options.Lines), is sent a copy of each line as it is
+	// appended, under mu so the copies keep file order; never waited for.
+	tap chan<- []byte
+}
+
+// tapLine offers a copy of a line to the tap, dropping it when the tap
+// has no room. Called with mu held (or before the journal is shared).
+func (j *journal) tapLine(line []byte) {
+	if j.tap == nil {
+		return
+	}
+	select {
+	case j.tap <- bytes.Clone(line):
+	default:
+	}
 }
 
 func newJournal(f File, mode string, lines, size int64) *journal {
@@ -155,6 +172,7 @@ func (j *journal) appendWritten(build lineBuilder) (int64, error) {
 		j.fail(fmt.Errorf("encode line %d: %w", seq, err))
 		return -1, j.err
 	}
+	j.tapLine(buf[n0:])
 	j.buf = append(buf, '\n')
 	j.next++
 	if err := j.waitFor(seq+1, false); err != nil {

@@ -55,6 +55,12 @@ type Options struct {
 	// RecordFrame). It is recorded in the header, and a verifier then
 	// checks the frame sequence for gaps.
 	FramesCommitted bool
+	// Lines, when set, is sent a copy of each transcript line as it is
+	// written (without its LF), the header first, in file order, for live
+	// telemetry. It is never waited for: a line the channel has no room
+	// for is dropped (the evidence is the bundle, not the channel). The
+	// caller owns the channel; the recorder never closes it.
+	Lines chan<- []byte
 }
 
 // Limits are recorded in the header. Only MaxFrameBytes is enforced by the

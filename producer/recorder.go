@@ -204,6 +204,8 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	r := newRecorder(dir, opts, scope, srvDigest)
 	r.rules = rules
 	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
+	r.j.tap = opts.Lines
+	r.j.tapLine(line) // the header: written before the journal took over
 	r.setPack(pack)
 	if opts.Durability != transcript.DurabilityStrict {
 		r.wb = newWriteback(r.j.f, pack.f)

@@ -450,14 +450,13 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 	// The SDK reports export errors to a global handler that logs them;
 	// errExporter returns them instead, so the log would only repeat them.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-	ids := &otlpIDs{scope: b.Header.ExecutionScope}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(&errExporter{SpanExporter: exp, errc: errc}, sdktrace.WithMaxExportBatchSize(512), sdktrace.WithBlocking()), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithIDGenerator(ids))
+		sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithIDGenerator(otlpIDs{}))
 	tracer := tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")
 	// The session is the trace: its span is the root, each attempt its
 	// child (an attempt that carried the caller's traceparent keeps that
 	// parent and links to the session instead).
-	sessCtx, sess := tracer.Start(withSpanName(context.Background(), ""), sessionSpanName(b),
+	sessCtx, sess := tracer.Start(withSpanName(context.Background(), b.Header.ExecutionScope, ""), sessionSpanName(b),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(time.UnixMilli(b.Header.StartedAtMs)), trace.WithAttributes(sessionAttrs(b)...))
 	sessLink := trace.Link{SpanContext: sess.SpanContext(), Attributes: []attribute.KeyValue{attribute.String("tracectl.link", "session")}}
 	spans := map[string]trace.SpanContext{}
@@ -480,7 +479,7 @@ func exportOTLP(ctx context.Context, b *inspect.Bundle, recs []inspect.Record, o
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(attrRetryBasis, escapeTerminal(r.RetryBasis))}})
 		}
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(attrs...), trace.WithLinks(links...)}
-		_, span := tracer.Start(withSpanName(parent, r.AttemptID), name, opts...)
+		_, span := tracer.Start(withSpanName(parent, b.Header.ExecutionScope, r.AttemptID), name, opts...)
 		span.SetStatus(status, desc)
 		span.End(trace.WithTimestamp(end))
 		spans[r.AttemptID] = span.SpanContext()

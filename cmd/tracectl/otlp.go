@@ -23,27 +23,33 @@ import (
 // bundle twice sends the same trace and span ids, so a backend that keys
 // spans by id holds each once.
 
-// spanNameKey carries, in a span's start context, what its id is derived
-// from: "" for the session, else the attempt id.
-type spanNameKey struct{}
+// spanKey carries, in a span's start context, what its ids are derived
+// from: the bundle's execution scope, and "" for the session or the
+// attempt id.
+type spanKey struct{ scope, name string }
 
-func withSpanName(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, spanNameKey{}, name)
+func withSpanName(ctx context.Context, scope, name string) context.Context {
+	return context.WithValue(ctx, spanKey{}, spanKey{scope, name})
 }
 
-// otlpIDs is the SDK's IDGenerator for one bundle.
-type otlpIDs struct{ scope string }
+// otlpIDs is the SDK's IDGenerator: every id from the span's spanKey.
+type otlpIDs struct{}
 
 // NewIDs is the id of a root span: the session's, in the bundle's trace.
-func (g *otlpIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	return g.traceID(), g.NewSpanID(ctx, trace.TraceID{})
+func (otlpIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	k, _ := ctx.Value(spanKey{}).(spanKey)
+	return traceIDOf(k.scope), spanIDOf(k.scope, k.name)
 }
 
 // NewSpanID is the id of a span under a parent (the session's, or the
 // caller's traceparent): derived from the bundle and the attempt.
-func (g *otlpIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
-	name, _ := ctx.Value(spanNameKey{}).(string)
-	sum := sha256.Sum256([]byte("tracectl/otlp/span\x00" + g.scope + "\x00" + name))
+func (otlpIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	k, _ := ctx.Value(spanKey{}).(spanKey)
+	return spanIDOf(k.scope, k.name)
+}
+
+func spanIDOf(scope, name string) trace.SpanID {
+	sum := sha256.Sum256([]byte("tracectl/otlp/span\x00" + scope + "\x00" + name))
 	var id trace.SpanID
 	copy(id[:], sum[:])
 	if !id.IsValid() {
@@ -52,14 +58,22 @@ func (g *otlpIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 	return id
 }
 
-func (g *otlpIDs) traceID() trace.TraceID {
-	sum := sha256.Sum256([]byte("tracectl/otlp/trace\x00" + g.scope))
+func traceIDOf(scope string) trace.TraceID {
+	sum := sha256.Sum256([]byte("tracectl/otlp/trace\x00" + scope))
 	var id trace.TraceID
 	copy(id[:], sum[:])
 	if !id.IsValid() {
 		id[15] = 1
 	}
 	return id
+}
+
+// sessionContext is a context whose span is the session's of a bundle
+// (its ids only): what an attempt's span is started under before the
+// session's own span is sent, at the seal.
+func sessionContext(scope string) context.Context {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceIDOf(scope), SpanID: spanIDOf(scope, ""), TraceFlags: trace.FlagsSampled})
+	return trace.ContextWithSpanContext(context.Background(), sc)
 }
 
 // sessionSpanName names the session's span for the server it recorded.

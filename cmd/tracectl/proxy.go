@@ -42,6 +42,7 @@ type proxyOptions struct {
 	maxFrame                         int64
 	rotateEvery                      string
 	capture                          string
+	otlpEndpoint                     string
 	upstreamCA                       string
 	allowRemote                      bool
 	allowedHosts, allowedOrigins     []string
@@ -121,6 +122,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are committed by digest and length only")
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
 	f.StringVar(&o.capture, "capture", "auto", "list the upstream's tools with a call's own headers before recording it when that client has no complete snapshot current (auto), before every call (always), or never")
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "a Host name clients may reach the proxy by, HOST (any port) or HOST:PORT, besides the listen address and loopback names (repeatable; required with --allow-remote)")
@@ -200,6 +202,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if err != nil {
 		return usageErr(err, "")
 	}
+	if err := checkOTLPEndpoint(o.otlpEndpoint); err != nil {
+		return err
+	}
 	switch o.capture {
 	case "", "auto", "always", "never": // "": auto, as the flag's default
 	default:
@@ -254,6 +259,12 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if err != nil {
 		return err
 	}
+	live, err := startLive(ctx, o.otlpEndpoint, s.err)
+	if err != nil {
+		return err
+	}
+	defer live.shutdown(context.WithoutCancel(ctx))
+	var liveTaps taps
 	p, err := httpproxy.New(httpproxy.Config{
 		Upstream: u, Transport: tr,
 		Open: func(kind string) (*producer.Recorder, error) {
@@ -262,14 +273,18 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				return nil, err
 			}
 			path := filepath.Join(dir, strings.TrimSuffix(name, ".trace")+"-"+kind+".trace")
-			rec, err := producer.Open(path, producer.Options{
+			ropts := producer.Options{
 				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
 				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
-			})
+			}
+			untap := live.tap(&ropts)
+			rec, err := producer.Open(path, ropts)
 			if err != nil {
+				untap()
 				return nil, err
 			}
+			liveTaps.add(rec, untap)
 			if anchored != nil {
 				err = anchored.start(ctx, rec, o.anchor, signer, o.record, o.checkpoint, s.err)
 			} else {
@@ -277,6 +292,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 			}
 			if err != nil {
 				rec.Close()
+				liveTaps.stop(rec)
 				return nil, err
 			}
 			fmt.Fprintf(s.err, "tracectl: recording %s traffic to %s\n", kind, escapeTerminal(path))
@@ -289,6 +305,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				defer sa.close()
 			}
 			sealed, err := r.Seal(context.WithoutCancel(ctx), rs)
+			liveTaps.stop(r)
 			if sealed != nil {
 				sig := "signed"
 				if !sealed.Signed {

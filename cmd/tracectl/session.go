@@ -46,6 +46,7 @@ type sessionOptions struct {
 	// checkpoint: sign checkpoints as the session goes (checkpoint.go)
 	checkpoint checkpointEvery
 	anchor     anchorOptions // anchor.go
+	live       *liveOTLP     // live spans (live.go), or nil
 }
 
 // sessionSummary is the one line printed when a session ends.
@@ -171,17 +172,21 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 			return nil, usageErr(err, "")
 		}
 	}
-	rec, err := producer.Open(o.bundle, producer.Options{
+	ropts := producer.Options{
 		Clock: time.Now, Entropy: rand.Reader, FS: producer.OS,
 		Durability: o.durability, Retention: o.retain, Producer: prod,
 		Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 		Server:          server,
 		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 		FramesCommitted: true,
-	})
+	}
+	untap := o.live.tap(&ropts)
+	rec, err := producer.Open(o.bundle, ropts)
 	if err != nil {
+		untap()
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")
 	}
+	defer untap() // after the seal or close below: the follower sends the session's span
 	var sa *sessionAnchor
 	if ac != nil {
 		if sa, err = startAnchoring(ctx, rec, o.anchor, ac, signer, o.record, o.checkpoint, s.err); err != nil {

@@ -40,6 +40,7 @@ type wrapOptions struct {
 	server          []string
 	checkpoint      checkpointEvery
 	anchor          anchorOptions
+	otlpEndpoint    string
 }
 
 // recordIdentity are the Trust Record members an operator may set.
@@ -151,11 +152,15 @@ environment.`,
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")
 	return cmd
 }
 
 // validate checks every flag before anything is created or spawned.
 func (o *wrapOptions) validate() error {
+	if err := checkOTLPEndpoint(o.otlpEndpoint); err != nil {
+		return err
+	}
 	if err := checkRecordModes(o.durability, o.retain); err != nil {
 		return err
 	}
@@ -310,11 +315,16 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
+	live, err := startLive(ctx, o.otlpEndpoint, s.err)
+	if err != nil {
+		return err
+	}
+	defer live.shutdown(context.WithoutCancel(ctx))
 	sum, err := recordSession(ctx, s, sessionOptions{
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain, redaction: o.redaction,
 		callTimeout: o.callTimeout, capture: o.capture, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
-		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint, anchor: o.anchor,
+		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint, anchor: o.anchor, live: live,
 	})
 	if sum != nil {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(sum.String()))
