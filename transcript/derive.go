@@ -190,6 +190,12 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 	q.Correlation.Tracestate, _ = corrValue(meta, mcpwire.MetaTracestate, checkTracestate)
 	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, mcpwire.MetaCorrelationID, checkCorrelationID)
 	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, mcpwire.MetaRetryOf, checkCorrelationID)
+	for _, k := range mcpwire.MetaToolUseIDs {
+		if v, _ := corrValue(meta, k, checkCorrelationID); v != nil {
+			q.Correlation.ToolUseID = v
+			break
+		}
+	}
 	return q, nil
 }
 

@@ -1,0 +1,49 @@
+package transcript
+
+import (
+	"bytes"
+	"testing"
+)
+
+// The policy members round-trip through Encode and DecodeLine (the fast
+// decoder and the strict one agree), and validation rejects what the
+// format forbids.
+func TestPolicyMembers(t *testing.T) {
+	d := "sha256:" + string(bytes.Repeat([]byte("ab"), 32))
+	h := sampleHeader()
+	h.Policy = &PolicyRef{Mode: PolicyEnforce, Policy: &PolicyBytes{Digest: d, Length: 10}, Lock: &PolicyBytes{Digest: d, Length: 3}}
+	a := sampleAttempt(1, "a1")
+	a.Decision = &Decision{Action: DecisionDeny, Rule: "no-big", Reason: "because", Declaration: d}
+	a.Correlation.ToolUseID = &CorrValue{Valid: true, Value: "toolu_01"}
+	s := &Seal{Type: TypeSeal, Seq: 3, Attempts: 2, Responses: 1, Denied: 1}
+	o := &Observation{Type: TypeObservation, Seq: 2, AttemptID: "a1", Kind: ObsDenied, Basis: BasisProducer}
+	for _, ev := range []Event{h, a, s, o} {
+		line, err := Encode(ev)
+		if err != nil {
+			t.Fatalf("%T: %v", ev, err)
+		}
+		if fast := decodeFast(line); fast == nil {
+			t.Errorf("%T: the fast decoder does not read %s", ev, line)
+		}
+		got, err := DecodeLine(line)
+		if err != nil {
+			t.Fatalf("%T: %v", ev, err)
+		}
+		again, _ := Encode(got)
+		if !bytes.Equal(again, line) {
+			t.Errorf("%T: round trip\n got %s\nwant %s", ev, again, line)
+		}
+	}
+	bad := []Event{
+		&Seal{Type: TypeSeal, Seq: 3, Attempts: 2, Responses: 1},
+		func() Event { a := sampleAttempt(1, "a1"); a.Decision = &Decision{Action: "maybe", Rule: "r"}; return a }(),
+		func() Event { a := sampleAttempt(1, "a1"); a.Decision = &Decision{Action: DecisionAllow}; return a }(),
+		func() Event { h := sampleHeader(); h.Policy = &PolicyRef{Mode: PolicyAudit}; return h }(),
+		func() Event { h := sampleHeader(); h.Policy = &PolicyRef{Mode: "shadow", Policy: &PolicyBytes{Digest: d}}; return h }(),
+	}
+	for _, ev := range bad {
+		if validate(ev) == nil {
+			t.Errorf("%T %+v: valid, want invalid", ev, ev)
+		}
+	}
+}
