@@ -122,11 +122,11 @@ type Header struct {
 	Redaction *RedactionPolicy `json:"redaction,omitempty"`
 	// Policy (v4, optional) commits to the policy and lock calls were
 	// decided under, and the mode (policy.go).
-	Policy      *PolicyRef       `json:"policy,omitempty"`
-	Retention   string           `json:"retention"`
-	Durability  string           `json:"durability"`
-	Limits      HeaderLimits     `json:"limits"`
-	StartedAtMs int64            `json:"started_at_ms"`
+	Policy      *PolicyRef   `json:"policy,omitempty"`
+	Retention   string       `json:"retention"`
+	Durability  string       `json:"durability"`
+	Limits      HeaderLimits `json:"limits"`
+	StartedAtMs int64        `json:"started_at_ms"`
 }
 
 // RedactionPolicy says which rules redacted retained payloads before they

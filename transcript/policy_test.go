@@ -36,10 +36,18 @@ func TestPolicyMembers(t *testing.T) {
 	}
 	bad := []Event{
 		&Seal{Type: TypeSeal, Seq: 3, Attempts: 2, Responses: 1},
-		func() Event { a := sampleAttempt(1, "a1"); a.Decision = &Decision{Action: "maybe", Rule: "r"}; return a }(),
+		func() Event {
+			a := sampleAttempt(1, "a1")
+			a.Decision = &Decision{Action: "maybe", Rule: "r"}
+			return a
+		}(),
 		func() Event { a := sampleAttempt(1, "a1"); a.Decision = &Decision{Action: DecisionAllow}; return a }(),
 		func() Event { h := sampleHeader(); h.Policy = &PolicyRef{Mode: PolicyAudit}; return h }(),
-		func() Event { h := sampleHeader(); h.Policy = &PolicyRef{Mode: "shadow", Policy: &PolicyBytes{Digest: d}}; return h }(),
+		func() Event {
+			h := sampleHeader()
+			h.Policy = &PolicyRef{Mode: "shadow", Policy: &PolicyBytes{Digest: d}}
+			return h
+		}(),
 	}
 	for _, ev := range bad {
 		if validate(ev) == nil {
