@@ -40,12 +40,6 @@ const (
 	MetaProgressToken   = "progressToken"
 )
 
-// MetaToolUseIDs are the _meta keys under which agent hosts put their own
-// id of the tool use behind a tools/call (Claude Code's
-// claudecode/toolUseId; seeds/request-decision-receipts.txt), in the order
-// the recorder looks for one.
-var MetaToolUseIDs = []string{"claudecode/toolUseId"}
-
 // CodeInvalidRequest is JSON-RPC 2.0's code for an invalid request: the
 // recording session answers a client frame the gate refuses with it.
 const CodeInvalidRequest = -32600
@@ -60,7 +54,6 @@ const (
 	CodeAuditUnavailable = -32091 // not forwarded: evidence could not be made durable
 	CodeTransportFailure = -32092 // the server went away with the call in flight
 	CodeResponseRefused  = -32093 // the server's answer was refused by the gate or mediation: not delivered, the outcome unknown
-	CodePolicyDenied     = -32094 // not forwarded: denied by the operator's policy or lock (data names the rule)
 )
 
 // ErrorResponse is the JSON-RPC error response tracectl sends in a peer's

@@ -897,28 +897,18 @@ func (d *lineDec) decision() *Decision {
 
 func (d *lineDec) policyRef() *PolicyRef {
 	p := &PolicyRef{}
-	bytesOf := func() *PolicyBytes {
-		b := &PolicyBytes{}
-		d.object(func(k string) {
-			switch k {
-			case "digest":
-				b.Digest = d.str()
-			case "length":
-				b.Length = d.int()
-			default:
-				d.fail()
-			}
-		})
-		return b
-	}
 	d.object(func(k string) {
 		switch k {
-		case "lock":
-			p.Lock = bytesOf()
+		case "lock_digest":
+			p.LockDigest = d.str()
+		case "lock_length":
+			p.LockLength = d.int()
 		case "mode":
 			p.Mode = d.str()
-		case "policy":
-			p.Policy = bytesOf()
+		case "policy_digest":
+			p.PolicyDigest = d.str()
+		case "policy_length":
+			p.PolicyLength = d.int()
 		default:
 			d.fail()
 		}

@@ -356,7 +356,7 @@ type Correlation struct {
 	// attempt is kept here and links nothing.
 	RetryOf *CorrValue `json:"retry_of,omitempty"`
 	// ToolUseID (v4) is the agent host's own id for the tool use behind
-	// the call (mcpwire.MetaToolUseIDs), checked like CorrelationID, so a
+	// the call (claudecode/toolUseId), checked like CorrelationID, so a
 	// bundle joins the agent's transcript.
 	ToolUseID *CorrValue `json:"tool_use_id,omitempty"`
 }

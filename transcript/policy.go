@@ -7,16 +7,13 @@ package transcript
 // decision from those bytes, the request bytes and the snapshot the attempt
 // bound.
 
-// Policy modes (PolicyRef.Mode).
+// Policy modes (PolicyRef.Mode) and decision actions, as internal/policy
+// names them.
 const (
-	PolicyEnforce = "enforce" // a denied call was not forwarded: the client got CodePolicyDenied
-	PolicyAudit   = "audit"   // shadow: every call was decided and recorded, and forwarded anyway
-)
-
-// Decision actions.
-const (
-	DecisionAllow = "allow"
-	DecisionDeny  = "deny"
+	policyEnforce = "enforce" // a denied call was not forwarded: the client got a JSON-RPC error naming the rule
+	policyAudit   = "audit"   // shadow: every call was decided and recorded, and forwarded anyway
+	decisionAllow = "allow"
+	decisionDeny  = "deny"
 )
 
 // ObsDenied: the call was denied by the policy or the lock in enforce mode:
@@ -24,19 +21,16 @@ const (
 // rule. It is the attempt's terminal observation.
 const ObsDenied = "denied"
 
-// PolicyRef is the header's commitment to what decided calls.
+// PolicyRef is the header's commitment to what decided calls: the exact
+// bytes of the policy file and of the lockfile, each by SHA-256 (unsalted:
+// a policy is read by whoever verifies the decisions) and length. The pack
+// retains the bytes under those digests.
 type PolicyRef struct {
-	Mode   string       `json:"mode"`             // enforce | audit
-	Policy *PolicyBytes `json:"policy,omitempty"` // the policy file, when one was in force
-	Lock   *PolicyBytes `json:"lock,omitempty"`   // the lockfile, when one was in force
-}
-
-// PolicyBytes commits to a file's exact bytes: SHA-256 (unsalted: a policy
-// is read by whoever verifies the decisions) and length. The pack retains
-// the bytes under that digest.
-type PolicyBytes struct {
-	Digest string `json:"digest"`
-	Length int64  `json:"length"`
+	Mode         string `json:"mode"`                    // enforce | audit
+	PolicyDigest string `json:"policy_digest,omitempty"` // the policy file, when one was in force
+	PolicyLength int64  `json:"policy_length,omitempty"`
+	LockDigest   string `json:"lock_digest,omitempty"` // the lockfile, when one was in force
+	LockLength   int64  `json:"lock_length,omitempty"`
 }
 
 // Decision is what the gate decided for an attempt before forwarding it.
@@ -59,17 +53,19 @@ func (p *PolicyRef) validate() *invalid {
 	if p == nil {
 		return nil
 	}
-	e := oneOf("policy.mode", p.Mode, PolicyEnforce, PolicyAudit)
-	if e == nil && p.Policy == nil && p.Lock == nil {
+	e := first(
+		oneOf("policy.mode", p.Mode, policyEnforce, policyAudit),
+		optDigest("policy.policy_digest", p.PolicyDigest),
+		nonneg("policy.policy_length", p.PolicyLength),
+		optDigest("policy.lock_digest", p.LockDigest),
+		nonneg("policy.lock_length", p.LockLength),
+	)
+	switch {
+	case e != nil:
+	case p.PolicyDigest == "" && p.LockDigest == "":
 		e = bad("policy: names neither a policy nor a lock")
-	}
-	for _, b := range []struct {
-		name string
-		v    *PolicyBytes
-	}{{"policy.policy", p.Policy}, {"policy.lock", p.Lock}} {
-		if e == nil && b.v != nil {
-			e = first(digest(b.name+".digest", b.v.Digest), nonneg(b.name+".length", b.v.Length))
-		}
+	case p.PolicyDigest == "" && p.PolicyLength != 0, p.LockDigest == "" && p.LockLength != 0:
+		e = bad("policy: a length without its digest")
 	}
 	return e
 }
@@ -79,7 +75,7 @@ func (d *Decision) validate() *invalid {
 		return nil
 	}
 	e := first(
-		oneOf("decision.action", d.Action, DecisionAllow, DecisionDeny),
+		oneOf("decision.action", d.Action, decisionAllow, decisionDeny),
 		short("decision.rule", d.Rule, maxRuleBytes),
 		short("decision.reason", d.Reason, maxReasonBytes),
 		optDigest("decision.declaration", d.Declaration),
@@ -93,22 +89,11 @@ func (d *Decision) validate() *invalid {
 func (p *PolicyRef) encode(e *encoder) {
 	e.key("policy")
 	e.open()
-	if p.Lock != nil {
-		e.key("lock")
-		p.Lock.encode(e)
-	}
+	e.optStr("lock_digest", p.LockDigest)
+	e.optInt("lock_length", p.LockLength)
 	e.str("mode", p.Mode)
-	if p.Policy != nil {
-		e.key("policy")
-		p.Policy.encode(e)
-	}
-	e.close()
-}
-
-func (b *PolicyBytes) encode(e *encoder) {
-	e.open()
-	e.str("digest", b.Digest)
-	e.int("length", b.Length)
+	e.optStr("policy_digest", p.PolicyDigest)
+	e.optInt("policy_length", p.PolicyLength)
 	e.close()
 }
 

@@ -11,9 +11,9 @@ import (
 func TestPolicyMembers(t *testing.T) {
 	d := "sha256:" + string(bytes.Repeat([]byte("ab"), 32))
 	h := sampleHeader()
-	h.Policy = &PolicyRef{Mode: PolicyEnforce, Policy: &PolicyBytes{Digest: d, Length: 10}, Lock: &PolicyBytes{Digest: d, Length: 3}}
+	h.Policy = &PolicyRef{Mode: policyEnforce, PolicyDigest: d, PolicyLength: 10, LockDigest: d, LockLength: 3}
 	a := sampleAttempt(1, "a1")
-	a.Decision = &Decision{Action: DecisionDeny, Rule: "no-big", Reason: "because", Declaration: d}
+	a.Decision = &Decision{Action: decisionDeny, Rule: "no-big", Reason: "because", Declaration: d}
 	a.Correlation.ToolUseID = &CorrValue{Valid: true, Value: "toolu_01"}
 	s := &Seal{Type: TypeSeal, Seq: 3, Attempts: 2, Responses: 1, Denied: 1}
 	o := &Observation{Type: TypeObservation, Seq: 2, AttemptID: "a1", Kind: ObsDenied, Basis: BasisProducer}
@@ -41,11 +41,11 @@ func TestPolicyMembers(t *testing.T) {
 			a.Decision = &Decision{Action: "maybe", Rule: "r"}
 			return a
 		}(),
-		func() Event { a := sampleAttempt(1, "a1"); a.Decision = &Decision{Action: DecisionAllow}; return a }(),
-		func() Event { h := sampleHeader(); h.Policy = &PolicyRef{Mode: PolicyAudit}; return h }(),
+		func() Event { a := sampleAttempt(1, "a1"); a.Decision = &Decision{Action: decisionAllow}; return a }(),
+		func() Event { h := sampleHeader(); h.Policy = &PolicyRef{Mode: policyAudit}; return h }(),
 		func() Event {
 			h := sampleHeader()
-			h.Policy = &PolicyRef{Mode: "shadow", Policy: &PolicyBytes{Digest: d}}
+			h.Policy = &PolicyRef{Mode: "shadow", PolicyDigest: d}
 			return h
 		}(),
 	}
