@@ -55,6 +55,13 @@ type Options struct {
 	// RecordFrame). It is recorded in the header, and a verifier then
 	// checks the frame sequence for gaps.
 	FramesCommitted bool
+	// PolicyFile and LockFile, optional, are the exact bytes of the policy
+	// and lockfile calls are decided under (spec/policy.md): retained in
+	// the pack and committed in the header with PolicyMode ("enforce", the
+	// default, or "audit"). The decisions themselves come with each
+	// attempt (Call.Decide).
+	PolicyFile, LockFile []byte
+	PolicyMode           string
 }
 
 // Limits are recorded in the header. Only MaxFrameBytes is enforced by the

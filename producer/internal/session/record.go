@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -29,6 +30,15 @@ type RecordingSink struct {
 	oversized  int64               // frames over the gate's limit
 	refused    int64               // client frames the gate refused
 	unreadable int64               // tools/list requests snapshot collection could not read
+
+	// The recorder's policy and, with one, the declarations of recorded
+	// snapshots by manifest digest, for decisions (policy.go). declMu is
+	// taken under the journal's lock (a decision runs there), never the
+	// reverse.
+	engine *policy.Engine
+	audit  bool
+	declMu sync.Mutex
+	decls  map[string]*policy.Snapshot
 }
 
 // NewRecordingSink returns a Sink over rec, which must have been opened with
@@ -36,7 +46,8 @@ type RecordingSink struct {
 // captureID mints snapshot capture ids from the caller's entropy
 // (snapshot.NewCaptureID).
 func NewRecordingSink(rec *producer.Recorder, captureID func() (string, error), limits snapshot.Limits) *RecordingSink {
-	return &RecordingSink{rec: rec, captureID: captureID, limits: limits}
+	engine, audit := rec.Policy()
+	return &RecordingSink{rec: rec, captureID: captureID, limits: limits, engine: engine, audit: audit}
 }
 
 type handleRef struct{ h *producer.Handle }
@@ -82,7 +93,7 @@ func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error)
 	}
 	s.mu.Unlock()
 	i := c.Index
-	h, wait, err := s.rec.AttemptWritten(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i})
+	h, wait, err := s.rec.AttemptWritten(context.Background(), producer.Call{Line: c.Line, Message: c.Msg, Frame: &i, Decide: c.Decide})
 	if errors.Is(err, producer.ErrNotToolCall) || errors.Is(err, producer.ErrInvalidInput) {
 		return nil, nil, fmt.Errorf("%w: %v", errUnrecordable, err)
 	}
@@ -217,6 +228,7 @@ func (s *RecordingSink) recordCollectorLocked(c *snapshot.Collector) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	m := snap.Manifest
+	s.noteDeclarations(snap)
 	blobs := make([][]byte, 0, 2*len(snap.Pages))
 	for _, p := range snap.Pages {
 		blobs = append(blobs, p.Request, p.Response)

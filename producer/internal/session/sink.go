@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/transcript"
 )
 
 // Sink receives what the proxy reads, before the proxy forwards it.
@@ -47,6 +48,9 @@ type Call struct {
 	Terminator string           // "lf" | "crlf"
 	Msg        *mcpwire.Message // the gate's reading of Line
 	Index      int64            // the frame's index among the client's frames
+	// Decide, when a policy is in force, decides the call given the
+	// snapshot its attempt binds (producer.Call.Decide; policy.go).
+	Decide func(transcript.SnapshotRef) *transcript.Decision
 }
 
 // ResponseObs is a response frame to an attempt.
