@@ -41,6 +41,7 @@ type proxyOptions struct {
 	maxFrame                         int64
 	rotateEvery                      string
 	upstreamCA                       string
+	policy                           policyOptions
 	allowRemote                      bool
 	allowedHosts, allowedOrigins     []string
 	redactPaths                      []string
@@ -117,6 +118,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
+	o.policy.flags(cmd)
 	return cmd
 }
 
@@ -164,6 +166,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 		return err
 	}
 	if err := o.redaction.build(); err != nil {
+		return err
+	}
+	if err := o.policy.load(); err != nil {
 		return err
 	}
 	if o.checkpoint.set() && o.key == "" {
@@ -241,6 +246,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
 				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
+				PolicyFile: o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode,
 			})
 			if err != nil {
 				return nil, err

@@ -44,6 +44,7 @@ type sessionOptions struct {
 	announce  bool // print the bundle's path on stderr once it is created
 	// checkpoint: sign checkpoints as the session goes (checkpoint.go)
 	checkpoint checkpointEvery
+	policy     policyOptions // loaded
 }
 
 // sessionSummary is the one line printed when a session ends.
@@ -160,6 +161,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		Server:          server,
 		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 		FramesCommitted: true,
+		PolicyFile:      o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode,
 	})
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("open bundle: %w", err), "")

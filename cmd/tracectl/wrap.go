@@ -39,6 +39,7 @@ type wrapOptions struct {
 	record          recordIdentity
 	server          []string
 	checkpoint      checkpointEvery
+	policy          policyOptions
 }
 
 // recordIdentity are the Trust Record members an operator may set.
@@ -149,11 +150,15 @@ environment.`,
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.record.flags(cmd)
+	o.policy.flags(cmd)
 	return cmd
 }
 
 // validate checks every flag before anything is created or spawned.
 func (o *wrapOptions) validate() error {
+	if err := o.policy.load(); err != nil {
+		return err
+	}
 	if err := checkRecordModes(o.durability, o.retain); err != nil {
 		return err
 	}
@@ -312,7 +317,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain, redaction: o.redaction,
 		callTimeout: o.callTimeout, capture: o.capture, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
-		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint,
+		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint, policy: o.policy,
 	})
 	if sum != nil {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(sum.String()))
