@@ -24,7 +24,7 @@ import (
 // error, a code spec/verification.md lists, an enum value other packages
 // use, or a type an exported API hands out. Lower it whenever the surface
 // shrinks, never raise it without a reason in the commit.
-const maxExported = 749
+const maxExported = 751
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")

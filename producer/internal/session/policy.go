@@ -2,8 +2,8 @@ package session
 
 import (
 	"encoding/json"
-	"strconv"
 	"io/fs"
+	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/policy"

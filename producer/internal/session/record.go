@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/internal/policy"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
