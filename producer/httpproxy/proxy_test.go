@@ -49,6 +49,10 @@ type harness struct {
 	// request: bundles open with it).
 	retain      string
 	noRedaction bool
+	// policy and policyMode are the recorders' policy file and mode
+	// (policy_test.go).
+	policy     []byte
+	policyMode string
 }
 
 func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
@@ -76,6 +80,7 @@ func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
 				Clock: time.Now, Entropy: rand.Reader, Producer: transcript.Producer{Name: "tracectl-test", Version: "0"},
 				Server: sv, FramesCommitted: true, Durability: transcript.DurabilityBatch,
 				Retention: h.retain, NoRedaction: h.noRedaction,
+				PolicyFile: h.policy, PolicyMode: h.policyMode,
 			})
 		},
 		Seal: func(r *producer.Recorder) error {
