@@ -82,6 +82,9 @@ func (s *sessionSummary) String() string {
 	if s.unreadable > 0 {
 		extra += fmt.Sprintf(", %d tools/list requests not readable (forwarded, in no snapshot)", s.unreadable)
 	}
+	if c.Denied > 0 {
+		extra = fmt.Sprintf(", %d denied by policy (not forwarded)", c.Denied) + extra
+	}
 	if s.res != nil && s.res.ClientGone {
 		extra += ", client gone before the end (later frames recorded, not delivered)"
 	}
