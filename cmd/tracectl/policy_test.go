@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/internal/mcptest/tsclient"
+	"github.com/tracectl/tracectl/verify"
 )
 
 // Enforcement end to end (spec/policy.md): the real tracectl binary, with
@@ -124,6 +127,47 @@ func TestPolicyStdioGoSDK(t *testing.T) {
 		if !strings.Contains(rep, want) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
+	}
+	// show, export (jsonl) and the OTLP spans say what was denied, by
+	// which rule, in the one count model.
+	for _, tc := range []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"show", bundle}, []string{"0 unknown; 1 denied by policy)", "policy:       enforce; policy sha256:", "decisions: 1 allow, 1 deny (rule no-forbidden)", "denied (rule no-forbidden)"}},
+		{[]string{"export", "--format", "jsonl", bundle}, []string{`"outcome":"denied","outcome_class":"denied"`, `"decision":"deny","decision_rule":"no-forbidden"`, `"decision":"allow","decision_rule":"default"`}},
+	} {
+		out, err := exec.Command(k.bin, tc.argv...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.argv[0], err, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s lacks %q:\n%s", tc.argv[0], w, out)
+			}
+		}
+	}
+	b, err := inspect.Load(context.Background(), verify.DirFS(bundle), inspect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans []string
+	for _, r := range b.Records() {
+		_, attrs, _, desc := spanOf(b, r)
+		var kv []string
+		for _, a := range attrs {
+			if strings.HasPrefix(string(a.Key), "tracectl.policy.") || a.Key == "tracectl.outcome_class" {
+				kv = append(kv, string(a.Key)+"="+a.Value.AsString())
+			}
+		}
+		spans = append(spans, strings.Join(kv, " ")+" "+desc)
+	}
+	want := []string{
+		"tracectl.outcome_class=response tracectl.policy.decision=allow tracectl.policy.rule=default ",
+		"tracectl.outcome_class=denied tracectl.policy.decision=deny tracectl.policy.rule=no-forbidden denied (rule no-forbidden)",
+	}
+	if !slices.Equal(spans, want) {
+		t.Errorf("OTLP spans:\n%q\nwant\n%q", spans, want)
 	}
 }
 
