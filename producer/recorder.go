@@ -18,6 +18,7 @@ import (
 	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/redact"
+	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -84,6 +85,9 @@ type bindings struct {
 	snapshots   map[string]*transcript.SnapshotEvent
 	current     *transcript.SnapshotEvent
 	lastChanged int64 // seq of the last tools/list_changed notification, -1 if none
+	// decls are the recorded snapshots' declarations by manifest digest,
+	// kept only with a policy, for decisions (Call.Decide).
+	decls map[string]*policy.Snapshot
 }
 
 // replayState is what Reopen and Recover found replaying an existing
@@ -350,11 +354,12 @@ type Call struct {
 	// recorder opened with FramesCommitted; nil otherwise.
 	Frame *int64
 	// Decide, optional, decides the call under the recorder's policy
-	// (Options.PolicyFile, LockFile) given the snapshot the attempt binds;
-	// its decision is committed on the attempt line. It is called once,
-	// where the line takes its place in the journal (so the binding it
-	// reads is the line's), and must not call the recorder.
-	Decide func(bound transcript.SnapshotRef) *transcript.Decision
+	// (Options.PolicyFile, LockFile) given the snapshot the attempt binds
+	// and its declarations (nil when it binds none); its decision is
+	// committed on the attempt line. It is called once, where the line
+	// takes its place in the journal (so the binding it reads is the
+	// line's), and must not call the recorder.
+	Decide func(bound transcript.SnapshotRef, decls *policy.Snapshot) *transcript.Decision
 }
 
 // Attempt records a tools/call attempt. In strict durability the attempt
@@ -460,7 +465,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		a.Seq, a.AtMs = s, at
 		a.Snapshot = r.snapshotRef(c.Snapshot)
 		if c.Decide != nil {
-			a.Decision = c.Decide(a.Snapshot)
+			a.Decision = c.Decide(a.Snapshot, r.declarations(a.Snapshot.ManifestDigest))
 			st.decidedDeny = a.Decision != nil && a.Decision.Action == policyDeny
 		}
 	}, a))
@@ -704,6 +709,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 			return "", r.auditFail(err)
 		}
 	}
+	r.noteDeclarations(s)
 	r.mu.Lock()
 	r.ident.nextSnap++
 	ev := &transcript.SnapshotEvent{
@@ -915,4 +921,44 @@ func (o Options) policyRef() *transcript.PolicyRef {
 		p.LockDigest, p.LockLength = canon.SHA256(o.LockFile), int64(len(o.LockFile))
 	}
 	return p
+}
+
+// noteDeclarations keeps a snapshot's declarations for the decisions of
+// the attempts that bind it (with a policy only); before its line, so an
+// attempt that binds it finds them.
+func (r *Recorder) noteDeclarations(s Snapshot) {
+	if r.policy == nil {
+		return
+	}
+	m, err := snapshot.ParseManifest(s.Manifest)
+	if err != nil {
+		return // bound, it decides as a snapshot without declarations; verify reads the same manifest
+	}
+	blobs := make(map[string][]byte, len(s.Blobs))
+	for _, b := range s.Blobs {
+		blobs[canon.SHA256(b)] = b
+	}
+	d := policy.NewSnapshot(m, func(digest string) ([]byte, error) {
+		if b, ok := blobs[digest]; ok {
+			return b, nil
+		}
+		return nil, fs.ErrNotExist
+	})
+	r.bind.mu.Lock()
+	defer r.bind.mu.Unlock()
+	if r.bind.decls == nil {
+		r.bind.decls = map[string]*policy.Snapshot{}
+	}
+	r.bind.decls[s.Digest] = d
+}
+
+// declarations returns the declarations of the recorded snapshot with the
+// given manifest digest, or nil.
+func (r *Recorder) declarations(digest string) *policy.Snapshot {
+	if digest == "" {
+		return nil
+	}
+	r.bind.mu.Lock()
+	defer r.bind.mu.Unlock()
+	return r.bind.decls[digest]
 }

@@ -81,12 +81,20 @@ func requireDecisions(t *testing.T, reps map[string]*verify.Report, denied, resp
 // TestPolicyGoSDK: the Go SDK's streamable client through the proxy with
 // a policy. The denied call never reaches the server, the client gets
 // -32094 naming the rule, the allowed call runs, and the bundle verifies
-// with the decisions re-derived.
+// with the decisions re-derived: in a 2025-11-25 session (a bundle of its
+// own) and stateless (2026-07-28: the pages and the calls reach the
+// stateless bundle through different sinks).
 func TestPolicyGoSDK(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { policyGoSDK(t, version) })
+	}
+}
+
+func policyGoSDK(t *testing.T, version string) {
 	up := newLoggingUpstream(t)
 	h := newHarness(t, up.srv.URL, nil)
 	h.policy = []byte(policyYAML)
-	cs := connect(t, h.srv.URL+"/mcp", "2025-11-25", nil)
+	cs := connect(t, h.srv.URL+"/mcp", version, nil)
 	listAll(t, cs)
 	ctx := context.Background()
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello"}}); err != nil {

@@ -2,13 +2,10 @@ package session
 
 import (
 	"encoding/json"
-	"io/fs"
 	"strconv"
 
-	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
-	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -30,17 +27,14 @@ const CodePolicyDenied = -32094
 // Decider returns the decision function of the tools/call m (for
 // Call.Decide) and where its decision lands once the attempt is written;
 // both nil when no policy is in force.
-func (s *RecordingSink) Decider(m *mcpwire.Message) (func(transcript.SnapshotRef) *transcript.Decision, *transcript.Decision) {
+func (s *RecordingSink) Decider(m *mcpwire.Message) (func(transcript.SnapshotRef, *policy.Snapshot) *transcript.Decision, *transcript.Decision) {
 	if s == nil || s.engine == nil {
 		return nil, nil
 	}
 	out := &transcript.Decision{}
-	return func(bound transcript.SnapshotRef) *transcript.Decision {
-		in := policy.Input{Tool: toolName(m)}
+	return func(_ transcript.SnapshotRef, decls *policy.Snapshot) *transcript.Decision {
+		in := policy.Input{Tool: toolName(m), Snapshot: decls}
 		in.Args, _ = m.Params.Get("arguments")
-		if bound.ManifestDigest != "" {
-			in.Snapshot = s.declarations(bound.ManifestDigest)
-		}
 		d := s.engine.Decide(in)
 		*out = transcript.Decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Declaration: in.Snapshot.Declaration(in.Tool)}
 		return out
@@ -71,7 +65,7 @@ func toolName(m *mcpwire.Message) string {
 }
 
 // decider is the session core's Decider.
-func (s *session) decider(m *mcpwire.Message) (func(transcript.SnapshotRef) *transcript.Decision, *transcript.Decision) {
+func (s *session) decider(m *mcpwire.Message) (func(transcript.SnapshotRef, *policy.Snapshot) *transcript.Decision, *transcript.Decision) {
 	return s.cfg.policy.Decider(m)
 }
 
@@ -121,37 +115,4 @@ func DeniedResponse(idText string, d *transcript.Decision) []byte {
 		idText = "null"
 	}
 	return []byte(`{"jsonrpc":"2.0","id":` + idText + `,"error":{"code":` + strconv.Itoa(CodePolicyDenied) + `,"message":` + string(m) + `,"data":` + string(db) + "}}")
-}
-
-// declarations returns the declarations of the recorded snapshot with
-// the given manifest digest, or nil.
-func (s *RecordingSink) declarations(digest string) *policy.Snapshot {
-	s.declMu.Lock()
-	defer s.declMu.Unlock()
-	return s.decls[digest]
-}
-
-// noteDeclarations keeps a snapshot's declarations for the decisions of
-// the calls that bind it; called before the snapshot is recorded, so a call
-// that binds it finds them.
-func (s *RecordingSink) noteDeclarations(snap *snapshot.Snapshot) {
-	if s.engine == nil {
-		return
-	}
-	blobs := make(map[string][]byte, len(snap.Pages))
-	for _, p := range snap.Pages {
-		blobs[canon.SHA256(p.Response)] = p.Response
-	}
-	d := policy.NewSnapshot(snap.Manifest, func(digest string) ([]byte, error) {
-		if b, ok := blobs[digest]; ok {
-			return b, nil
-		}
-		return nil, fs.ErrNotExist
-	})
-	s.declMu.Lock()
-	defer s.declMu.Unlock()
-	if s.decls == nil {
-		s.decls = map[string]*policy.Snapshot{}
-	}
-	s.decls[snap.Digest] = d
 }

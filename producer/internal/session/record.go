@@ -31,14 +31,9 @@ type RecordingSink struct {
 	refused    int64               // client frames the gate refused
 	unreadable int64               // tools/list requests snapshot collection could not read
 
-	// The recorder's policy and, with one, the declarations of recorded
-	// snapshots by manifest digest, for decisions (policy.go). declMu is
-	// taken under the journal's lock (a decision runs there), never the
-	// reverse.
+	// The recorder's policy, for decisions (policy.go).
 	engine *policy.Engine
 	audit  bool
-	declMu sync.Mutex
-	decls  map[string]*policy.Snapshot
 }
 
 // NewRecordingSink returns a Sink over rec, which must have been opened with
@@ -228,7 +223,6 @@ func (s *RecordingSink) recordCollectorLocked(c *snapshot.Collector) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	m := snap.Manifest
-	s.noteDeclarations(snap)
 	blobs := make([][]byte, 0, 2*len(snap.Pages))
 	for _, p := range snap.Pages {
 		blobs = append(blobs, p.Request, p.Response)

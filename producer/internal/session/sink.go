@@ -3,6 +3,7 @@ package session
 import (
 	"io"
 
+	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -50,7 +51,7 @@ type Call struct {
 	Index      int64            // the frame's index among the client's frames
 	// Decide, when a policy is in force, decides the call given the
 	// snapshot its attempt binds (producer.Call.Decide; policy.go).
-	Decide func(transcript.SnapshotRef) *transcript.Decision
+	Decide func(transcript.SnapshotRef, *policy.Snapshot) *transcript.Decision
 }
 
 // ResponseObs is a response frame to an attempt.
