@@ -3,6 +3,9 @@ package policy
 import (
 	"strconv"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/snapshot"
 )
@@ -20,7 +23,7 @@ type Input struct {
 // digests of its members.
 type Snapshot struct {
 	Complete bool
-	server   map[string]any
+	server   ref.Val
 	name     *string
 	version  *string
 	tools    map[string][]*tool
@@ -30,7 +33,7 @@ type tool struct {
 	status string // snapshot.DeclOK or DeclUnsupported
 	digest string
 	// value and fields are nil when the page bytes were unavailable.
-	value  map[string]any
+	value  ref.Val
 	fields map[string]string // member name -> canonical digest ("" when the member cannot be canonicalized)
 }
 
@@ -38,13 +41,15 @@ type tool struct {
 // (nil, or a page it cannot give, leaves those tools' values unknown:
 // Unavailable then reports it).
 func NewSnapshot(m *snapshot.Manifest, load snapshot.LoadFunc) *Snapshot {
-	s := &Snapshot{Complete: m.Complete, server: map[string]any{}, tools: map[string][]*tool{}, name: m.Server.Name, version: m.Server.Version}
+	s := &Snapshot{Complete: m.Complete, tools: map[string][]*tool{}, name: m.Server.Name, version: m.Server.Version}
+	srv := map[ref.Val]ref.Val{}
 	if m.Server.Name != nil {
-		s.server["name"] = *m.Server.Name
+		srv[types.String("name")] = types.String(*m.Server.Name)
 	}
 	if m.Server.Version != nil {
-		s.server["version"] = *m.Server.Version
+		srv[types.String("version")] = types.String(*m.Server.Version)
 	}
+	s.server = types.NewRefValMap(types.DefaultTypeAdapter, srv)
 	pages := map[int64][]canon.Value{}
 	for _, t := range m.Tools {
 		if t.Name == nil {
@@ -61,7 +66,7 @@ func NewSnapshot(m *snapshot.Manifest, load snapshot.LoadFunc) *Snapshot {
 			continue
 		}
 		v := el[t.Index]
-		tl.value = jsonValue(v).(map[string]any)
+		tl.value = jsonValue(v)
 		tl.fields = make(map[string]string, v.Len())
 		for _, mem := range v.Members() {
 			d, err := mem.Value.Digest(canon.PolicyMCPDecl)
@@ -113,10 +118,7 @@ func (s *Snapshot) Declaration(toolName string) string {
 }
 
 func (in *Input) activation() *activation {
-	a := &activation{tool: in.Tool, args: map[string]any{}, server: map[string]any{}, dec: map[string]any{}}
-	if in.Args.Valid() {
-		a.args = jsonValue(in.Args)
-	}
+	a := &activation{tool: types.String(in.Tool), raw: in.Args, server: emptyMap, dec: emptyMap}
 	if in.Snapshot != nil {
 		a.server = in.Snapshot.server
 		if ts := in.Snapshot.tools[in.Tool]; len(ts) == 1 && ts[0].value != nil {
@@ -168,10 +170,10 @@ func (e *Engine) HasRule(id string) bool {
 	return e.policy.HasRule(id)
 }
 
-func number(raw []byte) any {
+func number(raw []byte) ref.Val {
 	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return n
+		return types.Int(n)
 	}
 	f, _ := strconv.ParseFloat(string(raw), 64)
-	return f
+	return types.Double(f)
 }

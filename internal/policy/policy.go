@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -107,6 +108,7 @@ type rule struct {
 	id     string
 	tool   string // "" = any tool
 	glob   bool
+	prefix string // a glob's literal prefix: a name without it cannot match
 	action string
 	prg    cel.Program // nil: no condition
 }
@@ -198,6 +200,9 @@ func Parse(data []byte) (*Policy, error) {
 				return nil, at(fmt.Sprintf("tool %q is not a valid glob", *fr.Tool))
 			}
 			r.tool, r.glob = *fr.Tool, strings.ContainsAny(*fr.Tool, `*?[\`)
+			if r.glob {
+				r.prefix = r.tool[:strings.IndexAny(r.tool, `*?[\`)]
+			}
 		}
 		if fr.When != nil {
 			prg, err := compile(env, *fr.When)
@@ -291,11 +296,40 @@ func compile(env *cel.Env, expr string) (cel.Program, error) {
 	if !ast.OutputType().IsExactType(cel.BoolType) && !ast.OutputType().IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("when: the condition is %s, want bool", ast.OutputType())
 	}
-	prg, err := env.Program(ast, cel.CostLimit(CostLimit))
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	// Metering costs more than most conditions (about half of a call's
+	// decision): a condition whose worst case over any input the gate
+	// admits is within linearCost is evaluated unmetered; any other (a
+	// comprehension over the arguments, say) is metered and stopped at
+	// CostLimit.
+	if est, err := env.EstimateCost(ast, inputSizes{}); err != nil || est.Max > linearCost {
+		opts = append(opts, cel.CostLimit(CostLimit))
+	}
+	prg, err := env.Program(ast, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("when: %w", err)
 	}
 	return prg, nil
+}
+
+// maxInputBytes bounds any string, list or map a condition reads: a
+// request frame (mcpwire.MaxFrameBytes) or a tools/list page
+// (snapshot.CeilingMaxPageBytes), whichever is larger.
+const maxInputBytes = 64 << 20
+
+// linearCost is the worst-case cost under which a condition is not metered:
+// a few passes over the largest input.
+const linearCost = 8 * maxInputBytes
+
+// inputSizes estimates every unknown size as anything up to maxInputBytes.
+type inputSizes struct{}
+
+func (inputSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: maxInputBytes}
+}
+
+func (inputSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // Decision is what a policy or lock decided for one call.
@@ -307,8 +341,9 @@ type Decision struct {
 
 // activation is the CEL variables for one call, resolved without a map.
 type activation struct {
-	tool              string
-	args, server, dec any
+	tool              ref.Val
+	args, server, dec ref.Val
+	raw               canon.Value // the arguments, until args is read
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -316,6 +351,13 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case "tool":
 		return a.tool, true
 	case "args":
+		if a.args == nil {
+			// Converted once, when a condition first reads it.
+			a.args = emptyMap
+			if a.raw.Valid() {
+				a.args = jsonValue(a.raw)
+			}
+		}
 		return a.args, true
 	case "server":
 		return a.server, true
@@ -334,6 +376,9 @@ func (p *Policy) decide(in *Input) Decision {
 		r := &p.rules[i]
 		if r.tool != "" {
 			if r.glob {
+				if !strings.HasPrefix(in.Tool, r.prefix) {
+					continue
+				}
 				if ok, _ := path.Match(r.tool, in.Tool); !ok {
 					continue
 				}
@@ -385,32 +430,36 @@ func bound(s string) string {
 	return s + "..."
 }
 
-// jsonValue converts a strictly parsed JSON value into what CEL reads:
-// objects as map[string]any, arrays as []any, integers as int64 (others as
-// float64), strings, bools and null.
-func jsonValue(v canon.Value) any {
+// jsonValue converts a strictly parsed JSON value into CEL values, once
+// per call (a Go map would be converted again at every reference): objects
+// as maps with string keys, arrays as lists, integers within int64 as int
+// (other numbers as double), strings, bools and null.
+func jsonValue(v canon.Value) ref.Val {
 	switch v.Kind() {
 	case canon.KindObject:
-		m := make(map[string]any, v.Len())
+		m := make(map[ref.Val]ref.Val, v.Len())
 		for _, mem := range v.Members() {
-			m[mem.Name] = jsonValue(mem.Value)
+			m[types.String(mem.Name)] = jsonValue(mem.Value)
 		}
-		return m
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
 	case canon.KindArray:
 		el := v.Elems()
-		out := make([]any, len(el))
+		out := make([]ref.Val, len(el))
 		for i, e := range el {
 			out[i] = jsonValue(e)
 		}
-		return out
+		return types.NewRefValList(types.DefaultTypeAdapter, out)
 	case canon.KindString:
 		s, _ := v.Str()
-		return s
+		return types.String(s)
 	case canon.KindBool:
 		b, _ := v.Bool()
-		return b
+		return types.Bool(b)
 	case canon.KindNumber:
 		return number(v.Raw())
 	}
 	return types.NullValue
 }
+
+// emptyMap is what args, server and declaration are when there is none.
+var emptyMap = types.NewRefValMap(types.DefaultTypeAdapter, map[ref.Val]ref.Val{})
