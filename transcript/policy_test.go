@@ -55,3 +55,31 @@ func TestPolicyMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestToolUseID: the agent host's tool-use id is read from the request's
+// _meta and checked like a correlation id: recorded when it has the safe
+// shape, recorded invalid (never copied) otherwise, absent without it.
+func TestToolUseID(t *testing.T) {
+	req := func(meta string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{` + meta + `}}}`)
+	}
+	tests := []struct {
+		meta string
+		want *CorrValue
+	}{
+		{`"claudecode/toolUseId":"toolu_01ABCdef"`, &CorrValue{Valid: true, Value: "toolu_01ABCdef"}},
+		{`"claudecode/toolUseId":"bad id!"`, &CorrValue{Reason: CorrBadCharset}},
+		{`"claudecode/toolUseId":7`, &CorrValue{Reason: CorrNotString}},
+		{`"other":"x"`, nil},
+	}
+	for _, tt := range tests {
+		f, err := DeriveRequest(req(tt.meta))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := f.Correlation.ToolUseID
+		if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.meta, got, tt.want)
+		}
+	}
+}

@@ -212,6 +212,23 @@ func TestPolicyAuditForwards(t *testing.T) {
 	}
 }
 
+// TestPolicyDigestRetention: with digest-only retention the request bytes
+// a decision was made on are not in the bundle: every decision is
+// decision_unverifiable and the verdict incomplete (exit 3), never verified.
+func TestPolicyDigestRetention(t *testing.T) {
+	k := newPolicyKit(t)
+	bundle := filepath.Join(k.dir, "b.trace")
+	goSDKSession(t, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--retain", "digest"}), "hello", "forbidden")
+	out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", bundle).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("verify: %v, want exit 3\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "unavailable decision_unverifiable [attempt a"); n != 2 {
+		t.Errorf("%d decision_unverifiable findings, want 2:\n%s", n, out)
+	}
+}
+
 // TestPinRugPull: a lock made from the server's snapshot; the server then
 // changes echo's description. The call is denied by rule pin with the
 // drifted member named, and never executes; against the unchanged server
