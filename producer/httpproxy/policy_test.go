@@ -50,6 +50,11 @@ func newLoggingUpstream(t *testing.T) *loggingUpstream {
 	return u
 }
 
+// withPolicy sets the recorders' policy and mode.
+func withPolicy(policy, mode string) func(*harness) {
+	return func(h *harness) { h.policy, h.policyMode = []byte(policy), mode }
+}
+
 func (u *loggingUpstream) calls() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -92,8 +97,7 @@ func TestPolicyGoSDK(t *testing.T) {
 
 func policyGoSDK(t *testing.T, version string) {
 	up := newLoggingUpstream(t)
-	h := newHarness(t, up.srv.URL, nil)
-	h.policy = []byte(policyYAML)
+	h := newHarness(t, up.srv.URL, nil, withPolicy(policyYAML, ""))
 	cs := connect(t, h.srv.URL+"/mcp", version, nil)
 	listAll(t, cs)
 	ctx := context.Background()
@@ -116,8 +120,7 @@ func policyGoSDK(t *testing.T, version string) {
 // likewise: its application sees the rejection with the code and the rule.
 func TestPolicyTypeScriptHTTP(t *testing.T) {
 	up := newLoggingUpstream(t)
-	h := newHarness(t, up.srv.URL, nil)
-	h.policy = []byte(policyYAML)
+	h := newHarness(t, up.srv.URL, nil, withPolicy(policyYAML, ""))
 	evs := tshttp.Run(t, h.srv.URL+"/mcp", "tok", "denied")
 	var denied string
 	for _, e := range evs {
@@ -138,8 +141,7 @@ func TestPolicyTypeScriptHTTP(t *testing.T) {
 // forwarded anyway; the bundle verifies.
 func TestPolicyAuditHTTP(t *testing.T) {
 	up := newLoggingUpstream(t)
-	h := newHarness(t, up.srv.URL, nil)
-	h.policy, h.policyMode = []byte(policyYAML), "audit"
+	h := newHarness(t, up.srv.URL, nil, withPolicy(policyYAML, "audit"))
 	cs := connect(t, h.srv.URL+"/mcp", "2025-11-25", nil)
 	listAll(t, cs)
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "forbidden"}}); err != nil {

@@ -55,13 +55,16 @@ type harness struct {
 	policyMode string
 }
 
-func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
+func newHarness(t *testing.T, upstream string, mod func(*Config), set ...func(*harness)) *harness {
 	t.Helper()
 	s, err := testKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: t.TempDir()}
+	for _, f := range set { // before the proxy serves: its requests read them
+		f(h)
+	}
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
