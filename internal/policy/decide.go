@@ -139,10 +139,6 @@ type Engine struct {
 // allows every call under RuleDefault).
 func NewEngine(p *Policy, l *Lock) *Engine { return &Engine{policy: p, lock: l} }
 
-// Policy and Lock return what e decides under.
-func (e *Engine) Policy() *Policy { return e.policy }
-func (e *Engine) Lock() *Lock     { return e.lock }
-
 // Decide decides one call. It never fails: what cannot be evaluated denies.
 func (e *Engine) Decide(in Input) Decision {
 	if e.lock != nil {

@@ -254,9 +254,6 @@ func rulePositions(root *yaml.Node) [][2]int {
 	return nil
 }
 
-// Rules is the number of rules; IDs lists them in order.
-func (p *Policy) Rules() int { return len(p.rules) }
-
 // HasRule reports whether id names a rule of p, or the default.
 func (p *Policy) HasRule(id string) bool {
 	if id == RuleDefault {
