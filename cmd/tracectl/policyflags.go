@@ -61,6 +61,14 @@ func (p *policyOptions) load() error {
 	return nil
 }
 
+// deniedText is ", N denied" for a summary line, or "" when none was.
+func deniedText(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d denied", n)
+}
+
 // readBounded reads a whole file of at most max bytes.
 func readBounded(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)

@@ -266,8 +266,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 					sig = "unsigned"
 				}
 				c := sealed.Seal
-				fmt.Fprintf(s.err, "tracectl: sealed %s (%s): %d attempts: %d responses, %d transport failures, %d unknown\n",
-					escapeTerminal(r.Dir()), sig, c.Attempts, c.Responses, c.TransportFailures, c.Unknown)
+				fmt.Fprintf(s.err, "tracectl: sealed %s (%s): %d attempts: %d responses, %d transport failures, %d unknown%s\n",
+					escapeTerminal(r.Dir()), sig, c.Attempts, c.Responses, c.TransportFailures, c.Unknown, deniedText(c.Denied))
 			}
 			return err
 		},
