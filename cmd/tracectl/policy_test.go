@@ -229,6 +229,24 @@ func TestPolicyDigestRetention(t *testing.T) {
 	}
 }
 
+// TestPolicyWithheld: a disclosure of one attempt carries neither the
+// policy bytes nor the other payloads: its decision is
+// decision_unverifiable and the verdict incomplete (exit 3), never verified.
+func TestPolicyWithheld(t *testing.T) {
+	k := newPolicyKit(t)
+	bundle := filepath.Join(k.dir, "b.trace")
+	goSDKSession(t, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy}), "forbidden")
+	disclosed := filepath.Join(k.dir, "d")
+	if out, err := exec.Command(k.bin, "disclose", "--bundle", bundle, "--attempt", "a1", "--out", disclosed).CombinedOutput(); err != nil {
+		t.Fatalf("disclose: %v\n%s", err, out)
+	}
+	out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", disclosed).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "unavailable decision_unverifiable [attempt a1]: the decision (deny by rule \"no-forbidden\") cannot be re-derived: a disclosure does not carry the policy") {
+		t.Fatalf("verify: %v, want exit 3 with decision_unverifiable\n%s", err, out)
+	}
+}
+
 // TestPinRugPull: a lock made from the server's snapshot; the server then
 // changes echo's description. The call is denied by rule pin with the
 // drifted member named, and never executes; against the unchanged server
