@@ -434,11 +434,7 @@ func bound(s string) string {
 func jsonValue(v canon.Value) ref.Val {
 	switch v.Kind() {
 	case canon.KindObject:
-		m := make(map[ref.Val]ref.Val, v.Len())
-		for _, mem := range v.Members() {
-			m[types.String(mem.Name)] = jsonValue(mem.Value)
-		}
-		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+		return &lazyObject{v: v}
 	case canon.KindArray:
 		el := v.Elems()
 		out := make([]ref.Val, len(el))

@@ -217,3 +217,36 @@ func TestPin(t *testing.T) {
 		t.Errorf("unknown member: got %v", err)
 	}
 }
+
+// TestLazyArguments: arguments read member by member behave as the whole
+// converted map: lookups, presence, membership, size, equality, iteration,
+// nesting, and the error for a missing key.
+func TestLazyArguments(t *testing.T) {
+	a := args(t, `{"s":"x","n":2,"f":1.5,"o":{"p":[1,{"q":true}]},"z":null}`)
+	for _, tt := range []struct {
+		when string
+		want string // the decision's rule: "hit" when the condition holds, RuleDefault when not
+	}{
+		{`args.s == "x" && args.n == 2 && args.f > 1.0`, "hit"},
+		{`has(args.o) && !has(args.missing)`, "hit"},
+		{`"s" in args && !("t" in args)`, "hit"},
+		{`size(args) == 5 && size(args.o) == 1`, "hit"},
+		{`args.o == {"p": [1, {"q": true}]}`, "hit"},
+		{`args.o.p[1].q`, "hit"},
+		{`args.all(k, k.size() == 1)`, "hit"},
+		{`args.exists(k, k == "z") && args.z == null`, "hit"},
+		{`args == {"s": "x"}`, RuleDefault},
+	} {
+		p, err := Parse([]byte("version: 1\ndefault: allow\nrules:\n  - id: hit\n    when: '" + tt.when + "'\n    action: deny\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.when, err)
+		}
+		if got := NewEngine(p, nil).Decide(Input{Tool: "t", Args: a}); got.Rule != tt.want || got.Reason != "" {
+			t.Errorf("%s: got %+v, want rule %s", tt.when, got, tt.want)
+		}
+	}
+	p, _ := Parse([]byte("version: 1\ndefault: allow\nrules:\n  - id: r\n    when: 'args.nope == 1'\n    action: allow\n"))
+	if got := NewEngine(p, nil).Decide(Input{Tool: "t", Args: a}); got.Action != Deny || got.Reason != "condition failed: no such key: nope" {
+		t.Errorf("missing key: got %+v", got)
+	}
+}
