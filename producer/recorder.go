@@ -354,12 +354,13 @@ type Call struct {
 	// recorder opened with FramesCommitted; nil otherwise.
 	Frame *int64
 	// Decide, optional, decides the call under the recorder's policy
-	// (Options.PolicyFile, LockFile) given the snapshot the attempt binds
-	// and its declarations (nil when it binds none); its decision is
+	// (Options.PolicyFile, LockFile) given its attempt line as it will be
+	// written (the tool it records, the snapshot it binds) and that
+	// snapshot's declarations (nil when it binds none); its decision is
 	// committed on the attempt line. It is called once, where the line
 	// takes its place in the journal (so the binding it reads is the
 	// line's), and must not call the recorder.
-	Decide func(bound transcript.SnapshotRef, decls *policy.Snapshot) *transcript.Decision
+	Decide func(a *transcript.Attempt, decls *policy.Snapshot) *transcript.Decision
 }
 
 // Attempt records a tools/call attempt. In strict durability the attempt
@@ -465,7 +466,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		a.Seq, a.AtMs = s, at
 		a.Snapshot = r.snapshotRef(c.Snapshot)
 		if c.Decide != nil {
-			a.Decision = c.Decide(a.Snapshot, r.declarations(a.Snapshot.ManifestDigest))
+			a.Decision = c.Decide(a, r.declarations(a.Snapshot.ManifestDigest))
 			st.decidedDeny = a.Decision != nil && a.Decision.Action == policyDeny
 		}
 	}, a))

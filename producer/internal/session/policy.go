@@ -27,13 +27,15 @@ const CodePolicyDenied = -32094
 // Decider returns the decision function of the tools/call m (for
 // Call.Decide) and where its decision lands once the attempt is written;
 // both nil when no policy is in force.
-func (s *RecordingSink) Decider(m *mcpwire.Message) (func(transcript.SnapshotRef, *policy.Snapshot) *transcript.Decision, *transcript.Decision) {
+func (s *RecordingSink) Decider(m *mcpwire.Message) (func(*transcript.Attempt, *policy.Snapshot) *transcript.Decision, *transcript.Decision) {
 	if s == nil || s.engine == nil {
 		return nil, nil
 	}
 	out := &transcript.Decision{}
-	return func(_ transcript.SnapshotRef, decls *policy.Snapshot) *transcript.Decision {
-		in := policy.Input{Tool: toolName(m), Snapshot: decls}
+	return func(a *transcript.Attempt, decls *policy.Snapshot) *transcript.Decision {
+		// The tool as the attempt line records it, which is what a
+		// verifier reads.
+		in := policy.Input{Tool: a.Tool, Snapshot: decls}
 		in.Args, _ = m.Params.Get("arguments")
 		d := s.engine.Decide(in)
 		*out = transcript.Decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Declaration: in.Snapshot.Declaration(in.Tool)}
@@ -50,22 +52,8 @@ func (s *RecordingSink) Enforced(d *transcript.Decision) bool {
 // Denied records that a call Enforced denies was not forwarded.
 func (s *RecordingSink) Denied(a AttemptRef) error { return handleOf(a).Denied() }
 
-// toolName is the tool an attempt records (transcript.RequestFacts.Tool):
-// params.name when it is a string within the limit, else "".
-func toolName(m *mcpwire.Message) string {
-	v, ok := m.Params.Get("name")
-	if !ok {
-		return ""
-	}
-	name, ok := v.Str()
-	if !ok || len(name) > transcript.MaxToolNameBytes {
-		return ""
-	}
-	return name
-}
-
 // decider is the session core's Decider.
-func (s *session) decider(m *mcpwire.Message) (func(transcript.SnapshotRef, *policy.Snapshot) *transcript.Decision, *transcript.Decision) {
+func (s *session) decider(m *mcpwire.Message) (func(*transcript.Attempt, *policy.Snapshot) *transcript.Decision, *transcript.Decision) {
 	return s.cfg.policy.Decider(m)
 }
 

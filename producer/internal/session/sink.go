@@ -51,7 +51,7 @@ type Call struct {
 	Index      int64            // the frame's index among the client's frames
 	// Decide, when a policy is in force, decides the call given the
 	// snapshot its attempt binds (producer.Call.Decide; policy.go).
-	Decide func(transcript.SnapshotRef, *policy.Snapshot) *transcript.Decision
+	Decide func(*transcript.Attempt, *policy.Snapshot) *transcript.Decision
 }
 
 // ResponseObs is a response frame to an attempt.
