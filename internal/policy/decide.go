@@ -66,7 +66,7 @@ func NewSnapshot(m *snapshot.Manifest, load snapshot.LoadFunc) *Snapshot {
 			continue
 		}
 		v := el[t.Index]
-		tl.value = jsonValue(v)
+		tl.value = sharedValue(v) // read by every call that binds the snapshot: never lazy
 		tl.fields = make(map[string]string, v.Len())
 		for _, mem := range v.Members() {
 			d, err := mem.Value.Digest(canon.PolicyMCPDecl)

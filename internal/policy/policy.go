@@ -454,5 +454,26 @@ func jsonValue(v canon.Value) ref.Val {
 	return types.NullValue
 }
 
+// sharedValue is jsonValue converted whole, for values many calls read
+// (a lazyObject caches as it is read, so it is one call's only).
+func sharedValue(v canon.Value) ref.Val {
+	switch v.Kind() {
+	case canon.KindObject:
+		m := make(map[ref.Val]ref.Val, v.Len())
+		for _, mem := range v.Members() {
+			m[types.String(mem.Name)] = sharedValue(mem.Value)
+		}
+		return types.NewRefValMap(types.DefaultTypeAdapter, m)
+	case canon.KindArray:
+		el := v.Elems()
+		out := make([]ref.Val, len(el))
+		for i, e := range el {
+			out[i] = sharedValue(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, out)
+	}
+	return jsonValue(v)
+}
+
 // emptyMap is what args, server and declaration are when there is none.
 var emptyMap = types.NewRefValMap(types.DefaultTypeAdapter, map[ref.Val]ref.Val{})
