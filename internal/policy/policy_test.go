@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
@@ -248,5 +249,40 @@ func TestLazyArguments(t *testing.T) {
 	p, _ := Parse([]byte("version: 1\ndefault: allow\nrules:\n  - id: r\n    when: 'args.nope == 1'\n    action: allow\n"))
 	if got := NewEngine(p, nil).Decide(Input{Tool: "t", Args: a}); got.Action != Deny || got.Reason != "condition failed: no such key: nope" {
 		t.Errorf("missing key: got %+v", got)
+	}
+}
+
+// TestDecideConcurrently: one engine and one snapshot serve concurrent
+// decisions (the HTTP proxy's exchanges): same answers, no data race.
+func TestDecideConcurrently(t *testing.T) {
+	p, err := Parse([]byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(p, nil)
+	snap := testSnapshot(t, `{"name":"described","description":"a safe tool","inputSchema":{"type":"object","properties":{"a":{}}}}`)
+	a := args(t, `{"amount":500,"path":"/etc/x"}`)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if d := e.Decide(Input{Tool: "described", Args: a, Snapshot: snap}); d.Rule != "desc" {
+					errs <- d.Rule
+					return
+				}
+				if d := e.Decide(Input{Tool: "transfer", Args: a, Snapshot: snap}); d.Rule != "no-big-transfer" {
+					errs <- d.Rule
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for r := range errs {
+		t.Errorf("a concurrent decision by rule %q", r)
 	}
 }
