@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,7 +90,9 @@ func goSDKSession(t *testing.T, argv []string, messages ...string) []error {
 	}
 	errs := make([]error, len(messages))
 	for i, m := range messages {
-		_, errs[i] = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": m}})
+		// Each call carries the agent host's tool-use id, as Claude Code's do.
+		_, errs[i] = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": m},
+			Meta: mcp.Meta{"claudecode/toolUseId": fmt.Sprintf("toolu_%02d", i)}})
 	}
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
@@ -135,7 +138,8 @@ func TestPolicyStdioGoSDK(t *testing.T) {
 		want []string
 	}{
 		{[]string{"show", bundle}, []string{"0 unknown; 1 denied by policy)", "policy:       enforce; policy sha256:", "decisions: 1 allow, 1 deny (rule no-forbidden)", "denied (rule no-forbidden)"}},
-		{[]string{"export", "--format", "jsonl", bundle}, []string{`"outcome":"denied","outcome_class":"denied"`, `"decision":"deny","decision_rule":"no-forbidden"`, `"decision":"allow","decision_rule":"default"`}},
+		{[]string{"export", "--format", "jsonl", bundle}, []string{`"outcome":"denied","outcome_class":"denied"`, `"decision":"deny","decision_rule":"no-forbidden"`, `"decision":"allow","decision_rule":"default"`, `"tool_use_id":"toolu_01"`}},
+		{[]string{"show", "--attempt", "a2", bundle}, []string{"tool use id:  toolu_01\n", "decision:     deny by rule no-forbidden (declaration sha256:"}},
 	} {
 		out, err := exec.Command(k.bin, tc.argv...).CombinedOutput()
 		if err != nil {

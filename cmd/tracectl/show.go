@@ -308,6 +308,19 @@ func writeAttempt(w *strings.Builder, fsys fs.FS, b *inspect.Bundle, a *inspect.
 	}
 	kv("traceparent", escapeTerminal(corr(c.Traceparent)))
 	kv("correlation", escapeTerminal(corr(c.CorrelationID)))
+	if c.ToolUseID != nil {
+		kv("tool use id", escapeTerminal(corr(c.ToolUseID)))
+	}
+	if d := a.Decision; d != nil {
+		dec := d.Action + " by rule " + d.Rule
+		if d.Reason != "" {
+			dec += ": " + d.Reason
+		}
+		if d.Declaration != "" {
+			dec += " (declaration " + d.Declaration + ")"
+		}
+		kv("decision", escapeTerminal(dec))
+	}
 	kv("arguments", escapeTerminal(cmp.Or(a.ArgsDigest, "unsupported: "+a.ArgsUnsupport)))
 	kv("line digest", a.LineDigest)
 	writePayload(w, "request", &a.Request, payloadText(fsys, &a.Request, max))
