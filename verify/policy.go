@@ -211,9 +211,12 @@ func (b *bundleCheck) decisionOutcome(o *transcript.Observation) {
 	case o.Kind == transcript.ObsDenied && !st.denied[o.AttemptID]:
 		st.bad++
 		b.r.add(CodeDecisionMismatch, checkPolicy, StatusFail, subject, fmt.Sprintf("denied at seq %d, but its decision does not deny it in enforce mode", o.Seq))
-	case (o.Kind == transcript.ObsResponse || o.Kind == transcript.ObsLateResponse) && st.denied[o.AttemptID]:
+	case o.Kind != transcript.ObsDenied && st.denied[o.AttemptID]:
+		// A denied call is settled at once and never in flight: a
+		// response, a transport failure, a timeout or a cancellation
+		// means it was forwarded.
 		st.bad++
-		b.r.add(CodeDecisionMismatch, checkPolicy, StatusFail, subject, fmt.Sprintf("its decision denies it in enforce mode, yet a response is recorded at seq %d: the call was forwarded", o.Seq))
+		b.r.add(CodeDecisionMismatch, checkPolicy, StatusFail, subject, fmt.Sprintf("its decision denies it in enforce mode, yet a %s observation is recorded at seq %d: the call was forwarded", o.Kind, o.Seq))
 	}
 }
 
