@@ -16,7 +16,7 @@ import (
 // carried a correlation id). Guarded by Recorder.mu.
 type history struct {
 	attempts int64
-	byStatus [stResolved + 1]int64
+	byStatus [stDenied + 1]int64
 	open     map[*attemptState]struct{}
 
 	byCorr  map[string]*attemptState // correlation id -> the attempt that carried it (caller_declared retries)

@@ -61,6 +61,13 @@ type Options struct {
 	// for is dropped (the evidence is the bundle, not the channel). The
 	// caller owns the channel; the recorder never closes it.
 	Lines chan<- []byte
+	// PolicyFile and LockFile, optional, are the exact bytes of the policy
+	// and lockfile calls are decided under (spec/policy.md): retained in
+	// the pack and committed in the header with PolicyMode ("enforce", the
+	// default, or "audit"). The decisions themselves come with each
+	// attempt (Call.Decide).
+	PolicyFile, LockFile []byte
+	PolicyMode           string
 }
 
 // Limits are recorded in the header. Only MaxFrameBytes is enforced by the

@@ -15,8 +15,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/redact"
+	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -50,6 +52,8 @@ type Recorder struct {
 	gone clientGoneState // clientgone.go
 
 	ckpt atomic.Pointer[checkpoints] // signed checkpoints (checkpoint.go), nil without
+
+	policy *policy.Engine // from Options.PolicyFile and LockFile, nil without
 }
 
 // identity is what names the recorder's lines: the execution scope and the
@@ -81,6 +85,9 @@ type bindings struct {
 	snapshots   map[string]*transcript.SnapshotEvent
 	current     *transcript.SnapshotEvent
 	lastChanged int64 // seq of the last tools/list_changed notification, -1 if none
+	// decls are the recorded snapshots' declarations by manifest digest,
+	// kept only with a policy, for decisions (Call.Decide).
+	decls map[string]*policy.Snapshot
 }
 
 // replayState is what Reopen and Recover found replaying an existing
@@ -107,6 +114,7 @@ const (
 	stTransport        // transport_failure
 	stResponse         // response or late_response
 	stResolved         // unknown resolution (recovery or seal)
+	stDenied           // denied by the policy or lock: never forwarded
 )
 
 type attemptState struct {
@@ -119,6 +127,9 @@ type attemptState struct {
 	timedOut bool
 	canceled bool
 	resolved bool
+	// decidedDeny: the attempt's line carries a deny decision (Denied is
+	// then its only possible observation in enforce mode).
+	decidedDeny bool
 }
 
 // Handle is a recorded attempt. Observations on it are appended to the
@@ -148,6 +159,10 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	engine, err := opts.policyEngine()
+	if err != nil {
+		return nil, err
+	}
 	rules, policy := opts.redaction()
 	h := transcript.Header{
 		Seq: 0, Format: transcript.Format, Profile: transcript.Profile,
@@ -155,7 +170,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		Merkle:           transcript.MerkleAlg, ExecutionScope: scope, FramesCommitted: opts.FramesCommitted,
 		Producer: opts.Producer, Server: opts.Server,
 		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(), Redaction: policy,
-		StartedAtMs: opts.Clock().UnixMilli(),
+		StartedAtMs: opts.Clock().UnixMilli(), Policy: opts.policyRef(),
 	}
 	line, err := transcript.Encode(&h)
 	if err == nil {
@@ -189,6 +204,20 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		pack.close(false)
 		return nil, fmt.Errorf("open bundle %q: %w: %s: %w", dir, ErrAuditUnavailable, what, err)
 	}
+	// The policy and lock bytes the header commits to are in the pack
+	// before the header: the journal's fsync below follows the pack's.
+	for _, b := range [][]byte{opts.PolicyFile, opts.LockFile} {
+		if b != nil {
+			if err := pack.put(b, canon.SHA256(b), nil); err != nil {
+				return fail("retain the policy", err)
+			}
+		}
+	}
+	if opts.PolicyFile != nil || opts.LockFile != nil {
+		if err := pack.sync(); err != nil {
+			return fail("fsync the policy", err)
+		}
+	}
 	if _, err := f.Write(append(line, '\n')); err != nil {
 		return fail("write header", err)
 	}
@@ -203,6 +232,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	}
 	r := newRecorder(dir, opts, scope, srvDigest)
 	r.rules = rules
+	r.policy = engine
 	r.j = newJournal(f, opts.Durability, 1, int64(len(line)+1))
 	r.j.tap = opts.Lines
 	r.j.tapLine(line) // the header: written before the journal took over
@@ -328,6 +358,14 @@ type Call struct {
 	// Frame is the request's index among the client's frames, for a
 	// recorder opened with FramesCommitted; nil otherwise.
 	Frame *int64
+	// Decide, optional, decides the call under the recorder's policy
+	// (Options.PolicyFile, LockFile) given its attempt line as it will be
+	// written (the tool it records, the snapshot it binds) and that
+	// snapshot's declarations (nil when it binds none); its decision is
+	// committed on the attempt line. It is called once, where the line
+	// takes its place in the journal (so the binding it reads is the
+	// line's), and must not call the recorder.
+	Decide func(a *transcript.Attempt, decls *policy.Snapshot) *transcript.Decision
 }
 
 // Attempt records a tools/call attempt. In strict durability the attempt
@@ -438,6 +476,10 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		} else {
 			a.Snapshot = r.snapshotRef(c.Snapshot)
 		}
+		if c.Decide != nil {
+			a.Decision = c.Decide(a, r.declarations(a.Snapshot.ManifestDigest))
+			st.decidedDeny = a.Decision != nil && a.Decision.Action == policyDeny
+		}
 	}, a))
 	if err != nil {
 		return nil, err
@@ -524,6 +566,11 @@ func (h *Handle) TransportFailure(detail string) error {
 // outcome is unknown; a late response may still be recorded.
 func (h *Handle) Timeout() error { return h.observe(transcript.ObsTimeout, Framed{}, "") }
 
+// Denied records that the call was denied by the policy or lock its
+// attempt's decision names (Call.Decide), in enforce mode: it was not
+// forwarded and never will be. It is the attempt's terminal observation.
+func (h *Handle) Denied() error { return h.observe(transcript.ObsDenied, Framed{}, "") }
+
 // CancelSent records that the client cancelled the call. The outcome is
 // unknown; a late response may still be recorded.
 func (h *Handle) CancelSent() error { return h.observe(transcript.ObsCancelSent, Framed{}, "") }
@@ -580,8 +627,8 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 	if st.resolved {
 		return fmt.Errorf("%w: already resolved unknown", ErrObservation)
 	}
-	if st.status == stResponse || st.status == stTransport {
-		return fmt.Errorf("%w: it already has a %s", ErrObservation, map[int]string{stResponse: "response", stTransport: "transport failure"}[st.status])
+	if st.status == stResponse || st.status == stTransport || st.status == stDenied {
+		return fmt.Errorf("%w: it already has a %s", ErrObservation, map[int]string{stResponse: "response", stTransport: "transport failure", stDenied: "denial"}[st.status])
 	}
 	late := st.timedOut || st.canceled
 	switch o.Kind {
@@ -604,6 +651,13 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 	case transcript.ObsTransportFailure:
 		r.hist.set(st, stTransport)
 		r.settled(st)
+	case transcript.ObsDenied:
+		if st.status != stInFlight || !st.decidedDeny {
+			return fmt.Errorf("%w: only an attempt in flight whose decision is deny can be denied", ErrObservation)
+		}
+		r.hist.set(st, stDenied)
+		r.settled(st)
+		return nil
 	case transcript.ObsTimeout:
 		if st.timedOut {
 			return fmt.Errorf("%w: already timed out", ErrObservation)
@@ -667,6 +721,7 @@ func (r *Recorder) RecordSnapshot(s Snapshot) (string, error) {
 			return "", r.auditFail(err)
 		}
 	}
+	r.noteDeclarations(s)
 	r.mu.Lock()
 	r.ident.nextSnap++
 	ev := &transcript.SnapshotEvent{
@@ -820,4 +875,101 @@ func (r *Recorder) Close() error {
 		err = fmt.Errorf("%w: %w", ErrAuditUnavailable, perr)
 	}
 	return err
+}
+
+const policyDeny = policy.Deny
+
+// policyEngine parses and compiles the policy and lock: a bad one refuses
+// to open, naming the rule and its place.
+func (o Options) policyEngine() (*policy.Engine, error) {
+	switch o.PolicyMode {
+	case "", policy.ModeEnforce, policy.ModeAudit:
+	default:
+		return nil, fmt.Errorf("%w: policy mode %q: want enforce or audit", ErrInvalidOptions, o.PolicyMode)
+	}
+	if o.PolicyFile == nil && o.LockFile == nil {
+		if o.PolicyMode != "" {
+			return nil, fmt.Errorf("%w: a policy mode without a policy or lock", ErrInvalidOptions)
+		}
+		return nil, nil
+	}
+	var p *policy.Policy
+	var l *policy.Lock
+	var err error
+	if o.PolicyFile != nil {
+		if p, err = policy.Parse(o.PolicyFile); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+	}
+	if o.LockFile != nil {
+		if l, err = policy.ParseLock(o.LockFile); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+	}
+	return policy.NewEngine(p, l), nil
+}
+
+// Policy returns the engine calls are decided under (nil without a policy
+// or lock) and whether it is in audit (shadow) mode. The recording session
+// decides with it (Call.Decide).
+func (r *Recorder) Policy() (engine *policy.Engine, audit bool) {
+	return r.policy, r.opts.PolicyMode == policy.ModeAudit
+}
+
+// policyRef is the header's commitment to the policy and lock, or nil.
+func (o Options) policyRef() *transcript.PolicyRef {
+	if o.PolicyFile == nil && o.LockFile == nil {
+		return nil
+	}
+	p := &transcript.PolicyRef{Mode: o.PolicyMode}
+	if p.Mode == "" {
+		p.Mode = policy.ModeEnforce
+	}
+	if o.PolicyFile != nil {
+		p.PolicyDigest, p.PolicyLength = canon.SHA256(o.PolicyFile), int64(len(o.PolicyFile))
+	}
+	if o.LockFile != nil {
+		p.LockDigest, p.LockLength = canon.SHA256(o.LockFile), int64(len(o.LockFile))
+	}
+	return p
+}
+
+// noteDeclarations keeps a snapshot's declarations for the decisions of
+// the attempts that bind it (with a policy only); before its line, so an
+// attempt that binds it finds them.
+func (r *Recorder) noteDeclarations(s Snapshot) {
+	if r.policy == nil {
+		return
+	}
+	m, err := snapshot.ParseManifest(s.Manifest)
+	if err != nil {
+		return // bound, it decides as a snapshot without declarations; verify reads the same manifest
+	}
+	blobs := make(map[string][]byte, len(s.Blobs))
+	for _, b := range s.Blobs {
+		blobs[canon.SHA256(b)] = b
+	}
+	d := policy.NewSnapshot(m, func(digest string) ([]byte, error) {
+		if b, ok := blobs[digest]; ok {
+			return b, nil
+		}
+		return nil, fs.ErrNotExist
+	})
+	r.bind.mu.Lock()
+	defer r.bind.mu.Unlock()
+	if r.bind.decls == nil {
+		r.bind.decls = map[string]*policy.Snapshot{}
+	}
+	r.bind.decls[s.Digest] = d
+}
+
+// declarations returns the declarations of the recorded snapshot with the
+// given manifest digest, or nil.
+func (r *Recorder) declarations(digest string) *policy.Snapshot {
+	if digest == "" {
+		return nil
+	}
+	r.bind.mu.Lock()
+	defer r.bind.mu.Unlock()
+	return r.bind.decls[digest]
 }

@@ -206,6 +206,8 @@ func (r *Recorder) apply(ev transcript.Event) error {
 			if st.status != stResponse {
 				r.hist.set(st, stTransport)
 			}
+		case transcript.ObsDenied:
+			r.hist.set(st, stDenied)
 		default:
 			if st.status == stInFlight {
 				r.hist.set(st, stUnknown)

@@ -138,8 +138,8 @@ func (r *Recorder) appendSeal(reason string) (*transcript.Seal, error) {
 	r.mu.Lock()
 	h := &r.hist
 	s := &transcript.Seal{Attempts: h.attempts, Recovered: r.replayed.recovered,
-		Responses: h.byStatus[stResponse], TransportFailures: h.byStatus[stTransport]}
-	s.Unknown = s.Attempts - s.Responses - s.TransportFailures
+		Responses: h.byStatus[stResponse], TransportFailures: h.byStatus[stTransport], Denied: h.byStatus[stDenied]}
+	s.Unknown = s.Attempts - s.Responses - s.TransportFailures - s.Denied
 	r.mu.Unlock()
 	if _, err := r.j.append(r.lineOf(func(q, at int64) { s.Seq, s.AtMs = q, at }, s)); err != nil {
 		return nil, err

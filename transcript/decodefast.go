@@ -424,6 +424,8 @@ func (d *lineDec) header() *Header {
 			})
 		case "merkle":
 			h.Merkle = d.str()
+		case "policy":
+			h.Policy = d.policyRef()
 		case "producer":
 			p := &h.Producer
 			d.object(func(k string) {
@@ -627,6 +629,8 @@ func (d *lineDec) attempt() *Attempt {
 					c.CorrelationID = d.corrValue()
 				case "retry_of":
 					c.RetryOf = d.corrValue()
+				case "tool_use_id":
+					c.ToolUseID = d.corrValue()
 				case "traceparent":
 					c.Traceparent = d.corrValue()
 				case "tracestate":
@@ -635,6 +639,8 @@ func (d *lineDec) attempt() *Attempt {
 					d.fail()
 				}
 			})
+		case "decision":
+			a.Decision = d.decision()
 		case "execution_scope":
 			a.ExecutionScope = d.str()
 		case "frame":
@@ -791,6 +797,8 @@ func (d *lineDec) seal() *Seal {
 			s.AtMs = d.int()
 		case "attempts":
 			s.Attempts = d.int()
+		case "denied":
+			s.Denied = d.int()
 		case "recovered":
 			s.Recovered = d.bool()
 		case "responses":
@@ -866,4 +874,44 @@ func (d *lineDec) session() *SessionEvent {
 		}
 	})
 	return v
+}
+
+func (d *lineDec) decision() *Decision {
+	v := &Decision{}
+	d.object(func(k string) {
+		switch k {
+		case "action":
+			v.Action = d.str()
+		case "declaration":
+			v.Declaration = d.str()
+		case "reason":
+			v.Reason = d.str()
+		case "rule":
+			v.Rule = d.str()
+		default:
+			d.fail()
+		}
+	})
+	return v
+}
+
+func (d *lineDec) policyRef() *PolicyRef {
+	p := &PolicyRef{}
+	d.object(func(k string) {
+		switch k {
+		case "lock_digest":
+			p.LockDigest = d.str()
+		case "lock_length":
+			p.LockLength = d.int()
+		case "mode":
+			p.Mode = d.str()
+		case "policy_digest":
+			p.PolicyDigest = d.str()
+		case "policy_length":
+			p.PolicyLength = d.int()
+		default:
+			d.fail()
+		}
+	})
+	return p
 }

@@ -190,6 +190,12 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 	q.Correlation.Tracestate, _ = corrValue(meta, mcpwire.MetaTracestate, checkTracestate)
 	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, mcpwire.MetaCorrelationID, checkCorrelationID)
 	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, mcpwire.MetaRetryOf, checkCorrelationID)
+	for _, k := range metaToolUseIDs {
+		if v, _ := corrValue(meta, k, checkCorrelationID); v != nil {
+			q.Correlation.ToolUseID = v
+			break
+		}
+	}
 	return q, nil
 }
 
@@ -345,3 +351,9 @@ func FrameFactsOf(m *mcpwire.Message, r *mcpwire.Refusal) FrameFacts {
 	}
 	return f
 }
+
+// metaToolUseIDs are the _meta keys under which agent hosts put their own
+// id of the tool use behind a tools/call (Claude Code's
+// claudecode/toolUseId; seeds/request-decision-receipts.txt), in the order
+// the recorder looks for one.
+var metaToolUseIDs = []string{"claudecode/toolUseId"}

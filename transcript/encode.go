@@ -192,6 +192,9 @@ func (h *Header) encode(e *encoder) {
 	e.int("max_snapshot_pages", l.MaxSnapshotPages)
 	e.close()
 	e.str("merkle", h.Merkle)
+	if h.Policy != nil {
+		h.Policy.encode(e)
+	}
 	e.key("producer")
 	p := &h.Producer
 	e.open()
@@ -345,9 +348,13 @@ func (a *Attempt) encode(e *encoder) {
 	e.open()
 	a.Correlation.CorrelationID.encodeAt(e, "correlation_id")
 	a.Correlation.RetryOf.encodeAt(e, "retry_of")
+	a.Correlation.ToolUseID.encodeAt(e, "tool_use_id")
 	a.Correlation.Traceparent.encodeAt(e, "traceparent")
 	a.Correlation.Tracestate.encodeAt(e, "tracestate")
 	e.close()
+	if a.Decision != nil {
+		a.Decision.encode(e)
+	}
 	e.str("execution_scope", a.ExecutionScope)
 	e.optFrame(a.Frame)
 	e.key("jsonrpc_id")
@@ -430,6 +437,7 @@ func (s *Seal) encode(e *encoder) {
 	e.open()
 	e.int("at_ms", s.AtMs)
 	e.int("attempts", s.Attempts)
+	e.optInt("denied", s.Denied)
 	e.bool("recovered", s.Recovered)
 	e.int("responses", s.Responses)
 	e.int("seq", s.Seq)

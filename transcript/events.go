@@ -123,11 +123,14 @@ type Header struct {
 	Server           Server           `json:"server"`
 	// Redaction (v3) is the policy retained payload copies were redacted
 	// under; nil: retained exactly.
-	Redaction   *RedactionPolicy `json:"redaction,omitempty"`
-	Retention   string           `json:"retention"`
-	Durability  string           `json:"durability"`
-	Limits      HeaderLimits     `json:"limits"`
-	StartedAtMs int64            `json:"started_at_ms"`
+	Redaction *RedactionPolicy `json:"redaction,omitempty"`
+	// Policy (v4, optional) commits to the policy and lock calls were
+	// decided under, and the mode (policy.go).
+	Policy      *PolicyRef   `json:"policy,omitempty"`
+	Retention   string       `json:"retention"`
+	Durability  string       `json:"durability"`
+	Limits      HeaderLimits `json:"limits"`
+	StartedAtMs int64        `json:"started_at_ms"`
 }
 
 // RedactionPolicy says which rules redacted retained payloads before they
@@ -314,6 +317,9 @@ type Attempt struct {
 	RetryBasis     string       `json:"retry_basis,omitempty"` // caller_declared | inferred | continuation
 	Correlation    Correlation  `json:"correlation"`
 	Frame          *int64       `json:"frame,omitempty"` // v2: the request frame's index (client to server)
+	// Decision (v4, optional) is the policy decision made before the
+	// request was forwarded (policy.go).
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // AttemptProto is the protocol revision an attempt was sent under.
@@ -353,6 +359,10 @@ type Correlation struct {
 	// link itself is Attempt.RetryOf; a declaration that names no earlier
 	// attempt is kept here and links nothing.
 	RetryOf *CorrValue `json:"retry_of,omitempty"`
+	// ToolUseID (v4) is the agent host's own id for the tool use behind
+	// the call (claudecode/toolUseId), checked like CorrelationID, so a
+	// bundle joins the agent's transcript.
+	ToolUseID *CorrValue `json:"tool_use_id,omitempty"`
 }
 
 // Correlation invalid reasons.
@@ -441,7 +451,11 @@ type Seal struct {
 	Responses         int64  `json:"responses"`
 	TransportFailures int64  `json:"transport_failures"`
 	Unknown           int64  `json:"unknown"`
-	Recovered         bool   `json:"recovered"`
+	// Denied (v4) counts attempts denied by a policy or lock: recorded,
+	// never forwarded (ObsDenied). Responses + TransportFailures +
+	// Unknown + Denied == Attempts.
+	Denied    int64 `json:"denied,omitempty"`
+	Recovered bool  `json:"recovered"`
 }
 
 // Frame dispositions: what the proxy did with a frame.

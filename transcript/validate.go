@@ -123,6 +123,7 @@ func (h *Header) validate() *invalid {
 		oneOf("retention", h.Retention, RetainFull, RetainDigest),
 		oneOf("durability", h.Durability, DurabilityStrict, DurabilityBatch, DurabilityNone),
 		h.Limits.validate(h.Durability),
+		h.Policy.validate(),
 		nonneg("started_at_ms", h.StartedAtMs),
 	)
 }
@@ -375,6 +376,7 @@ func (a *Attempt) validate() *invalid {
 		a.Snapshot.validate(),
 		a.Correlation.validate(),
 		frameIndex(a.Frame),
+		a.Decision.validate(),
 	)
 	if e != nil {
 		return e
@@ -436,6 +438,7 @@ func (c *Correlation) validate() *invalid {
 		c.Tracestate.validate("correlation.tracestate", checkTracestate),
 		c.CorrelationID.validate("correlation.correlation_id", checkCorrelationID),
 		c.RetryOf.validate("correlation.retry_of", checkCorrelationID),
+		c.ToolUseID.validate("correlation.tool_use_id", checkCorrelationID),
 	)
 }
 
@@ -462,7 +465,7 @@ func (o *Observation) validate() *invalid {
 	e := first(
 		event(o.Type, typeObservation, o.Seq, o.AtMs),
 		ident("attempt_id", o.AttemptID),
-		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse),
+		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse, ObsDenied),
 		oneOf("basis", o.Basis, BasisProducer),
 		short("result_type", o.ResultType, MaxReportedBytes),
 		short("detail", o.Detail, maxDetailBytes),
@@ -532,12 +535,13 @@ func (s *Seal) validate() *invalid {
 		nonneg("responses", s.Responses),
 		nonneg("transport_failures", s.TransportFailures),
 		nonneg("unknown", s.Unknown),
+		nonneg("denied", s.Denied),
 	)
 	if e != nil {
 		return e
 	}
-	if s.Responses+s.TransportFailures+s.Unknown != s.Attempts {
-		return bad("responses + transport_failures + unknown = %d, attempts = %d", s.Responses+s.TransportFailures+s.Unknown, s.Attempts)
+	if n := s.Responses + s.TransportFailures + s.Unknown + s.Denied; n != s.Attempts {
+		return bad("responses + transport_failures + unknown + denied = %d, attempts = %d", n, s.Attempts)
 	}
 	return nil
 }

@@ -20,12 +20,12 @@ import (
 // the library's exported surface within its bound (internal/apisurface):
 // callers compare a Finding's Code with Code("anchor_included").
 const (
-	codeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold)
-	codeAnchorInvalid   Code = "anchor_invalid"   // a receipt fails: bad checkpoint signature, too few cosignatures, leaf or path mismatch, a statement it names is absent, or record.json is not the anchored record plus transparency
-	codeAnchorFork      Code = "anchor_fork"      // two roots for one tree size, or a consistency proof between successive receipts that fails
-	codeAnchorOrder     Code = "anchor_order"     // receipts out of log order, or statements anchored out of the order they were made
-	codeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt
-	codeAnchorUnchecked Code = "anchor_unchecked" // info: receipts present, not checked (no log key given)
+	CodeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold)
+	CodeAnchorInvalid   Code = "anchor_invalid"   // a receipt fails: bad checkpoint signature, too few cosignatures, leaf or path mismatch, a statement it names is absent, or record.json is not the anchored record plus transparency
+	CodeAnchorFork      Code = "anchor_fork"      // two roots for one tree size, or a consistency proof between successive receipts that fails
+	CodeAnchorOrder     Code = "anchor_order"     // receipts out of log order, or statements anchored out of the order they were made
+	CodeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt
+	CodeAnchorUnchecked Code = "anchor_unchecked" // info: receipts present, not checked (no log key given)
 )
 
 // checkAnchor is the check anchors belong to.
@@ -44,13 +44,13 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 	seqs, other, over := listReceipts(fsys)
 	if v.keys == nil {
 		if len(seqs) > 0 || len(other) > 0 {
-			r.add(codeAnchorUnchecked, checkAnchor, StatusInfo, anchor.Dir,
+			r.add(CodeAnchorUnchecked, checkAnchor, StatusInfo, anchor.Dir,
 				fmt.Sprintf("%d anchor receipts present, not checked: give the log's key (--log-key) to check them", len(seqs)))
 		}
 		return
 	}
 	for _, name := range other {
-		r.add(codeAnchorInvalid, checkAnchor, StatusFail, anchor.Dir+"/"+name, "not a receipt (anchors/<seq>.json) nor the anchored record")
+		r.add(CodeAnchorInvalid, checkAnchor, StatusFail, anchor.Dir+"/"+name, "not a receipt (anchors/<seq>.json) nor the anchored record")
 	}
 	if over {
 		r.add(CodeLimitExceeded, checkAnchor, StatusUnsupported, anchor.Dir, fmt.Sprintf("more than %d receipts (anchor.MaxReceipts): none was checked", anchor.MaxReceipts))
@@ -77,51 +77,51 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 		name := anchor.Dir + "/" + strconv.Itoa(seq) + ".json"
 		data, err := readFile(fsys, name, anchor.MaxReceiptBytes)
 		if err != nil {
-			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, "cannot be read: "+err.Error())
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, "cannot be read: "+err.Error())
 			continue
 		}
 		rc, err := anchor.ParseReceipt(data)
 		if err != nil {
-			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
 			continue
 		}
 		// What the receipt says of the log is judged first, whatever it
 		// names: successive checkpoints must be one history.
 		ck, err := rc.CheckLog(*v.keys)
 		if err != nil {
-			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
 			continue
 		}
 		if prev != nil {
 			if err := anchor.CheckConsistency(prev, ck, rc.Consistency); err != nil {
-				code := codeAnchorInvalid
+				code := CodeAnchorInvalid
 				if errors.Is(err, anchor.ErrFork) {
-					code = codeAnchorFork
+					code = CodeAnchorFork
 				}
 				r.add(code, checkAnchor, StatusFail, name, err.Error())
 				continue
 			}
 			if ck.Index <= prev.Index {
-				r.add(codeAnchorOrder, checkAnchor, StatusFail, name, fmt.Sprintf("log entry %d after entry %d: receipts are numbered in log order", ck.Index, prev.Index))
+				r.add(CodeAnchorOrder, checkAnchor, StatusFail, name, fmt.Sprintf("log entry %d after entry %d: receipts are numbered in log order", ck.Index, prev.Index))
 			}
 		}
 		prev = ck
 		st := find(rc.Statement)
 		if st == nil {
-			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, fmt.Sprintf("names %.80q, not a signed statement of this bundle", rc.Statement))
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, fmt.Sprintf("names %.80q, not a signed statement of this bundle", rc.Statement))
 			continue
 		}
 		stmt, err := readFile(fsys, rc.Statement, sign.MaxRecordBytes)
 		if err != nil {
-			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, "the anchored statement "+rc.Statement+" cannot be read: "+err.Error())
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, "the anchored statement "+rc.Statement+" cannot be read: "+err.Error())
 			continue
 		}
 		if err := rc.Includes(stmt, ck); err != nil {
-			r.add(codeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, err.Error())
 			continue
 		}
 		if pos := slices.Index(want, st); pos <= lastStmt {
-			r.add(codeAnchorOrder, checkAnchor, StatusFail, name, rc.Statement+" anchored after a later statement")
+			r.add(CodeAnchorOrder, checkAnchor, StatusFail, name, rc.Statement+" anchored after a later statement")
 		} else {
 			lastStmt = pos
 		}
@@ -140,7 +140,7 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 		if ck.Cosigned > 0 {
 			detail += fmt.Sprintf(", %d witness cosignatures", ck.Cosigned)
 		}
-		r.add(codeAnchorIncluded, checkAnchor, StatusPass, rc.Statement, detail)
+		r.add(CodeAnchorIncluded, checkAnchor, StatusPass, rc.Statement, detail)
 	}
 	for _, s := range want {
 		if s.covered {
@@ -150,7 +150,7 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 		if s.path == anchor.RecordFile {
 			subject, what = transcript.RecordFile, "the sealed record"
 		}
-		r.add(codeAnchorMissing, checkAnchor, StatusUnavailable, subject, what+" has no valid receipt in "+anchor.Dir+"/: nothing shows the log holds it")
+		r.add(CodeAnchorMissing, checkAnchor, StatusUnavailable, subject, what+" has no valid receipt in "+anchor.Dir+"/: nothing shows the log holds it")
 	}
 }
 
@@ -160,7 +160,7 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 // re-sign).
 func (v *Verifier) anchoredRecord(r *Report, final, anchored []byte, rc *anchor.Receipt) bool {
 	fail := func(detail string) bool {
-		r.add(codeAnchorInvalid, checkAnchor, StatusFail, transcript.RecordFile, detail)
+		r.add(CodeAnchorInvalid, checkAnchor, StatusFail, transcript.RecordFile, detail)
 		return false
 	}
 	a, err := sign.ParseRecord(anchored)

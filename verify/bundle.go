@@ -27,6 +27,7 @@ const (
 	stUnknown                   // timeout, cancel_sent or a resolution: unknown
 	stLateResponse              // a late response after timeout or cancel_sent
 	stCancelled                 // cancel_sent (after a timeout or not): unknown
+	stDenied                    // denied by the policy or lock: never forwarded (policy.go)
 )
 
 // unknownState: an outcome a late response may still follow.
@@ -85,6 +86,7 @@ type bundleCheck struct {
 	fr   frameState       // the frame sequence (frames.go)
 	pk   packState        // the payload pack and the line reader's entries (pack.go)
 	ck   *checkpointCheck // signed checkpoints (checkpoint.go), nil without
+	pol  policyState      // policy decisions (policy.go)
 }
 
 // transcriptState follows the transcript as a sequence of lines: the
@@ -242,7 +244,7 @@ func (b *bundleCheck) run(ctx context.Context) error {
 			b.lineDecoded(idx, l.line, l.ev, l.err)
 			b.pk.pre, b.pk.cur = nil, nil
 			b.ck.at(b, c)
-			if b.v.o.Progress != nil && b.r.Counts.Lines%ProgressEvery == 0 {
+			if b.v.o.Progress != nil && b.r.Counts.Lines%progressEvery == 0 {
 				b.v.o.Progress(b.r.Counts.Lines)
 			}
 			idx++
@@ -467,6 +469,7 @@ func (b *bundleCheck) onHeader(idx int64, line []byte, h *transcript.Header) {
 			b.tr.serverDigest, _ = sv.Digest(canon.PolicyV02)
 		}
 	}
+	b.onPolicyHeader(h)
 	if tp := h.Producer.KeyThumbprint; tp != "" && b.r.Signer != "" && tp != b.r.Signer {
 		b.r.add(CodeBindingFailure, checkTranscript, StatusFail, "line 0 /producer/key_thumbprint",
 			"the transcript names signing key "+tp+", the record is signed by "+b.r.Signer)
@@ -514,11 +517,15 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 	// line whose id claim differs is already evidence_mismatch), or as the
 	// line claims it when the bytes are unavailable.
 	rpc := a.RPCID
-	if body, ok := b.payload(a.Request, subject+" request", true); ok {
+	body, ok := b.payload(a.Request, subject+" request", true)
+	if ok {
 		if f := b.attemptClaims(a, body, subject); f != nil {
 			rpc = f.RPCID
 		}
+	} else {
+		body = nil
 	}
+	b.checkDecision(a, body, len(b.red.reds) > 0)
 	if !dup {
 		if err := b.attempts.add(a.AttemptID, a.Seq, rpc); err != nil {
 			b.overLimit(err.Error())
@@ -539,6 +546,8 @@ func outcomeName(st uint8) string {
 		return "unknown (cancelled)"
 	case stLateResponse:
 		return "late response"
+	case stDenied:
+		return "denied"
 	}
 	return "no outcome yet"
 }
@@ -558,6 +567,7 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		return
 	}
 	defer func() { b.attempts.put(o.AttemptID, a) }()
+	b.decisionOutcome(o)
 	if o.Response != nil {
 		b.undeclaredOutcome(o)
 		if body, ok := b.payload(*o.Response, fmt.Sprintf("%s %s (seq %d)", subject, o.Kind, o.Seq), true); ok {
@@ -600,6 +610,12 @@ func (b *bundleCheck) onObservation(o *transcript.Observation) {
 		} else {
 			a.state = stUnknown
 		}
+	case transcript.ObsDenied:
+		if a.state != stOpen {
+			replaced()
+			return
+		}
+		a.state = stDenied
 	case transcript.ObsLateResponse:
 		if !unknownState(a.state) {
 			b.conflict(CodeHistoryConflict, subject, fmt.Sprintf("late_response at seq %d without an earlier timeout or cancellation (outcome: %s)", o.Seq, outcomeName(a.state)))
@@ -732,6 +748,7 @@ func (b *bundleCheck) finish(c *transcript.Committer) {
 			fmt.Sprintf("%d payloads present with the committed digest and length", r.Counts.Payloads))
 	}
 	b.outcomes()
+	b.policySummary()
 	b.finishFrames()
 	b.finishHTTP()
 	if b.header != nil {
@@ -782,12 +799,15 @@ func (b *bundleCheck) outcomes() {
 		case stResponse, stLateResponse:
 			b.r.Counts.Responses++
 			return
+		case stDenied:
+			b.r.Counts.Denied++
+			return
 		case stTransport:
 			b.r.Counts.TransportFailures++
 		default:
 			b.r.Counts.Unknown++
 		}
-		if len(unknown) < MaxFindingsPerCode {
+		if len(unknown) < maxFindingsPerCode {
 			unknown = append(unknown, unk{id, a})
 		} else {
 			omitted++
@@ -817,11 +837,13 @@ func (b *bundleCheck) outcomes() {
 func (b *bundleCheck) checkSeal() {
 	s, cnt := b.tr.seal, b.r.Counts
 	// Counts are final only after outcomes(); recompute here the same way.
-	var resp, tf, unk int64
+	var resp, tf, unk, den int64
 	b.attempts.each(func(_ string, a attemptState) {
 		switch a.state {
 		case stResponse, stLateResponse:
 			resp++
+		case stDenied:
+			den++
 		case stTransport:
 			tf++
 		default:
@@ -835,9 +857,9 @@ func (b *bundleCheck) checkSeal() {
 	}
 	// With conflicting identities or history the outcome counts have no
 	// single meaning; the conflicts are the finding.
-	if b.hist.conflicts == 0 && (s.Responses != resp || s.TransportFailures != tf || s.Unknown != unk) {
-		b.malformed(s.Seq, "seal_counts", fmt.Sprintf("the seal counts %d responses, %d transport failures, %d unknown; the lines give %d, %d, %d",
-			s.Responses, s.TransportFailures, s.Unknown, resp, tf, unk))
+	if b.hist.conflicts == 0 && (s.Responses != resp || s.TransportFailures != tf || s.Unknown != unk || s.Denied != den) {
+		b.malformed(s.Seq, "seal_counts", fmt.Sprintf("the seal counts %d responses, %d transport failures, %d unknown, %d denied; the lines give %d, %d, %d, %d",
+			s.Responses, s.TransportFailures, s.Unknown, s.Denied, resp, tf, unk, den))
 	}
 }
 

@@ -29,7 +29,7 @@ const checkpointTmpPrefix = ".tmp-"
 
 // MaxCheckpoints bounds the checkpoints a bundle may hold: beyond it none
 // is checked (limit_exceeded).
-const MaxCheckpoints = 100000
+const maxCheckpoints = 100000
 
 // checkpointEntry is one checkpoint: its name, the facts its record signs,
 // and what the stream found at the prefix it names.
@@ -69,7 +69,7 @@ func (v *Verifier) readCheckpoints(r *Report, fsys fs.FS) *checkpointCheck {
 	k := &checkpointCheck{v: v}
 	if over {
 		r.add(CodeLimitExceeded, checkTranscript, StatusUnsupported, checkpointDir,
-			fmt.Sprintf("more than %d entries (MaxCheckpoints): no checkpoint was checked", MaxCheckpoints))
+			fmt.Sprintf("more than %d entries (MaxCheckpoints): no checkpoint was checked", maxCheckpoints))
 		return k
 	}
 	judged := 0 // entries judged: checkpoints and names that are none
@@ -140,7 +140,7 @@ func listCheckpoints(fsys fs.FS) (ents []fs.DirEntry, over bool) {
 	for {
 		batch, err := d.ReadDir(1024)
 		ents = append(ents, batch...)
-		if len(ents) > MaxCheckpoints {
+		if len(ents) > maxCheckpoints {
 			return ents[:1], true
 		}
 		if err != nil || len(batch) == 0 {

@@ -118,6 +118,11 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 	corrClaims(&d, "correlation.tracestate", a.Correlation.Tracestate, f.Correlation.Tracestate)
 	corrClaims(&d, "correlation.correlation_id", a.Correlation.CorrelationID, f.Correlation.CorrelationID)
 	corrClaims(&d, "correlation.retry_of", a.Correlation.RetryOf, f.Correlation.RetryOf)
+	if a.Correlation.ToolUseID != nil {
+		// Recorded since v4; earlier producers did not record it, so only
+		// a recorded one is checked.
+		corrClaims(&d, "correlation.tool_use_id", a.Correlation.ToolUseID, f.Correlation.ToolUseID)
+	}
 	b.mismatchClaims(subject, "the attempt line", d)
 	return f
 }

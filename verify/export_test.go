@@ -7,3 +7,9 @@ func StreamStats(f func(prefetched, walked int64)) (restore func()) {
 	streamStatsHook = func(s streamStats) { f(s.prefetched, s.walked) }
 	return func() { streamStatsHook = nil }
 }
+
+// Bounds the package's external tests reach for; not API.
+const (
+	MaxFindingsPerCode = maxFindingsPerCode
+	ProgressEvery      = progressEvery
+)

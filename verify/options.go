@@ -137,7 +137,7 @@ const (
 )
 
 // ProgressEvery is how many transcript lines pass between Progress calls.
-const ProgressEvery = 4096
+const progressEvery = 4096
 
 // ErrOptions is wrapped by every Options validation error.
 var ErrOptions = errors.New("invalid verify options")

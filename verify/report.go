@@ -88,6 +88,10 @@ const (
 	// Behaviour the evidence shows (StatusWarning).
 	CodeDeclarationChanged  Code = "declaration_changed"   // warning: a tool's declaration differs between two complete snapshots of the session
 	CodeAnsweredAfterCancel Code = "answered_after_cancel" // warning: the server answered a call after the client cancelled it
+	// Policy decisions (spec/policy.md).
+	CodeDecisionMismatch     Code = "decision_mismatch"     // a recorded decision does not follow from the committed policy and lock, the request and the bound snapshot, or an outcome contradicts it
+	CodeDecisionUnverifiable Code = "decision_unverifiable" // unavailable: the policy, lock, request or declaration bytes a decision was made on are withheld or missing
+	CodeDecisionsVerified    Code = "decisions_verified"    // pass finding: every decision re-derived
 )
 
 // AllCodes returns every finding code, in the order spec/verification.md
@@ -109,7 +113,8 @@ func AllCodes() []Code {
 		CodeInclusionProofFailed, CodeInclusionProofOK, CodeProofScopeLimited, CodeOutcomeUndisclosed,
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
-		codeAnchorIncluded, codeAnchorInvalid, codeAnchorFork, codeAnchorOrder, codeAnchorMissing, codeAnchorUnchecked,
+		CodeAnchorIncluded, CodeAnchorInvalid, CodeAnchorFork, CodeAnchorOrder, CodeAnchorMissing, CodeAnchorUnchecked,
+		CodeDecisionMismatch, CodeDecisionUnverifiable, CodeDecisionsVerified,
 	}
 }
 
@@ -128,12 +133,13 @@ const (
 	checkPayload    Check = "payload"    // request, response and other committed payload bytes
 	checkOutcome    Check = "outcome"    // what the outcomes and observations do and do not prove
 	checkProof      Check = "proof"      // inclusion proofs
+	checkPolicy     Check = "policy"     // policy decisions re-derived (policy.go)
 )
 
 // Checks returns every check in report order.
 func Checks() []Check {
 	return []Check{checkRecord, checkSignature, checkTrust, checkFreshness, checkTranscript,
-		checkIdentity, checkSnapshot, checkPayload, checkOutcome, checkProof, checkAnchor}
+		checkIdentity, checkSnapshot, checkPayload, checkOutcome, checkPolicy, checkProof, checkAnchor}
 }
 
 // Status of a finding.
@@ -171,6 +177,7 @@ type Counts struct {
 	Responses         int64 `json:"responses"`
 	TransportFailures int64 `json:"transport_failures"`
 	Unknown           int64 `json:"unknown"`
+	Denied            int64 `json:"denied,omitempty"` // attempts denied by the policy or lock, never forwarded
 	Snapshots         int64 `json:"snapshots"`
 	Payloads          int64 `json:"payloads"` // payload commitments whose bytes were present and checked
 }
@@ -221,7 +228,7 @@ type Report struct {
 
 // MaxFindingsPerCode bounds the report: a transcript of a million unknown
 // outcomes yields a report of bounded size, with the rest counted in Omitted.
-const MaxFindingsPerCode = 1000
+const maxFindingsPerCode = 1000
 
 // Find returns the findings with the given code.
 func (r *Report) Find(c Code) []Finding {
@@ -279,7 +286,7 @@ func (r *Report) add(code Code, check Check, st Status, subject, detail string) 
 	if r.perCode == nil {
 		r.perCode = map[Code]int{}
 	}
-	if r.perCode[code] >= MaxFindingsPerCode {
+	if r.perCode[code] >= maxFindingsPerCode {
 		if r.Omitted == nil {
 			r.Omitted = map[Code]int64{}
 		}

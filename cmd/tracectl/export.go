@@ -334,6 +334,9 @@ const (
 	attrScope          = "tracectl.execution_scope"
 	attrCorrelationID  = "tracectl.correlation_id"
 	attrVerification   = "tracectl.verification"
+	attrDecision       = "tracectl.policy.decision"
+	attrDecisionRule   = "tracectl.policy.rule"
+	attrToolUseID      = "tracectl.tool_use_id"
 )
 
 // spanOf returns the span name, attributes and status of one attempt.
@@ -365,6 +368,9 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 	add(attrRetryBasis, r.RetryBasis)
 	add(attrSnapshotID, r.SnapshotID)
 	add(attrCorrelationID, r.CorrelationID)
+	add(attrDecision, r.Decision)
+	add(attrDecisionRule, r.DecisionRule)
+	add(attrToolUseID, r.ToolUseID)
 	if r.JSONRPCID != "" {
 		id := r.JSONRPCID
 		if r.JSONRPCIDKind == transcript.IDString {

@@ -223,6 +223,8 @@ func (l *liveOTLP) follow(lines <-chan []byte) {
 				end(e.AttemptID, e.AtMs, "timeout", nil)
 			case transcript.ObsTransportFailure:
 				end(e.AttemptID, e.AtMs, "transport_failure", nil)
+			case transcript.ObsDenied:
+				end(e.AttemptID, e.AtMs, "denied", nil)
 			}
 		case *transcript.Resolution:
 			lastMs = e.AtMs

@@ -44,6 +44,7 @@ type proxyOptions struct {
 	capture                          string
 	otlpEndpoint                     string
 	upstreamCA                       string
+	policy                           policyOptions
 	allowRemote                      bool
 	allowedHosts, allowedOrigins     []string
 	redactPaths                      []string
@@ -132,6 +133,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
+	o.policy.flags(cmd)
 	return cmd
 }
 
@@ -179,6 +181,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 		return err
 	}
 	if err := o.redaction.build(); err != nil {
+		return err
+	}
+	if err := o.policy.load(); err != nil {
 		return err
 	}
 	if o.checkpoint.set() && o.key == "" {
@@ -277,6 +282,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
 				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
+				PolicyFile: o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode,
 			}
 			untap := live.tap(&ropts)
 			rec, err := producer.Open(path, ropts)
@@ -312,8 +318,8 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 					sig = "unsigned"
 				}
 				c := sealed.Seal
-				fmt.Fprintf(s.err, "tracectl: sealed %s (%s): %d attempts: %d responses, %d transport failures, %d unknown\n",
-					escapeTerminal(r.Dir()), sig, c.Attempts, c.Responses, c.TransportFailures, c.Unknown)
+				fmt.Fprintf(s.err, "tracectl: sealed %s (%s): %d attempts: %d responses, %d transport failures, %d unknown%s\n",
+					escapeTerminal(r.Dir()), sig, c.Attempts, c.Responses, c.TransportFailures, c.Unknown, deniedText(c.Denied))
 			}
 			return err
 		},

@@ -197,3 +197,47 @@ func TestREADMEAnchoring(t *testing.T) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out, stderr.Bytes())
 	}
 }
+
+// TestREADMEPin runs the README's pin-and-policy journey as written, with
+// bash as the MCP client, against the npm server-everything (its local copy
+// stands in for the npx lines): the long echo is denied with -32094 naming
+// the rule, and the bundle verifies with the decisions re-derived.
+func TestREADMEPin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds tracectl and runs an npm MCP server (seconds); skipped under -short")
+	}
+	everything := os.Getenv("TRACECTL_EVERYTHING_BIN")
+	if everything == "" {
+		t.Skip("TRACECTL_EVERYTHING_BIN is not set (.ci/run installs @modelcontextprotocol/server-everything under .ci/npm and sets it)")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("the journey is bash (coproc); bash not found")
+	}
+	block := readmeBlock(t, "## Pin your tools", "bash")
+	const npx = "npx -y @modelcontextprotocol/server-everything"
+	if strings.Count(block, npx) != 2 {
+		t.Fatalf("the journey no longer starts the server with %q twice; update this test:\n%s", npx, block)
+	}
+	block = strings.ReplaceAll(block, npx, `"$TRACECTL_EVERYTHING_BIN"`)
+	tmp := t.TempDir()
+	before := gitStatus(t)
+	cmd := exec.Command(bash, "-c", block)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("journey: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	out := stdout.String()
+	for _, want := range []string{`"id":2`, `"code":-32094,"message":"tracectl: denied by policy rule short-echo-only"`,
+		"verdict: verified (bundle)", "decisions_verified: 2 decisions (1 deny) re-derived"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the journey's output lacks %q:\n%s\nstderr:\n%s", want, out, stderr.Bytes())
+		}
+	}
+	if after := gitStatus(t); after != before {
+		t.Errorf("the journey changed the repository's status:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

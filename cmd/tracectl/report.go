@@ -242,6 +242,9 @@ func renderReport(path string, b *inspect.Bundle, fsys fs.FS, includeArgs bool) 
 		{"Time span", utc(b.FirstMs) + " .. " + utc(b.LastMs) + " (" + (time.Duration(b.LastMs-b.FirstMs) * time.Millisecond).String() + ")"},
 		{"Counts", countsText(b)},
 	}
+	if h.Policy != nil {
+		d.Header = append(d.Header, [2]string{"Policy", policyText(b)})
+	}
 	for _, s := range b.Snapshots {
 		d.Snapshots = append(d.Snapshots, reportSnapshot{Snapshot: s, Time: utc(s.AtMs)})
 	}

@@ -98,8 +98,8 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	if sealed.Signed {
 		signed = "signed"
 	}
-	fmt.Fprintln(s.out, escapeTerminal(fmt.Sprintf("sealed %s: %d attempts: %d responses, %d transport failures, %d unknown; %d lines, root %s; %s",
-		o.bundle, c.Attempts, c.Responses, c.TransportFailures, c.Unknown, sealed.Lines, sealed.Root, signed)))
+	fmt.Fprintln(s.out, escapeTerminal(fmt.Sprintf("sealed %s: %d attempts: %d responses, %d transport failures, %d unknown%s; %d lines, root %s; %s",
+		o.bundle, c.Attempts, c.Responses, c.TransportFailures, c.Unknown, deniedText(c.Denied), sealed.Lines, sealed.Root, signed)))
 	return nil
 }
 

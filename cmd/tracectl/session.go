@@ -47,6 +47,7 @@ type sessionOptions struct {
 	checkpoint checkpointEvery
 	anchor     anchorOptions // anchor.go
 	live       *liveOTLP     // live spans (live.go), or nil
+	policy     policyOptions // loaded
 }
 
 // sessionSummary is the one line printed when a session ends.
@@ -83,6 +84,9 @@ func (s *sessionSummary) String() string {
 	}
 	if s.unreadable > 0 {
 		extra += fmt.Sprintf(", %d tools/list requests not readable (forwarded, in no snapshot)", s.unreadable)
+	}
+	if c.Denied > 0 {
+		extra = fmt.Sprintf(", %d denied by policy (not forwarded)", c.Denied) + extra
 	}
 	if s.res != nil && s.res.ClientGone {
 		extra += ", client gone before the end (later frames recorded, not delivered)"
@@ -179,6 +183,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		Server:          server,
 		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 		FramesCommitted: true,
+		PolicyFile:      o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode,
 	}
 	untap := o.live.tap(&ropts)
 	rec, err := producer.Open(o.bundle, ropts)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -307,6 +308,19 @@ func writeAttempt(w *strings.Builder, fsys fs.FS, b *inspect.Bundle, a *inspect.
 	}
 	kv("traceparent", escapeTerminal(corr(c.Traceparent)))
 	kv("correlation", escapeTerminal(corr(c.CorrelationID)))
+	if c.ToolUseID != nil {
+		kv("tool use id", escapeTerminal(corr(c.ToolUseID)))
+	}
+	if d := a.Decision; d != nil {
+		dec := d.Action + " by rule " + d.Rule
+		if d.Reason != "" {
+			dec += ": " + d.Reason
+		}
+		if d.Declaration != "" {
+			dec += " (declaration " + d.Declaration + ")"
+		}
+		kv("decision", escapeTerminal(dec))
+	}
 	kv("arguments", escapeTerminal(cmp.Or(a.ArgsDigest, "unsupported: "+a.ArgsUnsupport)))
 	kv("line digest", a.LineDigest)
 	writePayload(w, "request", &a.Request, payloadText(fsys, &a.Request, max))
@@ -414,6 +428,9 @@ func writeShow(w *strings.Builder, path string, b *inspect.Bundle, width int) {
 		kv("time", fmt.Sprintf("%s .. %s (%s)", utc(b.FirstMs), utc(b.LastMs), time.Duration(b.LastMs-b.FirstMs)*time.Millisecond))
 	}
 	kv("counts", countsText(b))
+	if h.Policy != nil {
+		kv("policy", escapeTerminal(policyText(b)))
+	}
 	if b.Problem != "" {
 		kv("problem", escapeTerminal(b.Problem))
 	}
@@ -485,6 +502,9 @@ func countsText(b *inspect.Bundle) string {
 	s := fmt.Sprintf("%d attempts (%d responses: %d result, %d isError, %d JSON-RPC error%s; %d transport failures; %d unknown); %d snapshots, %d notifications, %d lines",
 		len(b.Attempts), class[inspect.ClassResponse], n[inspect.OutcomeResult], n[inspect.OutcomeToolError], n[inspect.OutcomeJSONRPCError], lateText,
 		class[inspect.ClassTransportFailure], class[inspect.ClassUnknown], len(b.Snapshots), len(b.Notifications), b.Lines)
+	if d := class[inspect.ClassDenied]; d > 0 {
+		s = strings.Replace(s, " unknown); ", fmt.Sprintf(" unknown; %d denied by policy); ", d), 1)
+	}
 	if b.Seal == nil {
 		return s + ", not sealed"
 	}
@@ -512,7 +532,43 @@ func correlationText(a *inspect.Attempt) string {
 		}
 		return "(invalid: " + c.Reason + ")"
 	}
+	if c := a.Correlation.ToolUseID; c != nil && c.Valid {
+		return "tool-use " + c.Value
+	}
 	return "-"
+}
+
+// policyText summarizes the policy in force and its decisions: the mode,
+// what the header commits to, and the decisions by action and rule.
+func policyText(b *inspect.Bundle) string {
+	p := b.Header.Policy
+	var parts []string
+	if p.PolicyDigest != "" {
+		parts = append(parts, fmt.Sprintf("policy %s (%d bytes)", p.PolicyDigest, p.PolicyLength))
+	}
+	if p.LockDigest != "" {
+		parts = append(parts, fmt.Sprintf("lock %s (%d bytes)", p.LockDigest, p.LockLength))
+	}
+	allow, deny := 0, map[string]int{}
+	for _, a := range b.Attempts {
+		switch d := a.Decision; {
+		case d == nil:
+		case d.Action == "deny":
+			deny[d.Rule]++
+		default:
+			allow++
+		}
+	}
+	dec := fmt.Sprintf("decisions: %d allow", allow)
+	rules := make([]string, 0, len(deny))
+	for r := range deny {
+		rules = append(rules, r)
+	}
+	slices.Sort(rules)
+	for _, r := range rules {
+		dec += fmt.Sprintf(", %d deny (rule %s)", deny[r], r)
+	}
+	return p.Mode + "; " + strings.Join(append(parts, dec), "; ")
 }
 
 // renderTable aligns rows in columns two spaces apart. With width > 0 (a

@@ -413,8 +413,12 @@ func textReport(rep *verify.Report) string {
 		}
 	}
 	c := rep.Counts
-	fmt.Fprintf(&b, "\ncounts: %d attempts (%d responses, %d transport failures, %d unknown); %d lines, %d snapshots, %d payloads checked\n",
-		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, c.Lines, c.Snapshots, c.Payloads)
+	denied := ""
+	if c.Denied > 0 {
+		denied = fmt.Sprintf(", %d denied", c.Denied)
+	}
+	fmt.Fprintf(&b, "\ncounts: %d attempts (%d responses, %d transport failures, %d unknown%s); %d lines, %d snapshots, %d payloads checked\n",
+		c.Attempts, c.Responses, c.TransportFailures, c.Unknown, denied, c.Lines, c.Snapshots, c.Payloads)
 	return b.String()
 }
 

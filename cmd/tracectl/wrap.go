@@ -41,6 +41,7 @@ type wrapOptions struct {
 	checkpoint      checkpointEvery
 	anchor          anchorOptions
 	otlpEndpoint    string
+	policy          policyOptions
 }
 
 // recordIdentity are the Trust Record members an operator may set.
@@ -153,12 +154,16 @@ environment.`,
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")
+	o.policy.flags(cmd)
 	return cmd
 }
 
 // validate checks every flag before anything is created or spawned.
 func (o *wrapOptions) validate() error {
 	if err := checkOTLPEndpoint(o.otlpEndpoint); err != nil {
+		return err
+	}
+	if err := o.policy.load(); err != nil {
 		return err
 	}
 	if err := checkRecordModes(o.durability, o.retain); err != nil {
@@ -324,7 +329,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 		bundle: bundle, key: o.key, keys: o.keys, durability: o.durability, retain: o.retain, redaction: o.redaction,
 		callTimeout: o.callTimeout, capture: o.capture, grace: o.grace, killAfter: o.shutdownTimeout, maxFrame: o.maxFrame, serverName: o.serverName,
 		record: o.record, exe: exe, args: o.server[1:], env: serverEnv(os.Environ()), dropEmpty: true, announce: true,
-		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint, anchor: o.anchor, live: live,
+		clientIn: s.in, clientOut: s.out, checkpoint: o.checkpoint, anchor: o.anchor, live: live, policy: o.policy,
 	})
 	if sum != nil {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(sum.String()))

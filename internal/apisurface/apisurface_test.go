@@ -25,10 +25,14 @@ import (
 // and ServerRules lists and the spec name every one). What is left is
 // named by another package or by a user of an exported API. Lower it
 // whenever the surface shrinks, never raise it without a reason in the
-// commit. 689: mcpwire.RuleCaptureStream (the proxy's own collection over
-// HTTP), verify.CodePackUnreferenced and transcript.PackIndex.Distinct
-// (issue 24, pack entries no line references).
-const maxExported = 689
+// commit. 700, the goal itself, after the anchoring and policy issues:
+// their finding codes are exported like every other (verify.CodeAnchor*,
+// verify.CodeDecision*), the policy evidence's types (transcript.PolicyRef,
+// Decision, ObsDenied) and the recorder calls the session core makes
+// (Recorder.Policy, Handle.Denied) are named by other packages, and
+// verify's test-only bounds moved to export_test.go. A change that adds
+// an identifier now takes one away.
+const maxExported = 700
 
 func TestExportedSurface(t *testing.T) {
 	root, err := filepath.Abs("../..")

@@ -48,6 +48,7 @@ const (
 	OutcomeCancelled        = "cancelled"         // unknown: the client cancelled
 	OutcomeUnknown          = "unknown"           // unknown: resolved at seal or recovery
 	OutcomeInFlight         = "in_flight"         // no terminal observation (an unsealed bundle)
+	OutcomeDenied           = "denied"            // denied by the policy or lock: never forwarded (spec/policy.md)
 )
 
 // Outcome classes (Outcome.Class): the one count model. The seal line's
@@ -55,11 +56,13 @@ const (
 // count attempts by it: response when any response was recorded (a late one
 // too: the server answered), else transport_failure when the transport
 // failed with the call in flight (after a timeout or cancellation too),
-// else unknown.
+// else denied when the policy or lock denied it (never forwarded), else
+// unknown.
 const (
 	ClassResponse         = "response"
 	ClassTransportFailure = "transport_failure"
 	ClassUnknown          = "unknown"
+	ClassDenied           = "denied"
 )
 
 // Class is the outcome's class in the one count model.
@@ -69,6 +72,8 @@ func (o Outcome) Class() string {
 		return ClassResponse
 	case o.Kind == OutcomeTransportFailure:
 		return ClassTransportFailure
+	case o.Kind == OutcomeDenied:
+		return ClassDenied
 	}
 	return ClassUnknown
 }
@@ -332,6 +337,17 @@ func observe(a *Attempt, o *transcript.Observation) {
 				a.Response = o.Response
 			}
 		}
+	case transcript.ObsDenied:
+		if a.Outcome.Kind == OutcomeInFlight {
+			a.Outcome = Outcome{Kind: OutcomeDenied}
+			if d := a.Decision; d != nil {
+				a.Outcome.Reason = "rule " + d.Rule
+				if d.Reason != "" {
+					a.Outcome.Reason += ": " + d.Reason
+				}
+			}
+			a.EndMs = o.AtMs
+		}
 	case transcript.ObsTransportFailure, transcript.ObsTimeout, transcript.ObsCancelSent:
 		if o.Kind == transcript.ObsTransportFailure && a.Outcome.Late == "" &&
 			(a.Outcome.Kind == OutcomeTimeout || a.Outcome.Kind == OutcomeCancelled) {
@@ -403,6 +419,8 @@ func (o Outcome) Label() string {
 			return "unknown (cancelled)"
 		case OutcomeInFlight:
 			return "unknown (in flight, unsealed)"
+		case OutcomeDenied:
+			return "denied"
 		}
 		return "unknown"
 	}
@@ -411,6 +429,9 @@ func (o Outcome) Label() string {
 		if after, _, ok := strings.Cut(o.Reason, ": "); ok && strings.HasPrefix(after, "after ") {
 			s += " (" + after + ")"
 		}
+	}
+	if o.Kind == OutcomeDenied && o.Reason != "" {
+		s += " (" + o.Reason + ")"
 	}
 	if o.Kind == OutcomeUnknown && o.Reason != "" {
 		s = "unknown (" + o.Reason + ")"

@@ -39,14 +39,26 @@ type Record struct {
 	ProtocolEra      string   `json:"protocol_era"`
 	ProtocolVersion  string   `json:"protocol_version,omitempty"`
 	ExecutionScope   string   `json:"execution_scope"`
+	// ToolUseID is the agent host's own id of the tool use behind the
+	// call (correlation.tool_use_id), to join its transcript.
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	RecordDecision
 	RecordEvidence
 	RecordPayloads
+}
+
+// RecordDecision is the policy decision made before the call was
+// forwarded, when a policy or lock was in force (spec/policy.md).
+type RecordDecision struct {
+	Decision       string `json:"decision,omitempty"` // allow | deny
+	DecisionRule   string `json:"decision_rule,omitempty"`
+	DecisionReason string `json:"decision_reason,omitempty"`
 }
 
 // RecordOutcome is a Record's outcome (spec/export.md).
 type RecordOutcome struct {
 	Outcome      string `json:"outcome"`       // an Outcome kind
-	OutcomeClass string `json:"outcome_class"` // response, transport_failure or unknown: the one count model (Outcome.Class)
+	OutcomeClass string `json:"outcome_class"` // response, transport_failure, denied or unknown: the one count model (Outcome.Class)
 	OutcomeLabel string `json:"outcome_label"`
 	ResultType   string `json:"result_type,omitempty"`
 	ErrorCode    *int64 `json:"error_code,omitempty"`
@@ -112,6 +124,12 @@ func (b *Bundle) Records() []Record {
 		}
 		if c.Tracestate != nil && c.Tracestate.Valid {
 			r.Tracestate = c.Tracestate.Value
+		}
+		if c.ToolUseID != nil && c.ToolUseID.Valid {
+			r.ToolUseID = c.ToolUseID.Value
+		}
+		if d := a.Decision; d != nil {
+			r.RecordDecision = RecordDecision{Decision: d.Action, DecisionRule: d.Rule, DecisionReason: d.Reason}
 		}
 		out = append(out, r)
 	}

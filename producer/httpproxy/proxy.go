@@ -488,8 +488,9 @@ type exchange struct {
 	// answered: the exchange's request has its answer (delivered, or the
 	// proxy's own); a later frame a client could match to it is refused.
 	answered     bool
-	refusedIndex int64        // the refused server frame that made the proxy answer
-	refusedRule  mcpwire.Rule // and its rule
+	refusedIndex int64                // the refused server frame that made the proxy answer
+	refusedRule  mcpwire.Rule         // and its rule
+	denied       *transcript.Decision // the policy denied the exchange's call: the proxy answers it
 }
 
 // Limits.
@@ -630,7 +631,22 @@ func (x *exchange) commit(g gated) (reply func(), err error) {
 			}
 			return nil
 		}
-		return x.commitFrame(g.line, m, index)
+		if err := x.commitFrame(g.line, m, index); err != nil {
+			return err
+		}
+		if d := x.denied; d != nil {
+			reply = func() {
+				if m.Kind != mcpwire.KindRequest {
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
+				w.Header().Del("Content-Length")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write(session.DeniedResponse(idOf(m), d))
+			}
+		}
+		return nil
 	})
 	return reply, err
 }
@@ -642,9 +658,16 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 	b := x.b
 	switch {
 	case m.IsToolCall():
-		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index, Bind: x.bind})
+		decide, decision := b.sink.Decider(m)
+		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index, Decide: decide, Bind: x.bind})
 		if err != nil {
 			return err
+		}
+		if b.sink.Enforced(decision) {
+			// Denied by the policy or lock: recorded, answered by the
+			// proxy, never forwarded (spec/policy.md).
+			x.denied = decision
+			return b.sink.Denied(a)
 		}
 		if m.Kind == mcpwire.KindRequest {
 			x.call = &call{ref: a, key: callKey(x.r, mcpwire.Key(m.ID)), token: progressToken(m.Params)}

@@ -49,15 +49,22 @@ type harness struct {
 	// request: bundles open with it).
 	retain      string
 	noRedaction bool
+	// policy and policyMode are the recorders' policy file and mode
+	// (policy_test.go).
+	policy     []byte
+	policyMode string
 }
 
-func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
+func newHarness(t *testing.T, upstream string, mod func(*Config), set ...func(*harness)) *harness {
 	t.Helper()
 	s, err := testKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: t.TempDir()}
+	for _, f := range set { // before the proxy serves: its requests read them
+		f(h)
+	}
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +83,7 @@ func newHarness(t *testing.T, upstream string, mod func(*Config)) *harness {
 				Clock: time.Now, Entropy: rand.Reader, Producer: transcript.Producer{Name: "tracectl-test", Version: "0"},
 				Server: sv, FramesCommitted: true, Durability: transcript.DurabilityBatch,
 				Retention: h.retain, NoRedaction: h.noRedaction,
+				PolicyFile: h.policy, PolicyMode: h.policyMode,
 			})
 		},
 		Seal: func(r *producer.Recorder) error {

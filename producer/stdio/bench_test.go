@@ -223,6 +223,7 @@ type benchMode struct {
 	retention  string // default full
 	forward    bool   // diagnostic: a session.Sink that records nothing (the cost of the hop alone)
 	inflight   []int
+	policy     []byte // a policy every call is decided under (policy_bench_test.go)
 }
 
 var benchModes = []benchMode{
@@ -258,6 +259,7 @@ func proxyPath(b testing.TB, srv string, m benchMode) *benchPath {
 			Clock: time.Now, Entropy: rand.Reader, Durability: m.durability, Retention: m.retention,
 			Producer: transcript.Producer{Name: "tracectl-bench", Version: "test"},
 			Server:   transcript.Server{Transport: transcript.TransportStdio, Executable: srv}, FramesCommitted: true,
+			PolicyFile: m.policy,
 		})
 		if err != nil {
 			b.Fatal(err)

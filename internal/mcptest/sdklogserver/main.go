@@ -34,8 +34,9 @@ const CallLogEnv = "MCPTEST_CALL_LOG"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	callLog := flag.String("call-log", os.Getenv(CallLogEnv), "append each dispatched tools/call to this file")
+	desc := flag.String("echo-description", defaultDescription, "echo's description (a test of pinned declarations changes it: a rug pull)")
 	flag.Parse()
-	err := run(ctx, *callLog)
+	err := run(ctx, *callLog, *desc)
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sdklogserver: %v\n", err)
@@ -43,7 +44,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, logName string) error {
+const defaultDescription = "Returns its arguments, canonically re-encoded, as text."
+
+func run(ctx context.Context, logName, description string) error {
 	var log *callLog
 	if logName != "" {
 		f, err := os.OpenFile(logName, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -57,7 +60,7 @@ func run(ctx context.Context, logName string) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tracectl-sdklogserver", Version: "1.0.0"}, &mcp.ServerOptions{Logger: logger})
 	s.AddTool(&mcp.Tool{
 		Name:        "echo",
-		Description: "Returns its arguments, canonically re-encoded, as text.",
+		Description: description,
 		InputSchema: json.RawMessage(`{"type":"object"}`),
 	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, err := canonical(req.Params.Arguments)

@@ -62,6 +62,16 @@ async function main() {
       emit('cancelled', { outcome: await long });
       break;
     }
+    case 'denied': {
+      // A call a policy denies: what the client gets, as its application
+      // sees it (a rejection carrying the JSON-RPC code, message and data).
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'forbidden' } }).then(
+        (res) => 'result: ' + JSON.stringify(res),
+        (e) => 'rejected: code=' + e.code + ' message=' + e.message + ' data=' + JSON.stringify(e.data),
+      );
+      emit('denied', { outcome: r });
+      break;
+    }
     case 'hang': {
       // A long call the server keeps writing progress for; the test kills
       // this client meanwhile.

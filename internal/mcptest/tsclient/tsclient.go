@@ -133,7 +133,7 @@ type Client struct {
 	err    error
 }
 
-// Start runs scenario ("session", "invented-tool", "cancel-close" or "hang"; see
+// Start runs scenario ("session", "invented-tool", "denied", "cancel-close" or "hang"; see
 // client.cjs) with sdk in front of command, with env as the client's (and
 // so the server's) environment.
 func Start(t testing.TB, sdk SDK, env []string, scenario string, command ...string) *Client {

@@ -28,7 +28,7 @@ type Event struct {
 
 // Run runs the client against url with a bearer token and returns its
 // events; it fails the test when the client fails.
-func Run(t *testing.T, url, token string) []Event {
+func Run(t *testing.T, url, token string, scenario ...string) []Event {
 	t.Helper()
 	sdk := tsclient.V1(t)
 	root, err := mcptest.RepoRoot()
@@ -37,7 +37,7 @@ func Run(t *testing.T, url, token string) []Event {
 	}
 	script := filepath.Join(root, "internal", "mcptest", "tshttp", "client.cjs")
 	var stderr bytes.Buffer
-	cmd := exec.Command(sdk.Node, script, sdk.Dir, url, token)
+	cmd := exec.Command(sdk.Node, append([]string{script, sdk.Dir, url, token}, scenario...)...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var evs []Event

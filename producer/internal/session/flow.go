@@ -173,7 +173,13 @@ func (s *session) fromClient(f frame, index int64) error {
 		// The attempt is made durable before anything else: no session
 		// lock is held, so the other direction's recording (a response's
 		// durable wait) can share the same fsync.
-		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index})
+		decide, decision := s.decider(m)
+		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index, Decide: decide})
+		if err == nil && s.enforced(decision) {
+			// Denied by the policy or lock: recorded, settled, never
+			// forwarded (policy.go).
+			return s.denyCall(ref, w, idKey, m.Kind, decision)
+		}
 		if err == nil && m.Kind == mcpwire.KindRequest && s.serverGone() {
 			// The server went away while the session collected its list
 			// for this call: recorded, never forwarded, settled now.

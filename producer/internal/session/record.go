@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
@@ -30,6 +31,10 @@ type RecordingSink struct {
 	oversized  int64               // frames over the gate's limit
 	refused    int64               // client frames the gate refused
 	unreadable int64               // tools/list requests snapshot collection could not read
+
+	// The recorder's policy, for decisions (policy.go).
+	engine *policy.Engine
+	audit  bool
 }
 
 // NewRecordingSink returns a Sink over rec, which must have been opened with
@@ -37,7 +42,8 @@ type RecordingSink struct {
 // captureID mints snapshot capture ids from the caller's entropy
 // (snapshot.NewCaptureID).
 func NewRecordingSink(rec *producer.Recorder, captureID func() (string, error), limits snapshot.Limits) *RecordingSink {
-	return &RecordingSink{rec: rec, captureID: captureID, limits: limits}
+	engine, audit := rec.Policy()
+	return &RecordingSink{rec: rec, captureID: captureID, limits: limits, engine: engine, audit: audit}
 }
 
 type handleRef struct{ h *producer.Handle }
@@ -83,7 +89,7 @@ func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error)
 	}
 	s.mu.Unlock()
 	i := c.Index
-	pc := producer.Call{Line: c.Line, Message: c.Msg, Frame: &i}
+	pc := producer.Call{Line: c.Line, Message: c.Msg, Frame: &i, Decide: c.Decide}
 	if c.Bind != nil {
 		pc.Snapshot, pc.NoSnapshot = c.Bind.Snapshot, c.Bind.Snapshot == ""
 	}

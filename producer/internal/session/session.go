@@ -90,6 +90,9 @@ type Config struct {
 	// CaptureTimeout bounds the wait for each page of that collection
 	// (default 30 s).
 	CaptureTimeout time.Duration
+	// policy is the Sink's policy side (a RecordingSink over a recorder
+	// with a policy: policy.go), taken before withDefaults wraps the Sink.
+	policy *RecordingSink
 }
 
 // defaultMaxServerFrame is the default Config.MaxServerFrame.

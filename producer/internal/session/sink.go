@@ -3,7 +3,9 @@ package session
 import (
 	"io"
 
+	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
+	"github.com/tracectl/tracectl/transcript"
 )
 
 // Sink receives what the proxy reads, before the proxy forwards it.
@@ -50,6 +52,9 @@ type Call struct {
 	// Bind, when set, is the snapshot the attempt binds (a RecordingSink's
 	// Bind: its own client's latest); nil binds the recording's latest.
 	Bind *Binding
+	// Decide, when a policy is in force, decides the call given the
+	// snapshot its attempt binds (producer.Call.Decide; policy.go).
+	Decide func(*transcript.Attempt, *policy.Snapshot) *transcript.Decision
 }
 
 // Binding names the snapshot an attempt binds: a recorded snapshot's id,

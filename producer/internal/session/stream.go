@@ -23,6 +23,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Event == nil {
 		cfg.Event = func(string) {}
 	}
+	if rs, ok := cfg.Sink.(*RecordingSink); ok && rs.engine != nil {
+		cfg.policy = rs
+	}
 	if cfg.Changed != nil {
 		cfg.Sink = notifySink{Sink: cfg.Sink, changed: cfg.Changed}
 	}

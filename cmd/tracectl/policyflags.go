@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tracectl/tracectl/internal/policy"
+)
+
+// policyOptions are the enforcement flags of wrap and proxy
+// (spec/policy.md): a policy file, a lockfile of pinned declarations, and
+// the mode. load reads and compiles them before anything is created or
+// spawned: a bad policy refuses to start, naming the rule and its place.
+type policyOptions struct {
+	file, pin, mode string
+	// loaded: the exact bytes, for producer.Options
+	policy, lock []byte
+}
+
+func (p *policyOptions) flags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&p.file, "policy", "", "decide every tools/call under this policy file (YAML or JSON; spec/policy.md) before it is forwarded")
+	f.StringVar(&p.pin, "pin", "", "deny calls to tools whose declaration differs from this lockfile (tracectl pin), or that it does not pin")
+	f.StringVar(&p.mode, "policy-mode", "", "enforce (the default: a denied call is not forwarded) or audit (decide and record, forward anyway)")
+}
+
+// load reads, parses and compiles the policy and the lock.
+func (p *policyOptions) load() error {
+	switch p.mode {
+	case "", policy.ModeEnforce, policy.ModeAudit:
+	default:
+		return usageErr(fmt.Errorf("--policy-mode %q", p.mode), "use --policy-mode enforce or audit")
+	}
+	if p.mode != "" && p.file == "" && p.pin == "" {
+		return usageErr(errors.New("--policy-mode needs --policy or --pin"), "")
+	}
+	if p.file != "" {
+		b, err := readBounded(p.file, policy.MaxPolicyBytes)
+		if err != nil {
+			return usageErr(fmt.Errorf("--policy: %w", err), "")
+		}
+		if _, err := policy.Parse(b); err != nil {
+			return usageErr(fmt.Errorf("--policy %s: %w", p.file, err), "fix the rule named, then start again: a policy that does not compile never starts")
+		}
+		p.policy = b
+	}
+	if p.pin != "" {
+		b, err := readBounded(p.pin, policy.MaxLockBytes)
+		if err != nil {
+			return usageErr(fmt.Errorf("--pin: %w", err), "")
+		}
+		if _, err := policy.ParseLock(b); err != nil {
+			return usageErr(fmt.Errorf("--pin %s: %w", p.pin, err), "make the lockfile with tracectl pin BUNDLE|SNAPSHOT --out FILE")
+		}
+		p.lock = b
+	}
+	return nil
+}
+
+// deniedText is ", N denied" for a summary line, or "" when none was.
+func deniedText(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d denied", n)
+}
+
+// readBounded reads a whole file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: longer than %d bytes", path, max)
+	}
+	return b, nil
+}

@@ -1,0 +1,86 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracectl/tracectl/canon"
+)
+
+// benchPolicy20 is a 20-rule policy that denies none of the bench's calls.
+// scoped: every rule names a tool (16 others, 4 echo with a condition);
+// otherwise ten rules apply to any tool, so ten CEL conditions are
+// evaluated on every call, and ten name other tools.
+func benchPolicy20(scoped bool) string {
+	var b strings.Builder
+	b.WriteString("version: 1\ndefault: allow\nrules:\n")
+	conds := []string{
+		`args.text == "forbidden"`, `size(args.text) > 4096`, `args.text.startsWith("rm -rf")`,
+		`has(args.path) && args.path.startsWith("/etc")`, `tool == "shell" && size(args) > 0`,
+		`has(args.amount) && args.amount > 100`, `args.text.contains("BEGIN PRIVATE KEY")`,
+		`has(declaration.annotations) && declaration.annotations.destructiveHint == true`,
+		`has(server.name) && server.name == "evil"`, `size(args) > 64`,
+	}
+	n := len(conds)
+	if scoped {
+		n = 4
+	}
+	for i, c := range conds[:n] {
+		tool := ""
+		if scoped {
+			tool = "    tool: echo\n"
+		}
+		fmt.Fprintf(&b, "  - id: cond-%d\n%s    when: '%s'\n    action: deny\n", i, tool, c)
+	}
+	for i := range 20 - n {
+		fmt.Fprintf(&b, "  - id: other-%d\n    tool: \"other_%d*\"\n    when: 'args.x == 1'\n    action: deny\n", i, i)
+	}
+	return b.String()
+}
+
+// BenchmarkDecide: one call's decision under a 20-rule policy (scoped, and
+// any-tool with ten conditions evaluated), timed call by call against the
+// anchor of the gate's strict reading of the same request (canon.Parse),
+// which every frame pays anyway; decide-x-parse is the ratio.
+func BenchmarkDecide(b *testing.B) {
+	req := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"payload-0123456789"}}}`)
+	doc, err := canon.Parse(req, canon.ParseOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	params, _ := doc.Root().Get("params")
+	args, _ := params.Get("arguments")
+	m, load := testManifest(&testing.T{}, "srv", `{"name":"echo","description":"echoes","inputSchema":{"type":"object"}}`)
+	snap := NewSnapshot(m, load)
+	for _, scoped := range []bool{true, false} {
+		name := "any-tool-10-conditions"
+		if scoped {
+			name = "scoped"
+		}
+		b.Run(name, func(b *testing.B) {
+			p, err := Parse([]byte(benchPolicy20(scoped)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := NewEngine(p, nil)
+			var dNs, pNs time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				if d := e.Decide(Input{Tool: "echo", Args: args, Snapshot: snap}); d.Action != Allow {
+					b.Fatal(d)
+				}
+				t1 := time.Now()
+				if _, err := canon.Parse(req, canon.ParseOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				dNs, pNs = dNs+t1.Sub(t0), pNs+time.Since(t1)
+			}
+			b.ReportMetric(float64(dNs)/float64(b.N)/1e3, "decide-µs")
+			b.ReportMetric(float64(pNs)/float64(b.N)/1e3, "parse-µs")
+			b.ReportMetric(float64(dNs)/float64(pNs), "decide-x-parse")
+		})
+	}
+}
