@@ -11,15 +11,16 @@ import (
 // calls holds the open ones only). Live recording and crash replay update it
 // the same way. It also holds the indices by which a new attempt finds the
 // earlier one it retries, and a notifications/cancelled the attempt it
-// names; only live recording fills them, and all but byCorr forget an
-// attempt once it no longer applies (byCorr keeps every attempt that
-// carried a correlation id). Guarded by Recorder.mu.
+// names; only live recording fills them, and all but byCorr and byUse
+// forget an attempt once it no longer applies (they keep every attempt
+// that carried a correlation or tool-use id). Guarded by Recorder.mu.
 type history struct {
 	attempts int64
 	byStatus [stDenied + 1]int64
 	open     map[*attemptState]struct{}
 
 	byCorr  map[string]*attemptState // correlation id -> the attempt that carried it (caller_declared retries)
+	byUse   map[string]*attemptState // agent host's tool-use id -> the latest attempt that carried it (caller_tool_use_id retries)
 	byRPCID map[string]*attemptState // exact id text -> the latest attempt under it still without a response or transport failure
 	infer   map[string]*attemptState // argsKey -> an attempt whose outcome is unknown or a transport failure
 	cont    map[string]*attemptState // tool -> an attempt answered input_required
@@ -27,7 +28,7 @@ type history struct {
 
 func newHistory() history {
 	return history{open: map[*attemptState]struct{}{},
-		byCorr: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
+		byCorr: map[string]*attemptState{}, byUse: map[string]*attemptState{}, byRPCID: map[string]*attemptState{},
 		infer: map[string]*attemptState{}, cont: map[string]*attemptState{}}
 }
 

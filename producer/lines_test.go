@@ -52,3 +52,29 @@ func TestLinesTap(t *testing.T) {
 		t.Fatalf("the one line a full tap kept is %s, want the header", l)
 	}
 }
+
+// An attempt that carries the agent host's tool-use id of an earlier one
+// is that tool use re-issued: linked as its retry (caller_tool_use_id).
+// Different ids, or none, link nothing by that basis.
+func TestRetryByToolUseID(t *testing.T) {
+	r, dir := openTest(t, nil)
+	meta := func(id string) string { return `{"claudecode/toolUseId":"` + id + `"}` }
+	mustAttempt(t, r, call("1", "echo", `{"n":1}`, meta("toolu_01")))
+	mustAttempt(t, r, call("2", "other", `{"n":2}`, meta("toolu_02")))
+	mustAttempt(t, r, call("3", "echo", `{"n":3}`, meta("toolu_01")))
+	mustSeal(t, r)
+	b := readBundle(t, dir)
+	var links []string
+	for _, a := range b.attempts {
+		links = append(links, a.AttemptID+"<-"+a.RetryOf+":"+a.RetryBasis)
+	}
+	want := []string{"a1<-:", "a2<-:", "a3<-a1:caller_tool_use_id"}
+	if len(links) != len(want) {
+		t.Fatalf("links %v, want %v", links, want)
+	}
+	for i := range want {
+		if links[i] != want[i] {
+			t.Fatalf("links %v, want %v", links, want)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type request struct {
 	corr       transcript.Correlation
 	corrID     string // the valid caller correlation id, or ""
 	retryOf    string // the valid declared retry correlation id, or ""
+	toolUseID  string // the valid agent host's tool-use id, or ""
 	continues  bool   // params carry inputResponses or requestState
 }
 
@@ -75,7 +76,7 @@ func parseRequest(body []byte, m *mcpwire.Message) (*request, *mcpwire.Message, 
 		tool: f.Tool, toolBad: f.ToolInvalid,
 		argsDigest: f.ArgsDigest, argsBad: f.ArgsUnsupported,
 		protoState: f.ProtoState, protoValue: f.ProtoVersion,
-		corr: f.Correlation, corrID: f.CorrelationID, retryOf: f.RetryOf,
+		corr: f.Correlation, corrID: f.CorrelationID, retryOf: f.RetryOf, toolUseID: f.ToolUseID,
 		continues: f.Continues,
 	}, m, nil
 }

@@ -438,6 +438,8 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		link = prev
 	case q.retryOf != "" && r.hist.byCorr[q.retryOf] != nil:
 		link, basis = r.hist.byCorr[q.retryOf], transcript.BasisCallerDeclared
+	case q.toolUseID != "" && r.hist.byUse[q.toolUseID] != nil:
+		link, basis = r.hist.byUse[q.toolUseID], transcript.BasisCallerToolUse
 	case q.continues && q.toolBad == "" && r.hist.cont[q.tool] != nil:
 		link, basis = r.hist.cont[q.tool], transcript.BasisContinuation
 	case st.argsKey != "" && r.hist.infer[st.argsKey] != nil:
@@ -456,6 +458,9 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 	r.hist.add(st)
 	if q.corrID != "" {
 		r.hist.byCorr[q.corrID] = st
+	}
+	if q.toolUseID != "" {
+		r.hist.byUse[q.toolUseID] = st
 	}
 	if q.id.Present {
 		r.hist.byRPCID[q.idKey] = st

@@ -51,6 +51,10 @@ const (
 	BasisCallerDeclared = "caller_declared" // the caller said so (API, or mcpwire.MetaRetryOf)
 	BasisInferred       = "inferred"        // same tool and canonical arguments after an unknown outcome or a transport failure
 	BasisContinuation   = "continuation"    // re-issue after an input_required result
+	// BasisCallerToolUse: the request carries the agent host's tool-use id
+	// (correlation.tool_use_id) an earlier attempt carried: the host
+	// re-issued its own tool use.
+	BasisCallerToolUse = "caller_tool_use_id"
 )
 
 // Tool name problems (Attempt.ToolInvalid).

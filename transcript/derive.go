@@ -36,6 +36,7 @@ type RequestFacts struct {
 	Correlation     Correlation // correlation
 	CorrelationID   string      // the valid caller correlation id, or ""
 	RetryOf         string      // the valid declared retry correlation id, or ""
+	ToolUseID       string      // the valid agent host's tool-use id, or ""
 	Continues       bool        // params carry inputResponses or requestState
 }
 
@@ -191,8 +192,8 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, mcpwire.MetaCorrelationID, checkCorrelationID)
 	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, mcpwire.MetaRetryOf, checkCorrelationID)
 	for _, k := range metaToolUseIDs {
-		if v, _ := corrValue(meta, k, checkCorrelationID); v != nil {
-			q.Correlation.ToolUseID = v
+		if v, valid := corrValue(meta, k, checkCorrelationID); v != nil {
+			q.Correlation.ToolUseID, q.ToolUseID = v, valid
 			break
 		}
 	}

@@ -391,7 +391,7 @@ func (a *Attempt) validate() *invalid {
 		if a.RetryOf == a.AttemptID {
 			return bad("an attempt cannot be a retry of itself")
 		}
-		return first(ident("retry_of", a.RetryOf), oneOf("retry_basis", a.RetryBasis, BasisCallerDeclared, BasisInferred, BasisContinuation))
+		return first(ident("retry_of", a.RetryOf), oneOf("retry_basis", a.RetryBasis, BasisCallerDeclared, BasisInferred, BasisContinuation, BasisCallerToolUse))
 	}
 	return nil
 }

@@ -501,6 +501,8 @@ func (b *bundleCheck) onAttempt(a *transcript.Attempt) {
 			b.conflict(CodeHistoryConflict, subject, "retry_of "+a.RetryOf+" names no earlier attempt (a retry link must point backward)")
 		case prev.seq >= a.Seq:
 			b.conflict(CodeHistoryConflict, subject, "retry_of "+a.RetryOf+" does not point backward")
+		case a.RetryBasis == transcript.BasisCallerToolUse && (a.Correlation.ToolUseID == nil || !a.Correlation.ToolUseID.Valid):
+			b.conflict(CodeHistoryConflict, subject, "retry basis "+transcript.BasisCallerToolUse+" on an attempt that carries no valid tool_use_id")
 		default:
 			if _, seen := b.hist.retriedBy[a.RetryOf]; !seen {
 				b.hist.retriedBy[a.RetryOf] = a.AttemptID
