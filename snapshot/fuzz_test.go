@@ -71,7 +71,7 @@ func FuzzParseManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
 		if err != nil {
-			if !errors.Is(err, ErrManifest) {
+			if !errors.Is(err, errManifest) {
 				t.Fatalf("error without ErrManifest: %v", err)
 			}
 			return

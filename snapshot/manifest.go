@@ -299,17 +299,17 @@ type Declaration struct {
 const MaxManifestBytes = 64 << 20
 
 // ErrManifest is wrapped by every ParseManifest and Encode rejection.
-var ErrManifest = errors.New("invalid snapshot manifest")
+var errManifest = errors.New("invalid snapshot manifest")
 
 // Encode returns the manifest's canonical bytes after checking that it is
 // consistent (the same checks ParseManifest applies).
 func (m *Manifest) Encode() ([]byte, error) {
 	if err := m.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
+		return nil, fmt.Errorf("%w: %w", errManifest, err)
 	}
 	b, err := canon.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
+		return nil, fmt.Errorf("%w: %w", errManifest, err)
 	}
 	return b, nil
 }
@@ -321,30 +321,30 @@ func (m *Manifest) Encode() ([]byte, error) {
 // look at page bytes: VerifyPages does.
 func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxManifestBytes {
-		return nil, fmt.Errorf("%w: %d bytes exceeds the %d-byte limit", ErrManifest, len(data), MaxManifestBytes)
+		return nil, fmt.Errorf("%w: %d bytes exceeds the %d-byte limit", errManifest, len(data), MaxManifestBytes)
 	}
 	// Canonical member order puts "cache" first: anything else is refused
 	// before the parser spends memory on it.
 	if !bytes.HasPrefix(data, []byte(`{"cache":{`)) {
-		return nil, fmt.Errorf("%w: does not begin with the canonical {\"cache\":{", ErrManifest)
+		return nil, fmt.Errorf("%w: does not begin with the canonical {\"cache\":{", errManifest)
 	}
 	if err := canon.Check(data, canon.PolicyV02); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
+		return nil, fmt.Errorf("%w: %w", errManifest, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
+		return nil, fmt.Errorf("%w: %w", errManifest, err)
 	}
 	if err := m.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
+		return nil, fmt.Errorf("%w: %w", errManifest, err)
 	}
 	// Unique encoding: an explicit empty optional member, a null, or a
 	// member the Go type would default cannot hide in accepted bytes.
 	back, err := canon.Marshal(&m)
 	if err != nil || !bytes.Equal(back, data) {
-		return nil, fmt.Errorf("%w: not the unique encoding of its content (an explicit empty, null or default member)", ErrManifest)
+		return nil, fmt.Errorf("%w: not the unique encoding of its content (an explicit empty, null or default member)", errManifest)
 	}
 	return &m, nil
 }

@@ -44,7 +44,7 @@ func TestParseManifestRejects(t *testing.T) {
 			if tt.data == good {
 				t.Fatal("test case does not change the manifest")
 			}
-			if _, err := ParseManifest([]byte(tt.data)); !errors.Is(err, ErrManifest) {
+			if _, err := ParseManifest([]byte(tt.data)); !errors.Is(err, errManifest) {
 				t.Errorf("got %v, want ErrManifest", err)
 			}
 		})

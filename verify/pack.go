@@ -141,7 +141,9 @@ func (b *bundleCheck) readPayload(digest string, max int64) ([]byte, string, err
 func (b *bundleCheck) packFindings() {
 	p := &b.pk
 	defer b.closePack()
-	if p.ix != nil && p.ix.Problem == nil && !b.partial {
+	// Only when every line was read and interpreted: a transcript the
+	// verifier stopped in references more than it saw.
+	if p.ix != nil && p.ix.Problem == nil && !b.partial && b.tr.interpret && !b.tr.limited && b.malformedAt < 0 {
 		p.sp.mu.Lock()
 		used := len(p.sp.used)
 		p.sp.mu.Unlock()

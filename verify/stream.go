@@ -9,6 +9,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -109,9 +110,10 @@ type sharedPack struct {
 	mu sync.Mutex
 	ra io.ReaderAt
 	ix *transcript.PackIndex
-	// used holds the distinct digests found: the entries some line or
+	// used holds the digests found, by the 8-byte prefix the index tells
+	// entries apart by (PackIndex.Distinct): the entries some line or
 	// manifest referenced (bounded by the index, ix.Len()).
-	used map[string]struct{}
+	used map[uint64]struct{}
 }
 
 func (s *sharedPack) locate(r io.ReaderAt, digest string) (transcript.PackEntry, bool, error) {
@@ -132,10 +134,14 @@ func (s *sharedPack) use(digest string) {
 }
 
 func (s *sharedPack) useLocked(digest string) {
-	if s.used == nil {
-		s.used = map[string]struct{}{}
+	raw, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:"))
+	if err != nil || len(raw) < 8 {
+		return
 	}
-	s.used[digest] = struct{}{}
+	if s.used == nil {
+		s.used = map[uint64]struct{}{}
+	}
+	s.used[binary.BigEndian.Uint64(raw)] = struct{}{}
 }
 
 // Roles of a prefetched payload whose facts deriveAhead derives.

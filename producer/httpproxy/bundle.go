@@ -48,7 +48,12 @@ type bundle struct {
 	demux  bool
 	listMu sync.Mutex
 	listed map[string]listed // per stateless client (clientKey): its last listing (capture.go)
-
+	// changes counts the list_changed notifications the bundle saw: a
+	// stateless collection that saw it move is stale (capture.go).
+	changes   int64
+	started   map[*session.RecordingSink]int64 // a collection's changes when it began
+	views     map[string]*viewLock            // one collection of the proxy's own per view at a time
+	captures  int                             // the proxy's own collections in this bundle (maxCaptures)
 	connSalt [16]byte // salts the connection digests of request lines; never recorded
 
 	// captureMu: one collection of the proxy's own at a time per bundle,
@@ -278,20 +283,25 @@ func (b *bundle) listPage(client string, req, resp []byte, m *mcpwire.Message) e
 	if rm, ref := mcpwire.Read(req); ref == nil {
 		cursor, hasCursor = str(rm.Params, "cursor")
 	}
+	// A collection continues only under the view that began it: another
+	// client's pages (other credentials, maybe another list) never join it.
+	key := client + "\x00" + cursor
 	b.listMu.Lock()
 	var s *session.RecordingSink
 	if hasCursor {
-		if l := b.waiting[cursor]; len(l) > 0 {
-			s, b.waiting[cursor] = l[0], l[1:]
-			if len(b.waiting[cursor]) == 0 {
-				delete(b.waiting, cursor)
+		if l := b.waiting[key]; len(l) > 0 {
+			s, b.waiting[key] = l[0], l[1:]
+			if len(b.waiting[key]) == 0 {
+				delete(b.waiting, key)
 			}
 		}
 	}
-	b.listMu.Unlock()
 	if s == nil {
 		s = session.NewRecordingSink(b.rec, b.p.cfg.CaptureID, b.p.cfg.SnapshotLimits)
+		b.startedLocked(s)
 	}
+	b.listMu.Unlock()
+	b.staleIfChanged(s) // a list_changed since the collection began: it is stale
 	if err := s.ListPage(req, resp, isErr); err != nil {
 		return err
 	}
@@ -302,6 +312,7 @@ func (b *bundle) listPage(client string, req, resp []byte, m *mcpwire.Message) e
 	if !more {
 		// recorded already when finished; else incomplete now. What this
 		// client's calls bind from now on.
+		b.forget(s)
 		if err := s.Finish(); err != nil {
 			return err
 		}
@@ -313,6 +324,7 @@ func (b *bundle) listPage(client string, req, resp []byte, m *mcpwire.Message) e
 	if b.waiting == nil { // sealing
 		return s.Finish()
 	}
-	b.waiting[next] = append(b.waiting[next], s)
+	nk := client + "\x00" + next
+	b.waiting[nk] = append(b.waiting[nk], s)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,12 +46,14 @@ type listed struct {
 }
 
 // viewKey names the server a request sees: what the upstream's answer to
-// tools/list can depend on besides the server itself. That is the
-// session, the credentials (every credential header, names and values)
-// and the query string; never the connection, since one client lists on
-// one connection and calls on another. Requests with one view key see one
+// tools/list can depend on besides the server itself. That is every
+// end-to-end request header (the session, the credentials, a tenant or
+// user header a gateway in front of the proxy sets, the protocol version)
+// but the ones that describe one request only (perRequestHeaders), and the
+// query string; never the connection, since one client lists on one
+// connection and calls on another. Requests with one view key see one
 // tool list; a call binds only what its own view listed. The key is a
-// digest: credential values are never kept.
+// digest: no header value is kept.
 func viewKey(r *http.Request) string {
 	h := sha256.New()
 	field := func(s string) {
@@ -59,22 +62,96 @@ func viewKey(r *http.Request) string {
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	field(r.Header.Get("Mcp-Session-Id"))
 	field(r.URL.RawQuery)
-	names := make([]string, 0, 4)
+	names := make([]string, 0, len(r.Header))
 	for n := range r.Header {
-		if transcript.IsCredentialHeader(n) {
-			names = append(names, http.CanonicalHeaderKey(n))
+		c := http.CanonicalHeaderKey(n)
+		if !perRequestHeaders[c] && !strings.HasPrefix(strings.ToLower(c), hParamPrefix) {
+			names = append(names, c)
 		}
 	}
 	slices.Sort(names)
 	for _, n := range names {
+		vals := r.Header.Values(n)
 		field(n)
-		for _, v := range r.Header.Values(n) {
+		field(strconv.Itoa(len(vals)))
+		for _, v := range vals {
 			field(v)
 		}
 	}
 	return string(h.Sum(nil))
+}
+
+// perRequestHeaders describe one request, not who asks: they are not part
+// of a view (and neither is any Mcp-Param-* header).
+var perRequestHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Accept": true, "Accept-Encoding": true, "Accept-Language": true,
+	"Mcp-Method": true, "Mcp-Name": true, "Last-Event-Id": true, "Traceparent": true, "Tracestate": true, "Baggage": true,
+	"User-Agent": true, "Cache-Control": true, "Pragma": true, "Expect": true, "Origin": true, "Referer": true,
+}
+
+// maxCaptures bounds the proxy's own collections in one bundle: each
+// stores the whole list, so a client that invents views (a new query
+// string per call) cannot make the bundle grow by a list per call. Past
+// it a call binds what its view listed, or nothing.
+const maxCaptures = 64
+
+// viewLock is one view's collection lock, shared while held or awaited.
+type viewLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockView takes the view's lock: one collection per view at a time, and
+// views never wait on each other.
+func (b *bundle) lockView(view string) (unlock func()) {
+	b.listMu.Lock()
+	if b.views == nil {
+		b.views = map[string]*viewLock{}
+	}
+	l := b.views[view]
+	if l == nil {
+		l = &viewLock{}
+		b.views[view] = l
+	}
+	l.refs++
+	b.listMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		b.listMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(b.views, view)
+		}
+		b.listMu.Unlock()
+	}
+}
+
+// startedLocked notes when a collection began (b.changes), with listMu.
+func (b *bundle) startedLocked(s *session.RecordingSink) {
+	if b.started == nil {
+		b.started = map[*session.RecordingSink]int64{}
+	}
+	b.started[s] = b.changes
+}
+
+// staleIfChanged marks s's collection stale when a list_changed came
+// since it began.
+func (b *bundle) staleIfChanged(s *session.RecordingSink) {
+	b.listMu.Lock()
+	start, ok := b.started[s]
+	changed := ok && b.changes != start
+	b.listMu.Unlock()
+	if changed {
+		s.Stale()
+	}
+}
+
+// forget drops a finished collection's start.
+func (b *bundle) forget(s *session.RecordingSink) {
+	b.listMu.Lock()
+	delete(b.started, s)
+	b.listMu.Unlock()
 }
 
 // bindFor decides the snapshot the tools/call m binds, collecting the
@@ -83,9 +160,9 @@ func viewKey(r *http.Request) string {
 // audit failure.
 func (x *exchange) bindFor(m *mcpwire.Message) (*session.Binding, error) {
 	b, policy := x.b, x.p.cfg.Capture
-	b.captureMu.Lock()
-	defer b.captureMu.Unlock()
 	if !b.demux {
+		b.captureMu.Lock()
+		defer b.captureMu.Unlock()
 		if policy == session.CaptureNever || (policy != session.CaptureAlways && b.sink.SnapshotCurrent()) {
 			return nil, nil
 		}
@@ -94,22 +171,37 @@ func (x *exchange) bindFor(m *mcpwire.Message) (*session.Binding, error) {
 		}
 		return b.sink.Bind(), nil
 	}
-	client := viewKey(x.r)
-	l, ok := b.listedBy(client)
-	switch {
-	case policy == session.CaptureNever && ok:
-		return &session.Binding{Snapshot: l.snapshot}, nil
-	case policy == session.CaptureNever:
-		return &session.Binding{}, nil // bind none: another client's list is not this one's
-	case policy != session.CaptureAlways && ok && l.current:
-		return &session.Binding{Snapshot: l.snapshot}, nil
+	view := viewKey(x.r)
+	bound := func() *session.Binding {
+		if l, ok := b.listedBy(view); ok {
+			return &session.Binding{Snapshot: l.snapshot}
+		}
+		return &session.Binding{} // bind none: another client's list is not this one's
+	}
+	current := func() bool { l, ok := b.listedBy(view); return ok && l.current }
+	if policy == session.CaptureNever || (policy != session.CaptureAlways && current()) {
+		return bound(), nil
+	}
+	unlock := b.lockView(view)
+	defer unlock()
+	if policy != session.CaptureAlways && current() { // collected while this call waited
+		return bound(), nil
+	}
+	b.listMu.Lock()
+	over := b.captures >= maxCaptures
+	if !over {
+		b.captures++
+	}
+	b.listMu.Unlock()
+	if over {
+		return bound(), nil
 	}
 	s := session.NewRecordingSink(b.rec, x.p.cfg.CaptureID, x.p.cfg.SnapshotLimits)
 	if err := x.collect(s, m); err != nil {
 		return nil, err
 	}
 	bind := s.Bind()
-	b.setListed(client, listed{snapshot: bind.Snapshot, current: s.SnapshotCurrent()})
+	b.setListed(view, listed{snapshot: bind.Snapshot, current: s.SnapshotCurrent()})
 	return bind, nil
 }
 
@@ -117,34 +209,74 @@ func (x *exchange) bindFor(m *mcpwire.Message) (*session.Binding, error) {
 // by page, and records its snapshot: complete, or stopped with the reason
 // a page did not come. The call is forwarded either way.
 func (x *exchange) collect(s *session.RecordingSink, call *mcpwire.Message) error {
+	b := x.b
+	// The collection as a whole is bounded (4 page timeouts), and ends
+	// when the client whose call waits on it goes away.
+	ctx, cancel := context.WithCancel(x.p.base)
+	defer cancel()
+	defer context.AfterFunc(x.r.Context(), cancel)()
+	var over atomic.Bool
+	total := x.p.cfg.NewTimer(4 * x.pageTimeout())
+	go func() {
+		select {
+		case <-total.C():
+			over.Store(true)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer total.Stop()
+	b.listMu.Lock()
+	b.startedLocked(s)
+	b.listMu.Unlock()
+	defer b.forget(s)
 	if err := s.CaptureStart(); err != nil {
 		return err
+	}
+	end := func(reason, detail string) error {
+		b.staleIfChanged(s)
+		return s.CaptureEnd(reason, detail)
 	}
 	meta := session.ProtocolMeta(call)
 	var cursor []byte
 	for page := 0; ; page++ {
 		id, err := session.CaptureRequestID()
 		if err != nil {
-			return s.CaptureEnd(snapshot.StopCancelled, err.Error())
+			return end(snapshot.StopCancelled, err.Error())
 		}
 		req := session.ListRequest(id, meta, cursor)
-		resp, stop, detail, err := x.capturePage(req, id)
+		resp, stop, detail, err := x.capturePage(ctx, req, id)
 		if err != nil {
 			return err
 		}
 		if stop != "" {
-			return s.CaptureEnd(stop, fmt.Sprintf("page %d: %s", page, detail))
+			switch {
+			case over.Load():
+				stop, detail = snapshot.StopTimeout, "the collection took longer than "+(4*x.pageTimeout()).String()
+			case x.r.Context().Err() != nil:
+				stop, detail = snapshot.StopCancelled, "the client whose call waited on it went away"
+			}
+			return end(stop, fmt.Sprintf("page %d: %s", page, detail))
 		}
+		b.staleIfChanged(s)
 		if err := s.CapturePage(req, resp); err != nil {
 			return err
 		}
 		if s.CaptureFinished() {
-			return s.CaptureEnd("", "")
+			return end("", "")
 		}
 		if cursor = session.NextCursor(append(resp, '\n')); cursor == nil {
-			return s.CaptureEnd(snapshot.StopInvalidPage, fmt.Sprintf("page %d: no readable nextCursor", page))
+			return end(snapshot.StopInvalidPage, fmt.Sprintf("page %d: no readable nextCursor", page))
 		}
 	}
+}
+
+// pageTimeout is Config.CaptureTimeout, or its default.
+func (x *exchange) pageTimeout() time.Duration {
+	if t := x.p.cfg.CaptureTimeout; t > 0 {
+		return t
+	}
+	return defaultCaptureTimeout
 }
 
 // capturePage sends one page request upstream and returns the response to
@@ -152,8 +284,8 @@ func (x *exchange) collect(s *session.RecordingSink, call *mcpwire.Message) erro
 // snapshot stop reason, and its detail). Every message read on the page's
 // stream is committed as a server frame withheld: the client never sees
 // the proxy's collection. err is an audit failure.
-func (x *exchange) capturePage(req []byte, id string) (resp []byte, stop, detail string, err error) {
-	ctx, cancel := context.WithCancel(x.p.base)
+func (x *exchange) capturePage(parent context.Context, req []byte, id string) (resp []byte, stop, detail string, err error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	up := *x.p.cfg.Upstream
 	if x.r.URL.RawQuery != "" && up.RawQuery == "" {
@@ -166,10 +298,7 @@ func (x *exchange) capturePage(req []byte, id string) (resp []byte, stop, detail
 	hreq.Header = captureHeaders(x.r.Header)
 	hreq.Host = up.Host
 	hreq.ContentLength = int64(len(req))
-	timeout := x.p.cfg.CaptureTimeout
-	if timeout <= 0 {
-		timeout = defaultCaptureTimeout
-	}
+	timeout := x.pageTimeout()
 	var timedOut atomic.Bool
 	t := x.p.cfg.NewTimer(timeout)
 	done := make(chan struct{})
@@ -332,10 +461,11 @@ func (b *bundle) setListed(client string, l listed) {
 }
 
 // listChanged: a notifications/tools/list_changed makes every stateless
-// client's list stale.
+// client's list stale, and every collection under way (changes).
 func (b *bundle) listChanged() {
 	b.listMu.Lock()
 	defer b.listMu.Unlock()
+	b.changes++
 	for k, l := range b.listed {
 		l.current = false
 		b.listed[k] = l

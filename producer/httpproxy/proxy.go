@@ -82,7 +82,8 @@ type Config struct {
 	// tools/call ("" or "auto": when that client has no complete snapshot
 	// current; "always"; "never": bind what the client listed, if
 	// anything). Stateless clients are told apart by their view of the
-	// server: session, credentials and query (never by connection).
+	// server: the query and every request header that is not per-request
+	// (session, credentials, tenant headers), never by connection.
 	Capture string
 	// CaptureTimeout bounds the wait for each page of that collection
 	// (0: 30 s).

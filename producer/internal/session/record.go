@@ -255,6 +255,21 @@ func (s *RecordingSink) recordCollectorLocked(c *snapshot.Collector) error {
 
 // ListChanged records the notification; during a collection it makes that
 // collection incomplete.
+// Stale marks what this sink is collecting, or last recorded, as made
+// stale by a list_changed another sink recorded (the HTTP proxy's
+// stateless collections share one notification), without recording it.
+func (s *RecordingSink) Stale() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.coll != nil {
+		s.coll.NotifyListChanged()
+	}
+	if s.active != nil {
+		s.active.NotifyListChanged()
+	}
+	s.current = false
+}
+
 func (s *RecordingSink) ListChanged(n NotificationObs) error {
 	s.mu.Lock()
 	if s.coll != nil {
