@@ -50,11 +50,11 @@ type bundle struct {
 	listed map[string]listed // per stateless client (clientKey): its last listing (capture.go)
 	// changes counts the list_changed notifications the bundle saw: a
 	// stateless collection that saw it move is stale (capture.go).
-	changes   int64
-	started   map[*session.RecordingSink]int64 // a collection's changes when it began
-	views     map[string]*viewLock            // one collection of the proxy's own per view at a time
-	captures  int                             // the proxy's own collections in this bundle (maxCaptures)
-	connSalt [16]byte // salts the connection digests of request lines; never recorded
+	changes  int64
+	started  map[*session.RecordingSink]int64 // a collection's changes when it began
+	views    map[string]*viewLock             // one collection of the proxy's own per view at a time
+	captures int                              // the proxy's own collections in this bundle (maxCaptures)
+	connSalt [16]byte                         // salts the connection digests of request lines; never recorded
 
 	// captureMu: one collection of the proxy's own at a time per bundle,
 	// so calls that arrive together bind the one collection.
