@@ -43,29 +43,35 @@ type bundle struct {
 	expiry   func() bool // the pending expiry check of an unused session bundle
 
 	// Stateless bundles hold many clients' tools/list collections at once:
-	// each is its own sink over the one recorder, found by the cursor its
-	// last page offered (demux).
-	demux  bool
-	listMu sync.Mutex
-	listed map[string]listed // per stateless client (clientKey): its last listing (capture.go)
-	// changes counts the list_changed notifications the bundle saw: a
-	// stateless collection that saw it move is stale (capture.go).
-	changes  int64
-	started  map[*session.RecordingSink]int64 // a collection's changes when it began
-	views    map[string]*viewLock             // one collection of the proxy's own per view at a time
-	captures int                              // the proxy's own collections in this bundle (maxCaptures)
-	connSalt [16]byte                         // salts the connection digests of request lines; never recorded
-
-	// captureMu: one collection of the proxy's own at a time per bundle,
-	// so calls that arrive together bind the one collection.
-	captureMu sync.Mutex
+	// each is its own sink over the one recorder, found by the view and
+	// cursor its last page offered (demux).
+	demux bool
+	lists
+	connSalt [16]byte // salts the connection digests of request lines; never recorded
 
 	// settled holds, by mcpwire.MatchKey, the requests answered in this
 	// bundle (bounded by session.MaxSettled): a later answer on another stream is
 	// refused.
 	settledMu sync.Mutex
 	settled   map[string]bool
-	waiting   map[string][]*session.RecordingSink
+}
+
+// lists is what a bundle knows of its clients' tools/list collections and
+// of its own (capture.go).
+type lists struct {
+	listMu  sync.Mutex
+	waiting map[string][]*session.RecordingSink // view and cursor -> collections awaiting that page
+	listed  map[string]listed                   // per stateless view: its last listing
+	// changes counts the list_changed notifications the bundle saw: a
+	// stateless collection that saw it move is stale.
+	changes  int64
+	started  map[*session.RecordingSink]int64 // a collection's changes when it began
+	views    map[string]*viewLock             // one collection of the proxy's own per view at a time
+	captures int                              // the proxy's own collections in this bundle (maxCaptures)
+
+	// captureMu: a session bundle's one collection of the proxy's own at
+	// a time, so calls that arrive together bind the one collection.
+	captureMu sync.Mutex
 }
 
 // call is a tools/call in flight in an exchange.
