@@ -53,7 +53,7 @@ func (a *anchorOptions) validate(key string) error {
 
 // client loads the log key and returns the client of the log.
 func (a *anchorOptions) client() (*submit.Client, error) {
-	b, err := readSmallFile(a.key, 4<<10)
+	b, err := readBounded(a.key, 4<<10)
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--anchor-key: %w", err), "")
 	}
@@ -62,22 +62,6 @@ func (a *anchorOptions) client() (*submit.Client, error) {
 		return nil, usageErr(fmt.Errorf("--anchor-key %s: %w", a.key, err), "")
 	}
 	return &submit.Client{URL: a.url, Keys: k}, nil
-}
-
-func readSmallFile(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: more than %d bytes", p, max)
-	}
-	return b, nil
 }
 
 // executableDigest is selfDigest computed once per process: a proxy

@@ -72,7 +72,7 @@ func runAudit(ctx context.Context, s streams, o *auditOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	kb, err := readSmallFile(o.logKey, 4<<10)
+	kb, err := readBounded(o.logKey, 4<<10)
 	if err != nil {
 		return usageErr(fmt.Errorf("--log-key: %w", err), "")
 	}
@@ -172,7 +172,7 @@ const maxAuditState = 1 << 20
 
 func readAuditState(p string) (map[string]*audit.State, error) {
 	m := map[string]*audit.State{}
-	b, err := readSmallFile(p, maxAuditState)
+	b, err := readBounded(p, maxAuditState)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}

@@ -143,7 +143,7 @@ func witnessGroup(urls, keys []string) (*tessera.WitnessGroup, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, usageErr(fmt.Errorf("--witness %q: not an http(s) URL", raw), "")
 		}
-		kb, err := readSmallFile(keys[i], 4<<10)
+		kb, err := readBounded(keys[i], 4<<10)
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("--witness-key: %w", err), "")
 		}

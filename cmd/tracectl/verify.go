@@ -184,14 +184,14 @@ func (o *verifyOptions) options() (verify.Options, error) {
 		vo.TrustedKey = pub
 	}
 	if o.logKey != "" {
-		b, err := readSmallFile(o.logKey, 4<<10)
+		b, err := readBounded(o.logKey, 4<<10)
 		if err != nil {
 			return vo, usageErr(fmt.Errorf("--log-key: %w", err), "")
 		}
 		vo.LogKey = string(b)
 	}
 	for _, w := range o.witnessKeys {
-		b, err := readSmallFile(w, 4<<10)
+		b, err := readBounded(w, 4<<10)
 		if err != nil {
 			return vo, usageErr(fmt.Errorf("--witness-key: %w", err), "")
 		}
