@@ -1,9 +1,5 @@
-// Package tlog runs tracectl's transparency log: an embedded Tessera log on
-// its POSIX driver (spec/anchoring.md, "The log"). It holds the signing key,
-// takes additions over HTTP (POST /add) and serves the C2SP tlog-tiles read
-// API (checkpoint, tiles, entry bundles) from the directory Tessera writes,
-// so anyone can mirror the log with a static file copy. The Merkle tree,
-// tiles, checkpoints and proofs are Tessera's; this package only wires them.
+//go:build !windows
+
 package tlog
 
 import (
@@ -28,13 +24,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// Files in the log's directory.
-const (
-	KeyFile    = "log.key" // the note signer key, 0600
-	PubFile    = "log.pub" // the C2SP signed-note verifier key
-	StaticDir  = "log"     // Tessera's POSIX tree: the tlog-tiles read API
-	maxKeyFile = 4 << 10
-)
+const maxKeyFile = 4 << 10
 
 // MaxEntryBytes is the largest entry accepted: Tessera's default entry
 // limit (a C2SP tlog-tiles entry is at most 64 KiB - 1).
