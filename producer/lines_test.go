@@ -65,7 +65,11 @@ func TestRetryByToolUseID(t *testing.T) {
 	mustSeal(t, r)
 	b := readBundle(t, dir)
 	var links []string
-	for _, a := range b.attempts {
+	for _, id := range []string{"a1", "a2", "a3"} { // b.attempts is a map: read it in attempt order
+		a := b.attempts[id]
+		if a == nil {
+			t.Fatalf("no attempt %s in %d attempts", id, len(b.attempts))
+		}
 		links = append(links, a.AttemptID+"<-"+a.RetryOf+":"+a.RetryBasis)
 	}
 	want := []string{"a1<-:", "a2<-:", "a3<-a1:caller_tool_use_id"}
