@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +28,16 @@ import (
 
 // BenchmarkCall times a small tools/call (echo, JSON response, stateless
 // Go SDK server) sent directly, through a plain httputil.ReverseProxy (the
-// floor) and through the recording proxy, in the same run, sequentially
-// and 32 in flight, for each durability. It reports the recording proxy's
-// p50, its p50 ratios to the direct anchor and to the floor, and the p99 it
-// adds to the direct call.
+// anchor) and through the recording proxy, in the same run, at 1, 32 and
+// 256 clients in flight, for each durability. It reports the recording
+// proxy's p50 and p99 and their ratios to the ReverseProxy's, the p50
+// ratio to the direct call, the journal and pack fsyncs per call, and the
+// process's peak RSS during the recording proxy's run and its ratio to the
+// peak during the ReverseProxy's (VmHWM, reset between runs through
+// /proc/self/clear_refs; linux only, else not reported). The load is b.N
+// calls per path, all to one stateless bundle.
+//
+//	go test -run '^$' -bench 'Call/' -benchtime 2000x ./producer/httpproxy/
 func BenchmarkCall(b *testing.B) {
 	server, _ := sdkServer(0)
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
@@ -39,28 +47,38 @@ func BenchmarkCall(b *testing.B) {
 	floor := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
 	defer floor.Close()
 	for _, dur := range []string{transcript.DurabilityNone, transcript.DurabilityBatch, transcript.DurabilityStrict} {
-		for _, inflight := range []int{1, 32} {
+		for _, inflight := range []int{1, 32, 256} {
 			b.Run(fmt.Sprintf("%s/inflight=%d", dur, inflight), func(b *testing.B) {
 				dir := b.TempDir()
 				var n atomic.Int64
+				var recs []*producer.Recorder
+				var rmu sync.Mutex
 				srv, _ := producer.HTTPServer(u, "")
 				p, err := New(Config{
 					Upstream: u,
 					Open: func(kind string) (*producer.Recorder, error) {
-						return producer.Open(filepath.Join(dir, fmt.Sprint(n.Add(1))), producer.Options{
+						r, err := producer.Open(filepath.Join(dir, fmt.Sprint(n.Add(1))), producer.Options{
 							Clock: time.Now, Entropy: rand.Reader, Producer: transcript.Producer{Name: "bench", Version: "0"},
 							Server: srv, FramesCommitted: true, Durability: dur,
 						})
+						if err == nil {
+							rmu.Lock()
+							recs = append(recs, r)
+							rmu.Unlock()
+						}
+						return r, err
 					},
 					Seal:      func(r *producer.Recorder) error { _, err := r.Seal(context.Background(), nil); return err },
 					CaptureID: func() (string, error) { return snapshot.NewCaptureID(rand.Reader) },
+					Capture:   "never",
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
 				rec := httptest.NewServer(p)
 				defer rec.Close()
-				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}}
+				var peak [2]int64 // VmHWM in KiB during the ReverseProxy's run and the recording proxy's
 				run := func(target string) (p50, p99 time.Duration) {
 					lat := make([]time.Duration, 0, b.N)
 					var mu sync.Mutex
@@ -91,18 +109,42 @@ func BenchmarkCall(b *testing.B) {
 					return lat[len(lat)/2], lat[len(lat)*99/100]
 				}
 				b.ResetTimer()
-				direct, direct99 := run(up.URL)
-				plain, _ := run(floor.URL)
+				direct, _ := run(up.URL)
+				resetPeakRSS()
+				plain, plain99 := run(floor.URL)
+				peak[0] = peakRSS()
+				var fsyncs0 int64
+				rmu.Lock()
+				for _, r := range recs {
+					st := r.Stats()
+					fsyncs0 += st.Fsyncs + st.PackFsyncs
+				}
+				rmu.Unlock()
+				resetPeakRSS()
 				traced, traced99 := run(rec.URL)
+				peak[1] = peakRSS()
 				b.StopTimer()
+				var fsyncs int64
+				rmu.Lock()
+				for _, r := range recs {
+					st := r.Stats()
+					fsyncs += st.Fsyncs + st.PackFsyncs
+				}
+				rmu.Unlock()
 				if err := p.Close(); err != nil {
 					b.Fatal(err)
 				}
 				if direct > 0 && plain > 0 {
 					b.ReportMetric(float64(traced)/float64(direct), "p50-x-direct")
 					b.ReportMetric(float64(traced)/float64(plain), "p50-x-reverseproxy")
+					b.ReportMetric(float64(traced99)/float64(plain99), "p99-x-reverseproxy")
 					b.ReportMetric(float64(traced.Microseconds()), "p50-us")
-					b.ReportMetric(float64((traced99 - direct99).Microseconds()), "p99-added-us")
+					b.ReportMetric(float64(traced99.Microseconds()), "p99-us")
+					b.ReportMetric(float64(fsyncs-fsyncs0)/float64(b.N), "fsyncs/call")
+					if peak[0] > 0 && peak[1] > 0 {
+						b.ReportMetric(float64(peak[1])/1024, "peak-rss-MiB")
+						b.ReportMetric(float64(peak[1])/float64(peak[0]), "peak-rss-x-reverseproxy")
+					}
 				}
 			})
 		}
@@ -197,4 +239,23 @@ func BenchmarkFirstCallCapture(b *testing.B) {
 	b.ReportMetric(float64(a50.Microseconds()), "auto-p50-µs")
 	b.ReportMetric(float64(n50.Microseconds()), "never-p50-µs")
 	b.ReportMetric(float64(a50)/float64(n50), "p50-x-never")
+}
+
+// resetPeakRSS resets the process's VmHWM to its current RSS (linux:
+// "5" to /proc/self/clear_refs); elsewhere it does nothing.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the process's VmHWM in KiB, or 0 where /proc is not there.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

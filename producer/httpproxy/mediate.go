@@ -78,6 +78,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 	b := x.b
 	line, m, ref := gateLine(data)
 	d := deliverIt
+	var durable func() error // the response's durable wait, when it answers this exchange's call
 	err := b.serverFrame(func(index int64) error {
 		obs := session.FrameObs{Line: line, Msg: m, Refusal: ref, Direction: transcript.ServerToClient, Index: index, Disposition: transcript.FrameForwarded}
 		refuse := func(r *mcpwire.Refusal, answers bool) error {
@@ -117,7 +118,11 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				defer c.mu.Unlock()
 				if !c.settled {
 					c.settled = true
-					return b.sink.Response(c.ref, session.ResponseObs{Line: line, Msg: m, Index: index})
+					// durable before delivery, waited on once the
+					// server frame order is released (below)
+					w, err := b.sink.ResponseWritten(c.ref, session.ResponseObs{Line: line, Msg: m, Index: index})
+					durable = w
+					return err
 				}
 				return b.sink.Frame(obs)
 			}
@@ -160,6 +165,9 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 		}
 		return b.sink.Frame(obs)
 	})
+	if err == nil && durable != nil {
+		err = durable()
+	}
 	if err != nil {
 		x.failed = err
 		return dropIt

@@ -492,6 +492,7 @@ type exchange struct {
 	refusedIndex int64                // the refused server frame that made the proxy answer
 	refusedRule  mcpwire.Rule         // and its rule
 	denied       *transcript.Decision // the policy denied the exchange's call: the proxy answers it
+	durable      func() error         // the attempt line's durable wait: forward only after it returned nil
 }
 
 // Limits.
@@ -563,12 +564,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply() // the proxy's own answer: nothing is forwarded
 		return
 	}
-	// forward, and reply with what the upstream answered
+	// forward once the attempt is durable, and reply with what the
+	// upstream answered
 	if x.call != nil {
 		defer b.untrack(x.call)
-		if p.cfg.CallTimeout > 0 {
-			defer x.watchCall()()
+	}
+	if x.durable != nil {
+		if err := x.durable(); err != nil {
+			x.auditFail(err)
+			return
 		}
+	}
+	if x.call != nil && p.cfg.CallTimeout > 0 {
+		defer x.watchCall()()
 	}
 	x.forward(body)
 	if r.Method == http.MethodDelete && sid != "" {
@@ -660,16 +668,21 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 	switch {
 	case m.IsToolCall():
 		decide, decision := b.sink.Decider(m)
-		a, err := b.sink.Attempt(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index, Decide: decide, Bind: x.bind})
+		// Written in client frame order; made durable after the order is
+		// released (x.durable, before forwarding), so that the calls in
+		// flight share fsyncs rather than queueing one per call.
+		a, wait, err := b.sink.AttemptWritten(session.Call{Line: line, Terminator: mcpwire.TermLF, Msg: m, Index: index, Decide: decide, Bind: x.bind})
 		if err != nil {
 			return err
 		}
 		if b.sink.Enforced(decision) {
 			// Denied by the policy or lock: recorded, answered by the
-			// proxy, never forwarded (spec/policy.md).
+			// proxy, never forwarded (spec/policy.md); the denial's own
+			// wait covers the attempt line before it.
 			x.denied = decision
 			return b.sink.Denied(a)
 		}
+		x.durable = wait
 		if m.Kind == mcpwire.KindRequest {
 			x.call = &call{ref: a, key: callKey(x.r, mcpwire.Key(m.ID)), token: progressToken(m.Params)}
 			b.track(x.call)

@@ -26,11 +26,11 @@ import (
 type pipelineSink interface {
 	// pipelined says whether waits are worth deferring: strict durability.
 	pipelined() bool
-	// attemptWritten is Attempt, returned once the line is written; the
+	// AttemptWritten is Attempt, returned once the line is written; the
 	// request may be forwarded only after wait returned nil.
-	attemptWritten(c Call) (ref AttemptRef, wait func() error, err error)
-	// responseWritten is Response, likewise.
-	responseWritten(a AttemptRef, r ResponseObs) (wait func() error, err error)
+	AttemptWritten(c Call) (ref AttemptRef, wait func() error, err error)
+	// ResponseWritten is Response, likewise.
+	ResponseWritten(a AttemptRef, r ResponseObs) (wait func() error, err error)
 }
 
 // Queue bounds: a reader that gets this far ahead of the durable writes
@@ -188,7 +188,7 @@ func (s *session) pipeline() {
 // the wait handed back; otherwise durable (as the mode promises) already.
 func (s *session) attempt(c Call) (AttemptRef, func() error, error) {
 	if s.pipe != nil {
-		return s.pipe.attemptWritten(c)
+		return s.pipe.AttemptWritten(c)
 	}
 	ref, err := s.cfg.Sink.Attempt(c)
 	return ref, nil, err
@@ -198,7 +198,7 @@ func (s *session) attempt(c Call) (AttemptRef, func() error, error) {
 func (s *session) response(a AttemptRef, r ResponseObs) (func() error, error) {
 	if s.pipe != nil {
 		defer s.wake()
-		return s.pipe.responseWritten(a, r)
+		return s.pipe.ResponseWritten(a, r)
 	}
 	return nil, s.cfg.Sink.Response(a, r)
 }

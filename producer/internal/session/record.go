@@ -55,7 +55,7 @@ func handleOf(a AttemptRef) *producer.Handle { return a.(handleRef).h }
 // Attempt records the attempt; in strict durability it is on disk when this
 // returns.
 func (s *RecordingSink) Attempt(c Call) (AttemptRef, error) {
-	ref, wait, err := s.attemptWritten(c)
+	ref, wait, err := s.AttemptWritten(c)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +71,12 @@ func (s *RecordingSink) pipelined() bool {
 	return s.rec.Durability() == transcript.DurabilityStrict
 }
 
-// attemptWritten records the attempt line and hands back its durable wait
+// AttemptWritten records the attempt line and hands back its durable wait:
+// the request may be forwarded only after wait returned nil. The HTTP
+// proxy calls it while it holds the client frame order and waits after
+// releasing it, so concurrent calls share fsyncs
 // (producer.Recorder.AttemptWritten).
-func (s *RecordingSink) attemptWritten(c Call) (AttemptRef, func() error, error) {
+func (s *RecordingSink) AttemptWritten(c Call) (AttemptRef, func() error, error) {
 	// A call after a page that offered nextCursor, with no next page
 	// observed (a client that reads the first page only, the TypeScript
 	// SDK's plain listTools()): the declarations it was dispatched with
@@ -109,9 +112,9 @@ func (s *RecordingSink) Response(a AttemptRef, r ResponseObs) error {
 	return handleOf(a).ResponseFrame(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
 }
 
-// responseWritten records the response line and hands back its durable
+// ResponseWritten records the response line and hands back its durable
 // wait.
-func (s *RecordingSink) responseWritten(a AttemptRef, r ResponseObs) (func() error, error) {
+func (s *RecordingSink) ResponseWritten(a AttemptRef, r ResponseObs) (func() error, error) {
 	return handleOf(a).ResponseFrameWritten(producer.Framed{Line: r.Line, Message: r.Msg, Index: r.Index})
 }
 
