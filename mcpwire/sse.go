@@ -20,6 +20,10 @@ type Event struct {
 	// Refusal, when set, says why not every reader reads the event as the
 	// gate does: it is committed and not delivered.
 	Refusal *Refusal
+	// Name is the value of the event's one event line ("" when it has
+	// none or several): the deprecated HTTP+SSE transport's first event
+	// is named "endpoint".
+	Name string
 }
 
 // EventReader reads an SSE stream one event at a time. An event is
@@ -110,6 +114,10 @@ func (r *EventReader) Next() (Event, error) {
 			ev.Data = append([]byte{}, value...)
 		case "event":
 			eventLines++
+			ev.Name = ""
+			if eventLines == 1 {
+				ev.Name = string(value)
+			}
 			switch {
 			case eventLines > 1:
 				refuse(ruleSSEEventName, "more than one event line")

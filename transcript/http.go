@@ -44,7 +44,7 @@ const (
 
 // Framing rules of a withheld line (HTTPEvent.Rule with HTTPWithheld): the
 // server-direction rules of package mcpwire that concern HTTP framing.
-var withheldRules = []string{"sse_bom", "sse_bare_cr", "sse_event_name", "sse_field", "sse_data_lines", "sse_too_large", "sse_unfinished", "media_type", "http_status"}
+var withheldRules = []string{"sse_bom", "sse_bare_cr", "sse_event_name", "sse_field", "sse_data_lines", "sse_too_large", "sse_unfinished", "media_type", "http_status", "sse_endpoint"}
 
 // TLS chain results (HTTPTLS.Chain).
 const (
@@ -63,7 +63,7 @@ const (
 // request refused before its body is read, for who sent it or for the
 // producer's bounds, so the line names no frame; spec/http.md, "Who may
 // talk to it" and "Limits".
-var peerRules = []string{"host_not_allowed", "origin_not_allowed", "inflight_budget", "body_timeout"}
+var peerRules = []string{"host_not_allowed", "origin_not_allowed", "inflight_budget", "body_timeout", "sse_session_unknown"}
 
 // MaxHeaderValueBytes bounds a header value recorded as text; a longer one
 // (or one that is not UTF-8) is recorded by its SHA-256 in HeaderDigests.

@@ -116,7 +116,7 @@ func (a access) hostAllowed(r *http.Request) bool {
 // answers 403. Nothing is forwarded; a recording failure changes nothing
 // for the client.
 func (p *Proxy) refusePeer(w http.ResponseWriter, r *http.Request, rule, detail string) {
-	if b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), false); err == nil {
+	if b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), ""); err == nil {
 		x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r}
 		err := x.upstreamLine(nil)
 		if err == nil {

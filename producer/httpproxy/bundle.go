@@ -37,7 +37,8 @@ type bundle struct {
 	lastSPKI string
 	upstream bool // the upstream line is recorded
 	inflight map[string][]*call
-	session  string // Mcp-Session-Id, for session bundles
+	session  string  // Mcp-Session-Id, for session bundles
+	legacy   *legacy // a deprecated HTTP+SSE session's bundle (legacy.go)
 	sealErr  error
 	lastUsed time.Time   // when an exchange last began or ended
 	expiry   func() bool // the pending expiry check of an unused session bundle

@@ -179,7 +179,7 @@ func (p *Proxy) bodyTimedOut(w http.ResponseWriter, r *http.Request, got int64) 
 // refusedUnread records a request refused before its body was read: its
 // request line and a refused line naming no frame.
 func (p *Proxy) refusedUnread(w http.ResponseWriter, r *http.Request, rule, detail string) {
-	b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), false)
+	b, err := p.bundleFor(r.Header.Get("Mcp-Session-Id"), "")
 	if err != nil {
 		return
 	}

@@ -103,17 +103,55 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 			}
 			return nil
 		}
-		ru := session.Rule(m, ref, framing, data, false, exchangeOpen{x}, mcpwire.RuleForeignResponse)
+		var open session.Open = exchangeOpen{x}
+		if x.stream {
+			// the deprecated transport's stream answers every open
+			// request of its session (legacy.go)
+			open = legacyOpen{x}
+		}
+		ru := session.Rule(m, ref, framing, data, false, open, mcpwire.RuleForeignResponse)
+		if x.stream && (ru.Withheld || ru.Refusal != nil && ru.Answers) {
+			// An answer the proxy gave itself (withheld), or a frame a
+			// client could take as open requests' answers: the proxy
+			// answers them on the stream.
+			obs.Disposition, d = transcript.FrameRefused, dropIt
+			if ru.Withheld {
+				obs.Disposition = transcript.FrameWithheld
+			} else if m != nil {
+				obs.Refusal = ru.Refusal
+			}
+			if err := b.sink.Frame(obs); err != nil {
+				return err
+			}
+			if ru.Answers {
+				keys := mcpwire.LenientIDs(data)
+				if m != nil {
+					keys = mcpwire.ResponseKeys(m.ID)
+				}
+				x.answerOpen(x.legacy.takeMatching(keys), "the upstream's frame "+strconv.FormatInt(index, 10)+", which a client could take as the answer, was refused by the recorder's gate ("+string(ru.Refusal.Rule)+") and not delivered", codeResponseRefused)
+			}
+			return nil
+		}
 		if ru.Refusal != nil {
 			return refuse(ru.Refusal, ru.Answers)
 		}
 		switch m.Kind {
 		case mcpwire.KindResponse:
 			mk := mcpwire.MatchKey(m.ID)
-			x.answered = true
+			t := x // the exchange whose request this answers
+			if x.stream {
+				if t = x.legacy.take(m.IDText()); t == nil {
+					// its POST failed since Rule looked: no longer open
+					return refuse(&mcpwire.Refusal{Rule: mcpwire.RuleForeignResponse, Detail: "id " + m.IDText() + " names no open request", ID: "null"}, false)
+				}
+				if t.call != nil {
+					b.untrack(t.call)
+				}
+			}
+			t.answered = true
 			b.settle(mk)
-			if x.call != nil {
-				c := x.call
+			if t.call != nil {
+				c := t.call
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				if !c.settled {
@@ -129,12 +167,12 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 			if err := b.sink.Frame(obs); err != nil {
 				return err
 			}
-			switch x.what {
+			switch t.what {
 			case mcpwire.MethodToolsList:
 				if !m.Error.Valid() {
 					x.p.decls.observe(m.Result)
 				}
-				return b.listPage(viewKey(x.r), x.list, line, m)
+				return b.listPage(viewKey(t.r), t.list, line, m)
 			case mcpwire.MethodInitialize:
 				if !m.Error.Valid() {
 					v, _ := str(m.Result, "protocolVersion")
@@ -145,7 +183,7 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				if !m.Error.Valid() {
 					meta, _ := m.Result.Get("_meta")
 					name, ver := serverInfo(meta, mcpwire.MetaServerInfo)
-					v, _ := x.msg.RequestRevision()
+					v, _ := t.msg.RequestRevision()
 					return b.sink.Protocol(session.ProtocolObs{Era: mcpwire.EraModern, Version: v, Source: transcript.SourceDiscover, ServerName: name, ServerVersion: ver, Line: line})
 				}
 			}
@@ -156,8 +194,13 @@ func (x *exchange) message(data []byte, framing *mcpwire.Refusal) delivery {
 				b.listChanged()
 				return b.sink.ListChanged(session.NotificationObs{Line: line, Msg: m, Index: index})
 			case mcpwire.NotifyProgress:
-				if x.call != nil && x.call.token != "" {
-					if tok, ok := m.Params.Get("progressToken"); ok && mcpwire.Key(tok) == x.call.token {
+				if tok, ok := m.Params.Get("progressToken"); ok {
+					switch {
+					case x.stream:
+						if c := x.legacy.progressCall(mcpwire.Key(tok)); c != nil {
+							obs.Attempt = c.ref
+						}
+					case x.call != nil && x.call.token != "" && mcpwire.Key(tok) == x.call.token:
 						obs.Attempt = x.call.ref
 					}
 				}
@@ -244,6 +287,7 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 	if x.call == nil {
 		closing, retired = x.p.closing, x.b.retired
 	}
+	first := x.legacyCandidate()
 	for {
 		select {
 		case <-closing:
@@ -255,6 +299,25 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 				// Closed under the reader: the proxy shut down.
 				x.noAnswer("the proxy shut down with the call in flight; the upstream request was closed")
 				return
+			}
+			if first && len(it.ev.Raw) > 0 {
+				first = false
+				handled, err := x.startLegacy(it.ev)
+				if err != nil {
+					x.failed = err
+				}
+				if x.legacy != nil {
+					defer x.endLegacy()
+					retired = x.b.retired // the session's own bundle now
+				}
+				if handled || err != nil {
+					if x.legacy == nil || err != nil {
+						cancel()
+						return
+					}
+					idle.Reset(x.p.cfg.StreamIdle)
+					continue
+				}
 			}
 			if len(it.ev.Raw) > 0 {
 				idle.Reset(x.p.cfg.StreamIdle)
@@ -283,6 +346,8 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 					}
 					cancel()
 					return
+				case d == deliverIt && !x.gone && x.stream:
+					x.gone = !x.legacy.write(it.ev.Raw)
 				case d == deliverIt && !x.gone:
 					if _, err := x.w.Write(it.ev.Raw); err != nil {
 						x.gone = true

@@ -300,7 +300,11 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 var errClosed = errors.New("the proxy is shutting down")
 
 // bundleFor picks (and acquires) the bundle an exchange records into.
-func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
+// fresh, when set, is the kind of a new bundle of one client to open
+// (kindSession for an initialize, kindSSE for a deprecated-transport
+// stream); otherwise the exchange records into its session's bundle or the
+// stateless one.
+func (p *Proxy) bundleFor(sid string, fresh string) (*bundle, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -313,7 +317,7 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 		}
 		switch {
 		case b != nil:
-		case initialize:
+		case fresh != "":
 			// A new client session: its own bundle, keyed by the session id
 			// the server assigns in its answer. At the cap, the least
 			// recently used session is sealed first: a new client is
@@ -337,8 +341,8 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 		}
 		if b == nil {
 			kind := kindStateless
-			if initialize {
-				kind = kindSession
+			if fresh != "" {
+				kind = fresh
 			}
 			nb, err := p.newBundle(kind)
 			if err != nil {
@@ -347,7 +351,7 @@ func (p *Proxy) bundleFor(sid string, initialize bool) (*bundle, error) {
 			}
 			b = nb
 			p.live[b] = true
-			if !initialize {
+			if fresh == "" {
 				p.stateless = b
 				if d := p.cfg.RotateEvery; d > 0 {
 					// Rotated on time even when no request comes to do it.
@@ -493,6 +497,17 @@ type exchange struct {
 	refusedRule  mcpwire.Rule         // and its rule
 	denied       *transcript.Decision // the policy denied the exchange's call: the proxy answers it
 	durable      func() error         // the attempt line's durable wait: forward only after it returned nil
+
+	// The deprecated HTTP+SSE transport (legacy.go): the session of a
+	// POST or of the stream (stream), the POST's writer, whether the
+	// upstream accepted the POST (its request stays open), and the
+	// upstream's URL and answer for a stream that may turn out to be one.
+	legacy   *legacy
+	stream   bool
+	lw       *legacyWriter
+	accepted bool
+	upURL    *url.URL
+	upResp   *http.Response
 }
 
 // Limits.
@@ -514,9 +529,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// read
 	sid := r.Header.Get("Mcp-Session-Id")
+	var lb *bundle // the deprecated transport's session a POST names (legacy.go)
+	if tok, named := legacyToken(r); named {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "tracectl: an HTTP+SSE endpoint takes POSTs only", http.StatusMethodNotAllowed)
+			return
+		}
+		if lb = p.legacyBundle(tok); lb == nil {
+			p.refuseUnknownLegacy(w, r)
+			return
+		}
+	}
 	line, release, ok := p.readBody(w, r, sid)
 	defer release()
 	if !ok {
+		if lb != nil {
+			lb.release()
+		}
 		return
 	}
 	// gate
@@ -528,10 +558,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.msg, g.refusal = mcpwire.Read(line)
 	}
 	initialize := g.msg != nil && g.msg.Kind == mcpwire.KindRequest && g.msg.Method == mcpwire.MethodInitialize && sid == ""
-	b, err := p.bundleFor(sid, initialize)
-	if err != nil {
-		p.unavailable(w, idOf(g.msg), err)
-		return
+	var b *bundle
+	var err error
+	if lb != nil {
+		b = lb
+	} else {
+		fresh := ""
+		if initialize {
+			fresh = kindSession
+		}
+		if b, err = p.bundleFor(sid, fresh); err != nil {
+			p.unavailable(w, idOf(g.msg), err)
+			return
+		}
 	}
 	defer b.release()
 	if initialize {
@@ -542,6 +581,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: g.msg}
+	if b.legacy != nil {
+		// The proxy's own answers go on the session's stream (legacy.go).
+		x.legacy = b.legacy
+		x.lw = &legacyWriter{w: w, l: b.legacy, header: http.Header{}}
+		x.w = x.lw
+		defer x.lw.finish()
+		defer x.legacyDone()
+	}
 	// a snapshot for the call to bind (capture.go), before it is recorded
 	// (a call the header gate refuses is never forwarded: nothing to bind)
 	if g.msg != nil && g.msg.Kind == mcpwire.KindRequest && g.msg.IsToolCall() && checkHeaders(r.Header, g.msg, &p.decls) == nil {
@@ -566,7 +613,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// forward once the attempt is durable, and reply with what the
 	// upstream answered
-	if x.call != nil {
+	if x.call != nil && x.legacy == nil {
 		defer b.untrack(x.call)
 	}
 	if x.durable != nil {
@@ -575,7 +622,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if x.call != nil && p.cfg.CallTimeout > 0 {
+	if x.legacy != nil && g.msg != nil && g.msg.Kind == mcpwire.KindRequest && !x.legacy.register(x) {
+		x.noAnswer("not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
+		writeRPCError(x.w, http.StatusOK, idOf(x.msg), codeRefused, "tracectl: not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
+		return
+	}
+	if x.call != nil && x.legacy == nil && p.cfg.CallTimeout > 0 {
 		defer x.watchCall()()
 	}
 	x.forward(body)
@@ -684,7 +736,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		}
 		x.durable = wait
 		if m.Kind == mcpwire.KindRequest {
-			x.call = &call{ref: a, key: callKey(x.r, mcpwire.Key(m.ID)), token: progressToken(m.Params)}
+			x.call = &call{ref: a, key: x.callKey(mcpwire.Key(m.ID)), token: progressToken(m.Params)}
 			b.track(x.call)
 		}
 		return nil
@@ -692,7 +744,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		rid, ok := m.Params.Get("requestId")
 		var c *call
 		if ok {
-			c = b.onlyInflight(callKey(x.r, mcpwire.Key(rid)))
+			c = b.onlyInflight(x.callKey(mcpwire.Key(rid)))
 		}
 		if c != nil {
 			c.mu.Lock()
@@ -720,6 +772,15 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 // remote addresses: unique while the connection is open, and a call in
 // flight holds its connection open, since a client that closes it closes
 // the call). JSON-RPC ids are per client: every client starts at 1.
+// A deprecated-transport session has one client, whatever connection
+// each POST comes on.
+func (x *exchange) callKey(id string) string {
+	if x.legacy != nil {
+		return "sse " + id
+	}
+	return callKey(x.r, id)
+}
+
 func callKey(r *http.Request, id string) string {
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		return "session " + canon.SHA256([]byte(sid)) + " " + id
@@ -774,7 +835,7 @@ func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, sid string, hea
 		http.Error(w, "tracectl: reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	b, err := p.bundleFor(sid, false)
+	b, err := p.bundleFor(sid, "")
 	if err != nil {
 		p.unavailable(w, "null", err)
 		return
@@ -970,6 +1031,10 @@ func (x *exchange) forward(body []byte) {
 	if x.r.URL.RawQuery != "" && up.RawQuery == "" {
 		up.RawQuery = x.r.URL.RawQuery
 	}
+	if x.legacy != nil {
+		up = *x.legacy.endpoint // the upstream's, which the client never saw
+	}
+	x.upURL = &up
 	req, err := http.NewRequestWithContext(ctx, x.r.Method, up.String(), rd)
 	if err != nil {
 		x.upstreamFailed("build the upstream request: "+err.Error(), http.StatusBadGateway)
@@ -1046,6 +1111,12 @@ func (x *exchange) forward(body []byte) {
 		x.upstreamFailed("the upstream answered HTTP "+strconv.Itoa(resp.StatusCode)+" (a redirect), which is not followed and not relayed: a client following it would reach a server around the recorder", http.StatusBadGateway)
 		return
 	}
+	if x.legacy != nil {
+		x.accepted = resp.StatusCode >= 200 && resp.StatusCode < 300
+		x.forwardLegacy(resp)
+		return
+	}
+	x.upResp = resp
 	hdr := x.w.Header()
 	for k, vv := range resp.Header {
 		hdr[k] = append([]string(nil), vv...)
