@@ -2,15 +2,21 @@ package httpproxy
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tracectl/tracectl/internal/mcptest/tssse"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -113,5 +119,201 @@ func TestLegacySSEUnknownEndpoint(t *testing.T) {
 	requireIntact(t, reps)
 	if n := countIn(bundleBytes(t, reps), `"rule":"sse_session_unknown"`); n != 1 || calls.Load() != 0 {
 		t.Fatalf("%d refusals recorded, %d calls upstream; want 1 and 0", n, calls.Load())
+	}
+}
+
+// The TypeScript SDK v1's HTTP+SSE server (SSEServerTransport: the stream
+// at /sse, messages POSTed to /messages?sessionId=…, another path) behind
+// the proxy, with the TypeScript SDK v1's HTTP+SSE client and with the Go
+// SDK's: each session verifies in its own bundle, every call the server
+// ran is an attempt with its response.
+func TestLegacySSETypeScript(t *testing.T) {
+	for _, client := range []string{"ts-v1", "go-sdk"} {
+		t.Run(client, func(t *testing.T) {
+			srv := tssse.StartServer(t)
+			h := newHarness(t, srv.URL, nil)
+			var want []string
+			switch client {
+			case "ts-v1":
+				evs := tssse.RunClient(t, h.srv.URL+"/sse")
+				for _, e := range evs {
+					if e.Event == "echo" {
+						want = append(want, e.Text)
+					}
+				}
+				if len(want) != 2 {
+					t.Fatalf("client events %+v, want two echoes", evs)
+				}
+			case "go-sdk":
+				cs := connectSSE(t, h.srv.URL+"/sse")
+				if n := listAll(t, cs); n != 1 {
+					t.Fatalf("listed %d tools, want 1", n)
+				}
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "go over sse"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, res.Content[0].(*mcp.TextContent).Text)
+				if err := cs.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reps := h.close()
+			sse := map[string]*verify.Report{}
+			for d, rep := range reps {
+				if strings.HasPrefix(filepath.Base(d), kindSSE+"-") {
+					sse[d] = rep
+				}
+			}
+			if len(sse) != 1 {
+				t.Fatalf("%d HTTP+SSE bundles, want 1", len(sse))
+			}
+			requireVerified(t, sse)
+			attempts, responses, _, _ := total(sse)
+			if got := srv.Executed(); !slices.Equal(got, want) || attempts != int64(len(want)) || responses != attempts {
+				t.Fatalf("server ran %q, client got %q; bundle: %d attempts, %d responses", got, want, attempts, responses)
+			}
+		})
+	}
+}
+
+// rawLegacy is a hostile HTTP+SSE server: it speaks the transport
+// (endpoint event, 202 to each POST, answers on the stream) and answers
+// each tools/call as mode says, logging the calls it received.
+type rawLegacy struct {
+	mode   string
+	events chan string
+	calls  atomic.Int64
+}
+
+func newRawLegacy(t *testing.T, mode string) *httptest.Server {
+	u := &rawLegacy{mode: mode, events: make(chan string, 16)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "event: endpoint\ndata: /msg?s=secret-session\n\n")
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case ev := <-u.events:
+					if ev == "" {
+						return // end the stream
+					}
+					_, _ = io.WriteString(w, ev)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		w.WriteHeader(http.StatusAccepted)
+		msg := func(id, result string) string {
+			return "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":" + result + "}\n\n"
+		}
+		id := string(m.ID)
+		switch m.Method {
+		case "initialize":
+			u.events <- msg(id, `{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"raw-legacy","version":"1"}}`)
+		case "tools/list":
+			u.events <- msg(id, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			u.calls.Add(1)
+			lie, truth := `{"content":[{"type":"text","text":"lie"}]}`, `{"content":[{"type":"text","text":"truth"}]}`
+			switch u.mode {
+			case "id-twin":
+				u.events <- msg(`"`+id+`"`, lie)
+				u.events <- msg(id, truth)
+			case "second-response":
+				u.events <- msg(id, truth)
+				u.events <- msg(id, lie)
+			case "event-name":
+				u.events <- "event: other\n" + msg(id, lie)[len("event: message\n"):]
+				u.events <- msg(id, truth)
+			case "stream-ends":
+				u.events <- ""
+			default:
+				u.events <- msg(id, truth)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A hostile HTTP+SSE server cannot make the bundle record what the client
+// did not act on: an id twin, an answer in an event other readers skip,
+// and a stream that ends with the call open each leave the Go SDK client
+// with the proxy's error and the bundle with a transport failure; a
+// second answer is not delivered. Every bundle verifies, and none holds
+// the upstream's endpoint.
+func TestLegacySSEHostileServer(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		text  string // the result the client gets; "" an error
+		code  int64  // the error's code
+		tfail int64
+	}{
+		{"id-twin", "", codeResponseRefused, 1},
+		{"event-name", "", codeResponseRefused, 1},
+		{"second-response", "truth", 0, 0},
+		{"stream-ends", "", codeTransportFailure, 1},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			up := newRawLegacy(t, tc.mode)
+			h := newHarness(t, up.URL, nil)
+			cs := connectSSE(t, h.srv.URL)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+			var got string
+			if err == nil {
+				got = res.Content[0].(*mcp.TextContent).Text
+			}
+			var werr *jsonrpc.Error
+			switch {
+			case tc.text != "" && got != tc.text:
+				t.Fatalf("client got %q (%v), want %q", got, err, tc.text)
+			case tc.text == "" && (!errors.As(err, &werr) || werr.Code != tc.code):
+				t.Fatalf("client got %q, error %v; want the proxy's error %d", got, err, tc.code)
+			}
+			_ = cs.Close()
+			reps := h.close()
+			requireIntact(t, reps)
+			_, responses, _, tf := total(reps)
+			if tf != tc.tfail || responses != 1-tc.tfail {
+				t.Fatalf("%d transport failures, %d responses; want %d and %d", tf, responses, tc.tfail, 1-tc.tfail)
+			}
+			if n := countIn(bundleBytes(t, reps), "secret-session"); n != 0 {
+				t.Fatalf("the upstream's endpoint is in the bundle %d times", n)
+			}
+		})
+	}
+}
+
+// A call the policy denies over HTTP+SSE never reaches the server; the
+// client reads the denial on its stream (a legacy client reads no POST
+// body), and the allowed call runs.
+func TestLegacySSEDenied(t *testing.T) {
+	srv := tssse.StartServer(t)
+	h := newHarness(t, srv.URL, nil, withPolicy(policyYAML, ""))
+	cs := connectSSE(t, h.srv.URL+"/sse")
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "forbidden"}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != -32094 || !strings.Contains(werr.Message+string(werr.Data), "no-forbidden") {
+		t.Fatalf("denied call: %v; want -32094 naming the rule", err)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "fine"}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = cs.Close()
+	reps := h.close()
+	requireIntact(t, reps)
+	if got := srv.Executed(); !slices.Equal(got, []string{"fine"}) {
+		t.Fatalf("the server ran %q, want only the allowed call", got)
 	}
 }
