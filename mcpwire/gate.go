@@ -28,8 +28,9 @@ const (
 )
 
 // Rule names the gate rule a frame broke. Rules are stable, documented in
-// spec/transcript.md ("Refusal rules") and never renamed. [Rules] and
-// [ServerRules] list them all; a rule only this package applies has no
+// spec/transcript.md ("Refusal rules") and never renamed. The gate's
+// list (clientRules, checked against the spec by its tests) and
+// [ServerRules] name them all; a rule only this package applies has no
 // exported constant (compare [Refusal.Rule] with its documented name), a
 // rule another package applies or reports (a frame over the size limit,
 // an HTTP status, a media type) has one.
@@ -53,8 +54,9 @@ const (
 	ruleBadID           Rule = "bad_id"              // a request's id is an object, array or boolean, or not in canonical form
 )
 
-// Rules lists every rule, for documentation and tests.
-var Rules = []Rule{
+// clientRules lists every rule of the gate, for the tests that hold the
+// spec to it.
+var clientRules = []Rule{
 	RuleTooLarge, ruleUnterminated, ruleBOM, ruleBareCR, ruleTooManyValues, ruleDuplicateMember, ruleTooDeep,
 	ruleInvalidJSON, ruleBatch, ruleNotObject, ruleCaseVariant, ruleNotJSONRPC, ruleBadMethod, ruleBadID,
 }
@@ -152,9 +154,18 @@ var (
 // case-insensitive names, the last of repeated members, several values per
 // line, batches): a frame the monitor did not understand exactly may be a
 // tool call it did not record.
-func Read(line []byte) (*Message, *Refusal) {
+func Read(line []byte) (*Message, *Refusal) { return read(line, MaxFrameBytes) }
+
+// ReadLarge is [Read] with a size limit of maxBytes (at most 2^31-1)
+// instead of MaxFrameBytes, every other rule the same: for a server frame
+// that was spooled whole because it is longer than the gate holds, which a
+// proxy reads in memory only when it answers a call waiting for it (the
+// caller bounds that memory).
+func ReadLarge(line []byte, maxBytes int64) (*Message, *Refusal) { return read(line, maxBytes) }
+
+func read(line []byte, maxBytes int64) (*Message, *Refusal) {
 	body, term := SplitTerminator(line)
-	if int64(len(body)) > MaxFrameBytes {
+	if int64(len(body)) > maxBytes {
 		return nil, &Refusal{Rule: RuleTooLarge, Detail: "over the gate's limit", ID: "null"}
 	}
 	if term == TermNone {
@@ -174,7 +185,7 @@ func Read(line []byte) (*Message, *Refusal) {
 			return nil, &Refusal{Rule: ruleTooManyValues, Detail: "up to " + strconv.Itoa(n) + " JSON values, over the gate's " + strconv.Itoa(maxFrameValues), ID: "null"}
 		}
 	}
-	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxFrameBytes, MaxDepth: MaxFrameDepth}})
+	doc, err := canon.Parse(body, canon.ParseOptions{Limits: canon.Limits{MaxBytes: maxBytes, MaxDepth: MaxFrameDepth}})
 	if err != nil {
 		r := &Refusal{Rule: ruleInvalidJSON, ID: lenientID(body), Err: err}
 		var ce *canon.Error

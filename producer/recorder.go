@@ -170,7 +170,7 @@ func Open(dir string, opts Options) (*Recorder, error) {
 		Merkle:           transcript.MerkleAlg, ExecutionScope: scope, FramesCommitted: opts.FramesCommitted,
 		Producer: opts.Producer, Server: opts.Server,
 		Retention: opts.Retention, Durability: opts.Durability, Limits: opts.headerLimits(), Redaction: policy,
-		StartedAtMs: opts.Clock().UnixMilli(), Policy: opts.policyRef(),
+		StartedAtMs: opts.Clock().UnixMilli(), Policy: opts.policyRef(), ToolUseMeta: opts.ToolUseMeta,
 	}
 	line, err := transcript.Encode(&h)
 	if err == nil {
@@ -404,7 +404,7 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		return nil, err
 	}
 	body, term := splitTerminator(c.Line)
-	q, msg, err := parseRequest(body, c.Message)
+	q, msg, err := parseRequest(body, c.Message, r.opts.ToolUseMeta...)
 	if err != nil {
 		return nil, err
 	}
@@ -601,7 +601,9 @@ func (h *Handle) observeWritten(kind string, f Framed, detail string) (int64, er
 			// and redaction reads them as bytes.
 			msg, _ = parseLoose(body)
 		}
-		if msg != nil {
+		if msg != nil && len(body) <= transcript.MaxDeriveBytes {
+			// Longer bytes derive no facts (transcript.DeriveResponse):
+			// the line claims none, as a verifier re-reading them finds.
 			resp = parseResponse(body, msg)
 		}
 		o.ResultType, o.IsError, o.ErrorCode = resp.resultType, resp.isError, resp.errorCode

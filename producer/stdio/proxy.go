@@ -81,6 +81,12 @@ type Config struct {
 	// and length and withheld: it cannot be committed before delivery
 	// without holding it whole.
 	MaxServerFrame int64
+	// MaxLargeResponse bounds a server frame over MaxInterpret that is
+	// still read (in memory, from its spool) because it begins as the
+	// answer to a call waiting for it: bound as that call's response and
+	// delivered as mediation decides (default 256 MiB, never past
+	// MaxServerFrame). A longer one is committed by digest and withheld.
+	MaxLargeResponse int64
 
 	// sink replaces the recorder in tests (a fault, or nothing recorded).
 	sink session.Sink
@@ -197,7 +203,8 @@ func run(ctx context.Context, cfg Config) (*producer.SessionResult, error) {
 	sess := session.New(session.Config{
 		Sink: cfg.sink, CallTimeout: cfg.CallTimeout, Event: cfg.Event,
 		MaxInterpret: cfg.MaxInterpret, SpoolDir: cfg.SpoolDir, MaxRetain: cfg.MaxRetain, MaxServerFrame: cfg.MaxServerFrame,
-		Capture: cfg.Capture, CaptureTimeout: cfg.CaptureTimeout,
+		MaxLargeResponse: cfg.MaxLargeResponse,
+		Capture:          cfg.Capture, CaptureTimeout: cfg.CaptureTimeout,
 		Changed: func() {
 			select {
 			case changed <- struct{}{}:

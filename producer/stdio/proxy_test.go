@@ -335,3 +335,78 @@ func TestSpoolFailureWithholds(t *testing.T) {
 		t.Errorf("the client got %d bytes of a frame that was never spooled", n)
 	}
 }
+
+// TestLargeResponse: a server frame over the interpret limit that begins
+// as the answer to the call waiting for it is read whole from its spool by
+// the gate and bound as that call's response, then delivered byte for
+// byte; one over MaxLargeResponse is still withheld and the call settled
+// by the proxy (-32093).
+func TestLargeResponse(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("sh not found")
+	}
+	const interpret = 1 << 20
+	for _, tc := range []struct {
+		name    string
+		size    int
+		maxLarg int64
+		bound   bool
+	}{
+		{"bound", 3 << 20, 0, true},
+		{"over-max-large-response", 3 << 20, 2 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := fmt.Sprintf(`read l; printf '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"'; head -c %d /dev/zero | tr '\0' 'z'; printf '"}]}}\n'; cat >/dev/null`, tc.size)
+			out := &lineBuf{line: make(chan struct{})}
+			sink := &memSink{}
+			cin, cw := io.Pipe()
+			go func() {
+				_, _ = io.WriteString(cw, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{}}}`+"\n")
+			}()
+			done := make(chan error, 1)
+			go func() {
+				_, err := Run(context.Background(), Config{
+					Command: sh, Args: []string{"-c", script}, ClientIn: cin, ClientOut: out, ServerErr: io.Discard, sink: sink,
+					Grace: time.Second, KillAfter: time.Second, MaxInterpret: interpret, SpoolDir: t.TempDir(),
+					MaxLargeResponse: tc.maxLarg, Capture: session.CaptureNever,
+				})
+				done <- err
+			}()
+			<-out.line // the answer, the server's or the proxy's: one line
+			cw.Close()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			log := strings.Join(sink.log(), "; ")
+			if tc.bound {
+				want := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"%s"}]}}`+"\n", bytes.Repeat([]byte("z"), tc.size))
+				if out.String() != want {
+					t.Fatalf("client got %d bytes, want the %d-byte response", len(out.Bytes()), len(want))
+				}
+				if !strings.Contains(log, "response a1 complete late=false") {
+					t.Fatalf("committed: %s", log)
+				}
+				return
+			}
+			if !strings.Contains(out.String(), "-32093") || strings.Contains(out.String(), "zzzz") || !strings.Contains(log, "streamed server_to_client withheld") {
+				t.Fatalf("client got %.200q; committed: %s", out.String(), log)
+			}
+		})
+	}
+}
+
+// lineBuf keeps what is written and closes line at the first LF.
+type lineBuf struct {
+	lockedBuf
+	line chan struct{}
+	once sync.Once
+}
+
+func (l *lineBuf) Write(p []byte) (int, error) {
+	n, err := l.lockedBuf.Write(p)
+	if bytes.IndexByte(p, '\n') >= 0 {
+		l.once.Do(func() { close(l.line) })
+	}
+	return n, err
+}

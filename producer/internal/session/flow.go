@@ -2,6 +2,8 @@ package session
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -368,9 +370,12 @@ func (s *session) serverToClient(r io.Reader) error {
 	for {
 		f, err := lr.next(over)
 		if f.streamed {
-			s.fromServerStreamed(f, index, sp)
+			werr := s.fromServerStreamed(f, index, sp)
 			sp.reset()
 			index++
+			if werr != nil {
+				return werr
+			}
 		} else if f.data != nil {
 			if werr := s.fromServer(f.data, index); werr != nil {
 				return werr
@@ -383,10 +388,61 @@ func (s *session) serverToClient(r io.Reader) error {
 	}
 }
 
-// fromServerStreamed commits a frame too long to read, then delivers it
-// from its spool; a frame longer than MaxServerFrame could not be spooled
-// whole, so it is committed withheld: never delivered uncommitted.
-func (s *session) fromServerStreamed(f frame, index int64, sp *spool) {
+// fromServerStreamed handles a frame too long to read with the gate's
+// limit. One that begins as the answer to a call waiting for it, and that
+// the spool holds whole within MaxLargeResponse, is read from the spool
+// and handled as any frame (largeAnswer). Any other is committed by digest
+// and withheld: never delivered uncommitted.
+func (s *session) fromServerStreamed(f frame, index int64, sp *spool) error {
+	if line := s.largeAnswer(f, sp); line != nil {
+		m, ref := mcpwire.ReadLarge(line, s.cfg.MaxLargeResponse)
+		return s.fromServerRead(line, index, m, ref)
+	}
+	s.withholdStreamed(f, index, sp)
+	return nil
+}
+
+// largeAnswer is a streamed frame's bytes with their terminator, read back
+// from the spool, when they may be a waiting call's response: the frame
+// begins exactly {"jsonrpc":"2.0","id":<id>, naming a call in flight, the
+// spool holds it whole and the bytes read back are the ones hashed, within
+// MaxLargeResponse. Otherwise nil.
+func (s *session) largeAnswer(f frame, sp *spool) []byte {
+	if f.length > s.cfg.MaxLargeResponse || f.term == mcpwire.TermNone {
+		return nil
+	}
+	body := sp.body(f.length)
+	if body == nil {
+		return nil
+	}
+	key, ok := leadingID(sp.head)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	p, ok := s.inflight[key]
+	waiting := ok && p.what == reqCall && !p.conflicted()
+	s.mu.Unlock()
+	if !waiting {
+		return nil
+	}
+	term := "\n"
+	if f.term == mcpwire.TermCRLF {
+		term = "\r\n"
+	}
+	line := make([]byte, f.length, f.length+int64(len(term)))
+	if _, err := io.ReadFull(body, line); err != nil {
+		return nil
+	}
+	if sum := sha256.Sum256(line); "sha256:"+hex.EncodeToString(sum[:]) != f.digest {
+		return nil // not the bytes that were read from the server
+	}
+	return append(line, term...)
+}
+
+// withholdStreamed commits a frame too long to read by its digest and
+// length, withheld.
+func (s *session) withholdStreamed(f frame, index int64, sp *spool) {
 	// The gate cannot read a frame this long, so no client may receive it
 	// (spec/transcript.md, "Server to client"): it is committed by digest
 	// and length (retained from the spool when the spool holds it whole)
@@ -468,6 +524,12 @@ func leadingID(b []byte) (string, bool) {
 
 func (s *session) fromServer(line []byte, index int64) error {
 	m, ref := mcpwire.Read(line)
+	return s.fromServerRead(line, index, m, ref)
+}
+
+// fromServerRead commits a server frame the gate read, and delivers it as
+// mediation decides.
+func (s *session) fromServerRead(line []byte, index int64, m *mcpwire.Message, ref *mcpwire.Refusal) error {
 	forward, synth, wait, key := s.observeServer(m, ref, line, index)
 	for _, b := range synth {
 		if err := s.sq.toClient(b); err != nil {

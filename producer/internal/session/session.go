@@ -82,6 +82,14 @@ type Config struct {
 	// and length and withheld: it cannot be committed before delivery
 	// without holding it whole.
 	MaxServerFrame int64
+	// MaxLargeResponse bounds a server frame over MaxInterpret that the
+	// session still reads, in memory, because it begins as the answer to a
+	// call waiting for it (default defaultMaxLargeResponse, never past
+	// MaxServerFrame): spooled whole first, then read by the gate
+	// (mcpwire.ReadLarge) with every rule of a shorter frame, recorded as
+	// the call's response and delivered when mediation delivers it. Any
+	// other frame over MaxInterpret is committed by digest and withheld.
+	MaxLargeResponse int64
 	// Capture says when the session collects the server's complete
 	// tools/list itself before forwarding a call (CaptureAuto, the
 	// default; CaptureAlways; CaptureNever), so every call binds a
@@ -97,6 +105,11 @@ type Config struct {
 
 // defaultMaxServerFrame is the default Config.MaxServerFrame.
 const defaultMaxServerFrame = 1 << 30
+
+// defaultMaxLargeResponse is the default Config.MaxLargeResponse: a
+// response this long is held twice at most while it is read (the spool's
+// copy and the gate's parse of it).
+const defaultMaxLargeResponse = 256 << 20
 
 // Result summarizes a run.
 type Result = producer.SessionResult

@@ -20,6 +20,10 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxServerFrame <= 0 {
 		cfg.MaxServerFrame = defaultMaxServerFrame
 	}
+	if cfg.MaxLargeResponse <= 0 {
+		cfg.MaxLargeResponse = defaultMaxLargeResponse
+	}
+	cfg.MaxLargeResponse = min(cfg.MaxLargeResponse, cfg.MaxServerFrame)
 	if cfg.Event == nil {
 		cfg.Event = func(string) {}
 	}
