@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracectl/tracectl/internal/mcptest/tssse"
+	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -278,6 +279,12 @@ func TestLegacySSEHostileServer(t *testing.T) {
 			switch {
 			case tc.text != "" && got != tc.text:
 				t.Fatalf("client got %q (%v), want %q", got, err, tc.text)
+			case tc.mode == "stream-ends" && err != nil && !errors.As(err, &werr):
+				// The proxy writes -32092 before it ends the stream, but
+				// the Go SDK's SSE client may see the end first (its
+				// reader selects between the message and the close), and
+				// fails the call with the connection's error: no result
+				// either way.
 			case tc.text == "" && (!errors.As(err, &werr) || werr.Code != tc.code):
 				t.Fatalf("client got %q, error %v; want the proxy's error %d", got, err, tc.code)
 			}
@@ -315,5 +322,46 @@ func TestLegacySSEDenied(t *testing.T) {
 	requireIntact(t, reps)
 	if got := srv.Executed(); !slices.Equal(got, []string{"fine"}) {
 		t.Fatalf("the server ran %q, want only the allowed call", got)
+	}
+}
+
+// When the upstream ends the stream with a call open, the proxy answers
+// that call on the client's stream (-32092) before it ends it too, and
+// the call is a transport failure: read by a raw client, which reads the
+// stream in order.
+func TestLegacySSEStreamEndsAnswered(t *testing.T) {
+	up := newRawLegacy(t, "stream-ends")
+	h := newHarness(t, up.URL, nil)
+	resp, err := http.Get(h.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	er := mcpwire.NewEventReader(resp.Body)
+	ev, err := er.Next()
+	if err != nil || ev.Name != "endpoint" || !strings.HasPrefix(string(ev.Data), "?"+legacyParam+"=") {
+		t.Fatalf("first event %q (%v), want the proxy's endpoint", ev.Raw, err)
+	}
+	pr, _ := post(t, h.srv.URL+string(ev.Data), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil)
+	if pr.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST answered %d, want 202", pr.StatusCode)
+	}
+	var answers []string
+	for {
+		ev, err := er.Next()
+		if ev.Data != nil {
+			answers = append(answers, string(ev.Data))
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(answers) != 1 || !strings.Contains(answers[0], `"id":5`) || !strings.Contains(answers[0], "-32092") {
+		t.Fatalf("the stream carried %q, want the proxy's -32092 for id 5", answers)
+	}
+	reps := h.close()
+	requireIntact(t, reps)
+	if _, _, _, tf := total(reps); tf != 1 {
+		t.Fatalf("%d transport failures, want 1", tf)
 	}
 }
