@@ -54,7 +54,7 @@ func (q *request) argsKey() string {
 // parseRequest reads a tools/call request, from the gate's parse when the
 // caller has one; otherwise it parses body once, and returns that parse as
 // the message too (redaction walks it).
-func parseRequest(body []byte, m *mcpwire.Message) (*request, *mcpwire.Message, error) {
+func parseRequest(body []byte, m *mcpwire.Message, toolUseMeta ...string) (*request, *mcpwire.Message, error) {
 	var f *transcript.RequestFacts
 	var err error
 	if m == nil {
@@ -63,7 +63,7 @@ func parseRequest(body []byte, m *mcpwire.Message) (*request, *mcpwire.Message, 
 			return nil, nil, &notToolCall{"not JSON the recorder can read: " + perr.Error()}
 		}
 	}
-	f, err = transcript.DeriveRequestFrom(m.Root)
+	f, err = transcript.DeriveRequestFrom(m.Root, toolUseMeta...)
 	if err != nil {
 		var nt *transcript.NotToolCallError
 		if errors.As(err, &nt) {

@@ -68,6 +68,13 @@ type Options struct {
 	// attempt (Call.Decide).
 	PolicyFile, LockFile []byte
 	PolicyMode           string
+	// ToolUseMeta are _meta keys, beyond the known ones (Claude Code's
+	// claudecode/toolUseId), under which the agent host puts its own id
+	// of the tool use behind a call: recorded as correlation.tool_use_id
+	// and linked as a retry when reused (caller_tool_use_id). Committed
+	// in the header (tool_use_meta) so a verifier derives the same; at
+	// most 8 keys of letters, digits and . _ - / (else ErrInvalidOptions).
+	ToolUseMeta []string
 }
 
 // Limits are recorded in the header. Only MaxFrameBytes is enforced by the

@@ -47,7 +47,7 @@ var interned = func() (t [internSlots]string) {
 		"snapshot_id", "source", "started_at_ms", "state", "stdio", "streamable_http", "strict", "string",
 		"terminator", "text", "timeout", "too_long", "tool", "tool_invalid", "tools", "torn_digest",
 		"torn_file", "torn_length", "tracectl.transcript/v1", "tracectl.transcript/v2",
-		"tracectl.transcript/v3", "tracectl.transcript/v4", "traceparent", "tracestate", "transcript.jsonl", "transport",
+		"tracectl.transcript/v3", "tracectl.transcript/v4", "tool_use_meta", "traceparent", "tracestate", "transcript.jsonl", "transport",
 		"transport_failure", "transport_failures", "type", "unknown", "unread", "url", "valid", "value",
 		"version", "withheld",
 	} {
@@ -461,6 +461,15 @@ func (d *lineDec) header() *Header {
 			h.Redaction = r
 		case "profile":
 			h.Profile = d.str()
+		case "tool_use_meta":
+			h.ToolUseMeta = []string{}
+			d.array(func() {
+				if len(h.ToolUseMeta) >= maxToolUseMeta {
+					d.fail()
+					return
+				}
+				h.ToolUseMeta = append(h.ToolUseMeta, d.str())
+			})
 		case "retention":
 			h.Retention = d.str()
 		case "seq":

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/tracectl/tracectl/canon"
@@ -110,18 +111,20 @@ func rpcID(v canon.Value, present bool) JSONRPCID {
 
 // DeriveRequest derives an attempt's members from the exact request line
 // (without its terminator). It fails with a *NotToolCallError when the
-// bytes are not a tools/call request the producer records.
-func DeriveRequest(body []byte) (*RequestFacts, error) {
+// bytes are not a tools/call request the producer records. toolUseMeta
+// are the header's extra tool-use id keys (Header.ToolUseMeta), read after
+// the known ones.
+func DeriveRequest(body []byte, toolUseMeta ...string) (*RequestFacts, error) {
 	root, err := parseMessage(body)
 	if err != nil {
 		return nil, &NotToolCallError{"not JSON the recorder can read: " + err.Error()}
 	}
-	return DeriveRequestFrom(root)
+	return DeriveRequestFrom(root, toolUseMeta...)
 }
 
 // DeriveRequestFrom is DeriveRequest on a message already parsed (the
 // gate's reading, mcpwire.Message.Root): the proxy parses each frame once.
-func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
+func DeriveRequestFrom(root canon.Value, toolUseMeta ...string) (*RequestFacts, error) {
 	meth, ok := root.Get("method")
 	if s, isStr := meth.Str(); !ok || !isStr || s != mcpwire.MethodToolsCall {
 		return nil, &NotToolCallError{"method is not tools/call"}
@@ -191,7 +194,7 @@ func DeriveRequestFrom(root canon.Value) (*RequestFacts, error) {
 	q.Correlation.Tracestate, _ = corrValue(meta, mcpwire.MetaTracestate, checkTracestate)
 	q.Correlation.CorrelationID, q.CorrelationID = corrValue(meta, mcpwire.MetaCorrelationID, checkCorrelationID)
 	q.Correlation.RetryOf, q.RetryOf = corrValue(meta, mcpwire.MetaRetryOf, checkCorrelationID)
-	for _, k := range metaToolUseIDs {
+	for _, k := range slices.Concat(metaToolUseIDs, toolUseMeta) {
 		if v, valid := corrValue(meta, k, checkCorrelationID); v != nil {
 			q.Correlation.ToolUseID, q.ToolUseID = v, valid
 			break

@@ -238,6 +238,17 @@ func (h *Header) encode(e *encoder) {
 	e.optStr("url", s.URL)
 	e.close()
 	e.int("started_at_ms", h.StartedAtMs)
+	if len(h.ToolUseMeta) > 0 {
+		e.key("tool_use_meta")
+		e.b = append(e.b, '[')
+		for i, k := range h.ToolUseMeta {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.string(k)
+		}
+		e.b = append(e.b, ']')
+	}
 	e.typ(h.Type, typeHeader)
 	e.close()
 }

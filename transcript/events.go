@@ -131,6 +131,12 @@ type Header struct {
 	Durability  string       `json:"durability"`
 	Limits      HeaderLimits `json:"limits"`
 	StartedAtMs int64        `json:"started_at_ms"`
+	// ToolUseMeta (v4, optional) are the _meta keys, beyond the known
+	// ones, under which this producer read the agent host's tool-use id
+	// (correlation.tool_use_id): a verifier derives each attempt's with
+	// them. At most 8 keys of letters, digits and . _ - /, each at most
+	// 128 bytes, none repeated.
+	ToolUseMeta []string `json:"tool_use_meta,omitempty"`
 }
 
 // RedactionPolicy says which rules redacted retained payloads before they

@@ -83,3 +83,55 @@ func TestToolUseID(t *testing.T) {
 		}
 	}
 }
+
+// TestToolUseMeta: the header's extra tool-use id keys round-trip, are
+// read after the known key, and are refused when more than eight,
+// repeated, the known key itself, or of another shape.
+func TestToolUseMeta(t *testing.T) {
+	h := sampleHeader()
+	h.ToolUseMeta = []string{"acme.dev/toolUseId", "x_y-z"}
+	line, err := Encode(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(line, []byte(`"tool_use_meta":["acme.dev/toolUseId","x_y-z"],"type":"header"`)) {
+		t.Fatalf("encoded %s", line)
+	}
+	if fast := decodeFast(line); fast == nil {
+		t.Fatalf("the fast decoder does not read %s", line)
+	}
+	got, err := DecodeLine(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := Encode(got); !bytes.Equal(again, line) {
+		t.Fatalf("round trip\n got %s\nwant %s", again, line)
+	}
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"x_y-z":"use-2","acme.dev/toolUseId":"use-1"}}}`)
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{nil, ""},
+		{h.ToolUseMeta, "use-1"},
+		{[]string{"x_y-z"}, "use-2"},
+	} {
+		f, err := DeriveRequest(req, tc.keys...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Correlation.ToolUseID; tc.want == "" && got != nil || tc.want != "" && (got == nil || got.Value != tc.want) {
+			t.Errorf("keys %q: tool use id %+v, want %q", tc.keys, got, tc.want)
+		}
+	}
+	for _, keys := range [][]string{
+		{}, {"a", "b", "c", "d", "e", "f", "g", "h", "i"}, {"a", "a"}, {"claudecode/toolUseId"},
+		{"with space"}, {""}, {string(bytes.Repeat([]byte("k"), 129))},
+	} {
+		h := sampleHeader()
+		h.ToolUseMeta = keys
+		if validate(h) == nil {
+			t.Errorf("tool_use_meta %q: valid, want invalid", keys)
+		}
+	}
+}

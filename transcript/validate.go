@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -125,7 +127,47 @@ func (h *Header) validate() *invalid {
 		h.Limits.validate(h.Durability),
 		h.Policy.validate(),
 		nonneg("started_at_ms", h.StartedAtMs),
+		validToolUseMeta(h.ToolUseMeta),
 	)
+}
+
+// maxToolUseMeta bounds Header.ToolUseMeta.
+const maxToolUseMeta = 8
+
+// validToolUseMeta: at most maxToolUseMeta keys, none repeated, none a
+// key the derivation reads already, each 1 to 128 bytes of letters,
+// digits and . _ - / (a _meta key's characters, spec/transcript.md).
+func validToolUseMeta(keys []string) *invalid {
+	if keys == nil {
+		return nil
+	}
+	if len(keys) == 0 || len(keys) > maxToolUseMeta {
+		return bad("tool_use_meta has %d keys, want 1 to %d", len(keys), maxToolUseMeta)
+	}
+	for i, k := range keys {
+		if e := validMetaKey(k); e != "" {
+			return bad("tool_use_meta[%d]: %s", i, e)
+		}
+		if slices.Contains(keys[:i], k) || slices.Contains(metaToolUseIDs, k) {
+			return bad("tool_use_meta[%d] %q is given twice, or is a key read already", i, k)
+		}
+	}
+	return nil
+}
+
+// validMetaKey says why k is not a _meta key a producer may be told to
+// read the agent host's tool-use id under ("" when it is one).
+func validMetaKey(k string) string {
+	if len(k) == 0 || len(k) > 128 {
+		return "a key of " + strconv.Itoa(len(k)) + " bytes, want 1 to 128"
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
+			return "byte " + strconv.Itoa(i) + " is not a letter, digit, '.', '_', '-' or '/'"
+		}
+	}
+	return ""
 }
 
 func (h *Header) validateFormat() *invalid {

@@ -86,7 +86,7 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 	if pf := b.pk.cur; body != nil && pf != nil && pf.derived && sameBytes(body, pf.data) {
 		f, err = pf.req, pf.reqErr // the line reader derived them (stream.go)
 	} else if body != nil {
-		f, err = transcript.DeriveRequest(body)
+		f, err = transcript.DeriveRequest(body, b.toolUseMeta()...)
 	}
 	if err != nil {
 		reason := err.Error()
@@ -350,4 +350,13 @@ func (b *bundleCheck) responseDerived(body []byte) respDerived {
 // sameBytes says whether a and b are the same slice of memory.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// toolUseMeta are the header's extra tool-use id keys (none without a
+// header).
+func (b *bundleCheck) toolUseMeta() []string {
+	if b.header == nil {
+		return nil
+	}
+	return b.header.ToolUseMeta
 }

@@ -154,7 +154,7 @@ const (
 // checker reads from their bytes: pure functions of the bytes, computed
 // here rather than there when the checker is the slower of the two. The
 // checker uses them only for exactly these bytes (sameBytes).
-func deriveAhead(bt *lineBatch) {
+func deriveAhead(bt *lineBatch, toolUseMeta []string) {
 	for i := range bt.pre {
 		pf := &bt.pre[i]
 		if pf.err != nil || int64(len(pf.data)) != pf.e.Length || len(pf.data) > transcript.MaxDeriveBytes {
@@ -162,7 +162,7 @@ func deriveAhead(bt *lineBatch) {
 		}
 		switch pf.what {
 		case derivedRequest:
-			pf.req, pf.reqErr = transcript.DeriveRequest(pf.data)
+			pf.req, pf.reqErr = transcript.DeriveRequest(pf.data, toolUseMeta...)
 			pf.derived = true
 		case derivedResponse:
 			pf.resp = deriveResponse(pf.data)
@@ -184,6 +184,11 @@ type lineReader struct {
 	walk  packWalk
 	hash  hash.Hash
 	stats streamStats
+
+	// The first header's extra tool-use id keys, once it is read, which
+	// requests are derived with (the checker's bundleCheck.toolUseMeta).
+	headerRead  bool
+	toolUseMeta []string
 }
 
 func (lr *lineReader) batch() *lineBatch {
@@ -249,6 +254,12 @@ func (lr *lineReader) read() {
 		bt.buf = append(bt.buf, line...)
 		l := readLine{line: bt.buf[start:len(bt.buf):len(bt.buf)]}
 		l.ev, l.err = transcript.DecodeLine(l.line)
+		if h, ok := l.ev.(*transcript.Header); ok && l.err == nil && !lr.headerRead {
+			// the extra tool-use id keys requests are derived with; a
+			// repeated header is refused by the checker, which derives
+			// with the first one's keys too
+			lr.headerRead, lr.toolUseMeta = true, h.ToolUseMeta
+		}
 		l.pre0 = len(bt.pre)
 		if l.err == nil {
 			lr.prefetch(bt, l.ev)
@@ -343,7 +354,7 @@ func (lr *lineReader) ahead(bt *lineBatch) {
 		bt.pre[i].hash(lr.hash)
 	}
 	lr.stats.ahead += int64(len(bt.pre))
-	deriveAhead(bt)
+	deriveAhead(bt, lr.toolUseMeta)
 }
 
 // streamStats counts the line reader's work: entries prefetched, found by

@@ -13,10 +13,13 @@ import (
 
 // policyOptions are the enforcement flags of wrap and proxy
 // (spec/policy.md): a policy file, a lockfile of pinned declarations, and
-// the mode. load reads and compiles them before anything is created or
-// spawned: a bad policy refuses to start, naming the rule and its place.
+// the mode; and the _meta keys an agent host's tool-use id is read under
+// (correlationMeta), which the decisions and retry links use. load reads
+// and compiles them before anything is created or spawned: a bad policy
+// refuses to start, naming the rule and its place.
 type policyOptions struct {
 	file, pin, mode string
+	correlationMeta []string
 	// loaded: the exact bytes, for producer.Options
 	policy, lock []byte
 }
@@ -26,6 +29,7 @@ func (p *policyOptions) flags(c *cobra.Command) {
 	f.StringVar(&p.file, "policy", "", "decide every tools/call under this policy file (YAML or JSON; spec/policy.md) before it is forwarded")
 	f.StringVar(&p.pin, "pin", "", "deny calls to tools whose declaration differs from this lockfile (tracectl pin), or that it does not pin")
 	f.StringVar(&p.mode, "policy-mode", "", "enforce (the default: a denied call is not forwarded) or audit (decide and record, forward anyway)")
+	f.StringArrayVar(&p.correlationMeta, "correlation-meta", nil, "a _meta key under which the agent host puts its own tool-use id (beyond claudecode/toolUseId; repeatable, at most 8): recorded as correlation.tool_use_id, a reused one links a retry")
 }
 
 // load reads, parses and compiles the policy and the lock.
@@ -34,6 +38,14 @@ func (p *policyOptions) load() error {
 	case "", policy.ModeEnforce, policy.ModeAudit:
 	default:
 		return usageErr(fmt.Errorf("--policy-mode %q", p.mode), "use --policy-mode enforce or audit")
+	}
+	if len(p.correlationMeta) > 8 {
+		return usageErr(fmt.Errorf("--correlation-meta given %d times", len(p.correlationMeta)), "give at most 8 keys")
+	}
+	for _, k := range p.correlationMeta {
+		if !metaKeyShape(k) {
+			return usageErr(fmt.Errorf("--correlation-meta %q", escapeTerminal(k)), "a _meta key is 1 to 128 letters, digits, '.', '_', '-' or '/', and not claudecode/toolUseId (read already)")
+		}
 	}
 	if p.mode != "" && p.file == "" && p.pin == "" {
 		return usageErr(errors.New("--policy-mode needs --policy or --pin"), "")
@@ -84,4 +96,20 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: longer than %d bytes", path, max)
 	}
 	return b, nil
+}
+
+// metaKeyShape is the shape transcript's header check holds a
+// tool_use_meta key to (letters, digits, . _ - /; 1 to 128 bytes), minus
+// the key the recorder reads already.
+func metaKeyShape(k string) bool {
+	if len(k) == 0 || len(k) > 128 || k == "claudecode/toolUseId" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	return true
 }

@@ -282,7 +282,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				Clock: time.Now, Entropy: rand.Reader, Durability: o.durability, Retention: o.retain,
 				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
-				PolicyFile: o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode,
+				PolicyFile: o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode, ToolUseMeta: o.policy.correlationMeta,
 			}
 			untap := live.tap(&ropts)
 			rec, err := producer.Open(path, ropts)

@@ -183,7 +183,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		Server:          server,
 		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 		FramesCommitted: true,
-		PolicyFile:      o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode,
+		PolicyFile:      o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode, ToolUseMeta: o.policy.correlationMeta,
 	}
 	untap := o.live.tap(&ropts)
 	rec, err := producer.Open(o.bundle, ropts)
