@@ -271,6 +271,12 @@ func gateLine(body []byte) ([]byte, *mcpwire.Message, *mcpwire.Refusal) {
 	line := make([]byte, len(body)+1)
 	copy(line, body)
 	line[len(body)] = '\n'
+	if len(body) > mcpwire.MaxFrameBytes {
+		// an answer longer than the gate holds, read within maxLargeBody
+		// (relayBody): every other rule the same
+		m, r := mcpwire.ReadLarge(line, maxLargeBody)
+		return line, m, r
+	}
 	m, r := mcpwire.Read(line)
 	return line, m, r
 }

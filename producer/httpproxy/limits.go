@@ -203,3 +203,53 @@ func (p *Proxy) overBudget(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
 	writeRPCError(w, http.StatusServiceUnavailable, "null", codeRefused, "tracectl: not forwarded: the proxy holds as many request bodies as it may ("+ruleInflightBudget+"); retry later")
 }
+
+// maxLargeBody bounds a JSON body the proxy still reads when it is longer
+// than the gate's limit: the answer to the exchange's own call, read in
+// memory (mcpwire.ReadLarge) within the in-flight budget, committed and
+// delivered like any answer (spec/http.md, "Limits").
+const maxLargeBody = 256 << 20
+
+// readLarge reads on from a body whose first bytes (head, over the gate's
+// limit) are read, up to maxLargeBody (one byte more says it is longer),
+// charging the budget as the buffer grows. A body the budget cannot hold
+// is errOverBudget. release gives the charge back.
+func (p *Proxy) readLarge(body io.Reader, head []byte) (data []byte, release func(), err error) {
+	var held int64
+	release = func() { p.budget.give(held); held = 0 }
+	limit := int64(maxLargeBody + 1)
+	size := min(int64(len(head))*2, limit)
+	if !p.budget.take(size) {
+		return nil, release, errOverBudget
+	}
+	held = size
+	buf := make([]byte, len(head), size)
+	copy(buf, head)
+	for {
+		if int64(len(buf)) == limit {
+			return buf, release, nil
+		}
+		if len(buf) == cap(buf) {
+			grow := min(int64(cap(buf))*2, limit)
+			if !p.budget.take(grow) {
+				release()
+				return nil, func() {}, errOverBudget
+			}
+			nb := make([]byte, len(buf), grow)
+			copy(nb, buf)
+			p.budget.give(held)
+			buf, held = nb, grow
+		}
+		n, rerr := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(rerr, io.EOF) {
+			return buf, release, nil
+		}
+		if rerr != nil {
+			return buf, release, rerr
+		}
+	}
+}
+
+// errOverBudget: a long answer the in-flight budget could not hold.
+var errOverBudget = errors.New("the answer is longer than the gate holds and the in-flight budget cannot hold it; withheld")

@@ -1151,6 +1151,13 @@ func (x *exchange) relayBody(cancel context.CancelFunc, resp *http.Response, mt,
 		}
 	}()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err == nil && int64(len(data)) > maxBody && resp.StatusCode == http.StatusOK && mt == "application/json" && x.call != nil {
+		// The answer to this exchange's call, longer than the gate
+		// holds: read on, within maxLargeBody and the in-flight budget.
+		var release func()
+		data, release, err = x.p.readLarge(resp.Body, data)
+		defer release()
+	}
 	close(read)
 	bodyWait.Stop()
 	if err != nil {
@@ -1161,7 +1168,7 @@ func (x *exchange) relayBody(cancel context.CancelFunc, resp *http.Response, mt,
 		x.upstreamFailed(detail, http.StatusBadGateway)
 		return
 	}
-	if int64(len(data)) > maxBody {
+	if int64(len(data)) > maxBody && (x.call == nil || int64(len(data)) > maxLargeBody || mt != "application/json" || resp.StatusCode != http.StatusOK) {
 		x.upstreamFailed("the upstream's response body is over the gate's limit; withheld", http.StatusBadGateway)
 		return
 	}
