@@ -224,3 +224,30 @@ func (c *Client) Stderr() string {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// Run runs node with script (a path under the repository root) and args,
+// and returns each JSON object line of its stdout decoded as an E; it fails
+// the test when the script fails, with its output.
+func Run[E any](t *testing.T, node string, script []string, args ...string) []E {
+	t.Helper()
+	root, err := mcptest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command(node, append([]string{filepath.Join(append([]string{root}, script...)...)}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var evs []E
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		var e E
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			evs = append(evs, e)
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout: %s\nstderr: %s", filepath.Join(script...), err, out, stderr.String())
+	}
+	return evs
+}

@@ -5,14 +5,8 @@
 package tshttp
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/internal/mcptest/tsclient"
 )
 
@@ -31,25 +25,5 @@ type Event struct {
 func Run(t *testing.T, url, token string, scenario ...string) []Event {
 	t.Helper()
 	sdk := tsclient.V1(t)
-	root, err := mcptest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(root, "internal", "mcptest", "tshttp", "client.cjs")
-	var stderr bytes.Buffer
-	cmd := exec.Command(sdk.Node, append([]string{script, sdk.Dir, url, token}, scenario...)...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var evs []Event
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var e Event
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			evs = append(evs, e)
-		}
-	}
-	if err != nil {
-		t.Fatalf("tshttp client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
-	return evs
+	return tsclient.Run[Event](t, sdk.Node, []string{"internal", "mcptest", "tshttp", "client.cjs"}, append([]string{sdk.Dir, url, token}, scenario...)...)
 }

@@ -8,7 +8,6 @@ package tssse
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,20 +102,5 @@ func StartServer(t *testing.T) *Server {
 func RunClient(t *testing.T, url string) []Event {
 	t.Helper()
 	sdk := tsclient.V1(t)
-	var stderr bytes.Buffer
-	cmd := exec.Command(sdk.Node, script(t, "client.cjs"), sdk.Dir, url)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var evs []Event
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var e Event
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			evs = append(evs, e)
-		}
-	}
-	if err != nil {
-		t.Fatalf("HTTP+SSE client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
-	return evs
+	return tsclient.Run[Event](t, sdk.Node, []string{"internal", "mcptest", "tssse", "client.cjs"}, sdk.Dir, url)
 }
