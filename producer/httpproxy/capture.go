@@ -160,6 +160,12 @@ func (b *bundle) forget(s *session.RecordingSink) {
 // audit failure.
 func (x *exchange) bindFor(m *mcpwire.Message) (*session.Binding, error) {
 	b, policy := x.b, x.p.cfg.Capture
+	if b.legacy != nil {
+		// The deprecated HTTP+SSE transport answers on the session's
+		// stream, not on the POST: the proxy does not collect there (a
+		// call binds what the client's own listing gave, as with never).
+		return nil, nil
+	}
 	if !b.demux {
 		b.captureMu.Lock()
 		defer b.captureMu.Unlock()

@@ -58,7 +58,9 @@ func connectSSE(t *testing.T, endpoint string) *mcp.ClientSession {
 // stream is gone is refused, not forwarded.
 func TestLegacySSE(t *testing.T) {
 	up, calls, _, _ := legacyUpstream(t)
-	h := newHarness(t, up.URL, nil)
+	// capture auto, the default: the proxy does not collect over this
+	// transport, and the client's own listing is bound
+	h := newHarness(t, up.URL, func(c *Config) { c.Capture = "auto" })
 	cs := connectSSE(t, h.srv.URL)
 	if n := listAll(t, cs); n != 5 {
 		t.Fatalf("listed %d tools, want 5", n)
