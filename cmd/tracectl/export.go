@@ -104,7 +104,8 @@ tracectl help exit-codes).`,
 var csvColumns = []string{"attempt_id", "seq", "start", "end", "duration_ms", "tool", "tool_invalid", "outcome", "outcome_class", "outcome_label",
 	"result_type", "error_code", "late_response", "retry_of", "retry_basis", "snapshot_id", "snapshot_complete",
 	"correlation_id", "traceparent", "jsonrpc_id", "protocol_era", "protocol_version", "execution_scope",
-	"line_digest", "request_digest", "request_length", "response_digest", "response_length", "arguments_digest"}
+	"line_digest", "request_digest", "request_length", "response_digest", "response_length", "arguments_digest",
+	"tool_use_id", "decision", "decision_rule", "decision_reason"}
 
 func csvRow(r inspect.Record, withArgs bool) []string {
 	opt := func(p *int64) string {
@@ -116,7 +117,8 @@ func csvRow(r inspect.Record, withArgs bool) []string {
 	row := []string{r.AttemptID, strconv.FormatInt(r.Seq, 10), r.Start, r.End, opt(r.DurationMs), r.Tool, r.ToolInvalid, r.Outcome, r.OutcomeClass, r.OutcomeLabel,
 		r.ResultType, opt(r.ErrorCode), r.LateResponse, r.RetryOf, r.RetryBasis, r.SnapshotID, strconv.FormatBool(r.SnapshotComplete),
 		r.CorrelationID, r.Traceparent, r.JSONRPCID, r.ProtocolEra, r.ProtocolVersion, r.ExecutionScope,
-		r.LineDigest, r.RequestDigest, strconv.FormatInt(r.RequestLength, 10), r.ResponseDigest, strconv.FormatInt(r.ResponseLength, 10), r.ArgumentsDigest}
+		r.LineDigest, r.RequestDigest, strconv.FormatInt(r.RequestLength, 10), r.ResponseDigest, strconv.FormatInt(r.ResponseLength, 10), r.ArgumentsDigest,
+		r.ToolUseID, r.Decision, r.DecisionRule, r.DecisionReason}
 	if withArgs {
 		row = append(row, jsonText(r.Arguments), jsonText(r.Result), escapeTerminal(r.PayloadProblem))
 	}

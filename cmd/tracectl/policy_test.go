@@ -133,7 +133,7 @@ func TestPolicyStdioGoSDK(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
 	}
-	// show, export (jsonl) and the OTLP spans say what was denied, by
+	// show, export (jsonl and csv) and the OTLP spans say what was denied, by
 	// which rule, in the one count model.
 	for _, tc := range []struct {
 		argv []string
@@ -141,6 +141,7 @@ func TestPolicyStdioGoSDK(t *testing.T) {
 	}{
 		{[]string{"show", bundle}, []string{"0 unknown; 1 denied by policy)", "policy:       enforce; policy sha256:", "decisions: 1 allow, 1 deny (rule no-forbidden)", "denied (rule no-forbidden)"}},
 		{[]string{"export", "--format", "jsonl", bundle}, []string{`"outcome":"denied","outcome_class":"denied"`, `"decision":"deny","decision_rule":"no-forbidden"`, `"decision":"allow","decision_rule":"default"`, `"tool_use_id":"toolu_01"`}},
+		{[]string{"export", "--format", "csv", bundle}, []string{",arguments_digest,tool_use_id,decision,decision_rule,decision_reason\n", ",toolu_01,deny,no-forbidden,", ",allow,default,"}},
 		{[]string{"show", "--attempt", "a2", bundle}, []string{"tool use id:  toolu_01\n", "decision:     deny by rule no-forbidden (declaration sha256:"}},
 	} {
 		out, err := exec.Command(k.bin, tc.argv...).CombinedOutput()
