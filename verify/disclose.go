@@ -67,7 +67,8 @@ type Disclosure struct {
 // Disclose builds the disclosed bundle of one attempt of the bundle in
 // fsys: its record, the inclusion proof of the attempt's lines
 // (ProveAttempt), and a pack holding only the payloads those lines commit
-// to, with their salts, and the bound snapshot's manifest and pages.
+// to, with their salts, the bound snapshot's manifest and pages, and the
+// policy and lock the header commits to.
 // Payloads the bundle does not hold stay out (the lines say they are not
 // retained, or the disclosure verifies incomplete, as the bundle would).
 func Disclose(fsys fs.FS, attemptID string) (*Disclosure, error) {
@@ -119,6 +120,20 @@ func Disclose(fsys fs.FS, attemptID string) (*Disclosure, error) {
 		}
 		var ps []*transcript.Payload
 		switch e := ev.(type) {
+		case *transcript.Header:
+			// The policy and lock the decisions were made under: a
+			// verifier re-derives a disclosed attempt's decision from
+			// them, as it would the bundle's.
+			if pr := e.Policy; pr != nil {
+				for _, dg := range []string{pr.PolicyDigest, pr.LockDigest} {
+					if dg == "" {
+						continue
+					}
+					if _, err := add(dg); err != nil {
+						return nil, fmt.Errorf("policy: %w", err)
+					}
+				}
+			}
 		case *transcript.Attempt:
 			ps = append(ps, &e.Request)
 		case *transcript.Observation:

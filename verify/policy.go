@@ -43,10 +43,6 @@ func (b *bundleCheck) onPolicyHeader(h *transcript.Header) {
 	st.ref = p
 	st.decls = map[string]*policy.Snapshot{}
 	st.denied, st.allowed = map[string]bool{}, map[string]bool{}
-	if b.partial {
-		st.missing = "a disclosure does not carry the policy"
-		return
-	}
 	read := func(what, digest string, length, max int64) []byte {
 		if digest == "" {
 			return nil
@@ -55,6 +51,8 @@ func (b *bundleCheck) onPolicyHeader(h *transcript.Header) {
 		switch {
 		case b.refused(where, checkPolicy, "line 0 /policy", err):
 			st.missing = "the " + what + " file was refused"
+		case errors.Is(err, fs.ErrNotExist) && b.partial:
+			st.missing = "the disclosure does not carry the " + what + " bytes " + digest
 		case errors.Is(err, fs.ErrNotExist):
 			st.missing = "the " + what + " bytes " + digest + " are not in the bundle"
 		case err != nil:

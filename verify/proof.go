@@ -86,6 +86,7 @@ func (b *bundleCheck) finishPartial() {
 	}
 	first := len(r.Findings)
 	b.outcomes()
+	b.policySummary()
 	// An attempt with no outcome line disclosed is not an unknown outcome:
 	// its lines were left out. The seal, when disclosed, counts them all:
 	// when it accounts for every transport failure and unknown among the

@@ -21,6 +21,7 @@ import (
 	"github.com/tracectl/tracectl/internal/inspect"
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/internal/mcptest/tsclient"
+	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -243,13 +244,40 @@ func TestPolicyWithheld(t *testing.T) {
 	k := newPolicyKit(t)
 	bundle := filepath.Join(k.dir, "b.trace")
 	goSDKSession(t, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy}), "forbidden")
+	// A disclosure carries the policy the header commits to: the
+	// disclosed attempt's decision is re-derived and the disclosure
+	// verifies.
 	disclosed := filepath.Join(k.dir, "d")
 	if out, err := exec.Command(k.bin, "disclose", "--bundle", bundle, "--attempt", "a1", "--out", disclosed).CombinedOutput(); err != nil {
 		t.Fatalf("disclose: %v\n%s", err, out)
 	}
+	if out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", disclosed).CombinedOutput(); err != nil || !strings.Contains(string(out), "decisions_verified: 1 decisions") {
+		t.Fatalf("verify of the disclosure: %v, want verified with its decision re-derived\n%s", err, out)
+	}
+	// One without the policy's bytes (an older disclosure, or one whose
+	// pack lost them) is incomplete for the decision, never verified.
+	pack := filepath.Join(disclosed, transcript.PackFile)
+	b, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyBytes, err := os.ReadFile(k.policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := bytes.Index(b, policyBytes)
+	if cut < 0 {
+		t.Fatalf("the disclosure's pack does not hold the policy file's bytes")
+	}
+	// The pack entry is its header line, the bytes, and an LF.
+	start := bytes.LastIndexByte(b[:cut-1], '\n') + 1
+	stripped := append(append([]byte{}, b[:start]...), b[cut+len(policyBytes)+1:]...)
+	if err := os.WriteFile(pack, stripped, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", disclosed).CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "unavailable decision_unverifiable [attempt a1]: the decision (deny by rule \"no-forbidden\") cannot be re-derived: a disclosure does not carry the policy") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "unavailable decision_unverifiable [attempt a1]: the decision (deny by rule \"no-forbidden\") cannot be re-derived: the disclosure does not carry the policy bytes sha256:") {
 		t.Fatalf("verify: %v, want exit 3 with decision_unverifiable\n%s", err, out)
 	}
 }
