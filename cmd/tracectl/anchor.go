@@ -85,16 +85,10 @@ type sessionAnchor struct {
 // over the header alone, is signed now and queued, so a session deleted
 // later still left a trace in the log.
 func startAnchoring(ctx context.Context, rec *producer.Recorder, a anchorOptions, c *submit.Client, signer sign.Signer, id recordIdentity, ck checkpointEvery, stderr io.Writer) (*sessionAnchor, error) {
-	digest, err := executableDigest()
+	sa, err := newSessionAnchor(rec, a, c, signer, id, time.Now, stderr)
 	if err != nil {
-		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
+		return nil, err
 	}
-	sa := &sessionAnchor{c: c, signer: signer, stderr: stderr, dir: rec.Dir(), wait: a.sealTimeout,
-		inner: trustRecordSigner{signer: signer, identity: id, now: time.Now, transcriptURI: "urn:uuid:" + rec.Scope(), digest: digest}}
-	if sa.wait == 0 {
-		sa.wait = anchorSealTimeout
-	}
-	sa.q = submit.NewQueue(c, rec.Dir(), submit.QueueOptions{Retries: 3, Report: sa.report})
 	if err := startCheckpointsWith(rec, ck, sa.inner, stderr, sa.submit); err != nil {
 		sa.q.Close()
 		return nil, err
@@ -105,6 +99,22 @@ func startAnchoring(ctx context.Context, rec *producer.Recorder, a anchorOptions
 	} else if cp != nil {
 		sa.submit(cp)
 	}
+	return sa, nil
+}
+
+// newSessionAnchor returns rec's anchoring queue and record signer, with
+// no checkpoint started: seal --anchor anchors only the record.
+func newSessionAnchor(rec *producer.Recorder, a anchorOptions, c *submit.Client, signer sign.Signer, id recordIdentity, now func() time.Time, stderr io.Writer) (*sessionAnchor, error) {
+	digest, err := executableDigest()
+	if err != nil {
+		return nil, fmt.Errorf("digest of the tracectl executable: %w", err)
+	}
+	sa := &sessionAnchor{c: c, signer: signer, stderr: stderr, dir: rec.Dir(), wait: a.sealTimeout,
+		inner: trustRecordSigner{signer: signer, identity: id, now: now, transcriptURI: "urn:uuid:" + rec.Scope(), digest: digest}}
+	if sa.wait == 0 {
+		sa.wait = anchorSealTimeout
+	}
+	sa.q = submit.NewQueue(c, rec.Dir(), submit.QueueOptions{Retries: 3, Report: sa.report})
 	return sa, nil
 }
 

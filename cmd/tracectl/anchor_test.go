@@ -628,4 +628,16 @@ func TestAnchoredKilled(t *testing.T) {
 	if code != exitIncomplete || !strings.Contains(out, "pass anchor_included [checkpoints/1.json]") || !strings.Contains(out, "pass anchor_included ["+m[1]+"]") || strings.Contains(out, "anchor_missing") {
 		t.Fatalf("verify: exit %d\n%s", code, out)
 	}
+	// seal --recover --anchor finishes what the killed wrap could not: the
+	// record is signed, anchored and its receipt kept, so every statement
+	// of the session is anchored and the bundle verifies with --log-key.
+	seal := exec.Command(k.bin, "seal", "--bundle", bundle, "--key", k.key, "--recover", "--anchor", k.logURL, "--anchor-key", k.logPub)
+	sealOut, err := seal.CombinedOutput()
+	if err != nil || !strings.Contains(string(sealOut), "anchored "+anchor.RecordFile+": log entry") {
+		t.Fatalf("seal --recover --anchor: %v\n%s", err, sealOut)
+	}
+	code, out = k.verify(t, "--log-key", k.logPub, bundle)
+	if code != 0 || !strings.Contains(out, "pass anchor_included ["+anchor.RecordFile+"]") || strings.Contains(out, "anchor_missing") {
+		t.Fatalf("verify after seal --recover --anchor: exit %d\n%s", code, out)
+	}
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracectl/tracectl/internal/anchor/submit"
 	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
 
@@ -20,6 +22,7 @@ type sealOptions struct {
 	recover bool
 	record  recordIdentity
 	keys    keyOptions
+	anchor  anchorOptions    // anchor.go: the record is anchored as wrap's seal anchors it
 	now     func() time.Time // the clock, an input like everything else
 }
 
@@ -30,7 +33,7 @@ func init() {
 func newSealCmd(s streams, runF func(context.Context, streams, *sealOptions) error) *cobra.Command {
 	o := &sealOptions{now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "seal --bundle DIR [--key KEY] [--recover]",
+		Use:   "seal --bundle DIR [--key KEY] [--recover] [--anchor URL --anchor-key FILE]",
 		Short: "Seal (and sign) a bundle whose recording stopped without sealing",
 		Long: `seal finishes a bundle that was closed without sealing, or signs one that was
 sealed without a key. Attempts still in flight get an unknown resolution
@@ -42,9 +45,15 @@ quarantine/ and named by a recovery event, attempts left in flight are resolved
 unknown (producer_crashed), and the bundle is sealed. History is only appended
 to, never rewritten; a journal corrupt before its last line is refused.
 
+With --anchor (a session recorded with wrap or proxy --anchor whose recording
+stopped before its seal), the signed record is anchored in the log as wrap's
+seal anchors it: anchors/record.json, record.json naming its log entry, and
+the entry's receipt, so verify --log-key finds every statement anchored.
+
 Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
-		Example: "  tracectl seal --bundle run.trace --key key.pem\n  tracectl seal --bundle run.trace --key key.pem --recover",
-		Args:    cobra.NoArgs,
+		Example: "  tracectl seal --bundle run.trace --key key.pem\n  tracectl seal --bundle run.trace --key key.pem --recover\n" +
+			"  tracectl seal --bundle run.trace --key key.pem --recover --anchor http://127.0.0.1:7800 --anchor-key log/log.pub",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runF(c.Context(), s, o)
 		},
@@ -55,6 +64,7 @@ Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
 	f.BoolVar(&o.recover, "recover", false, "recover after a crash: quarantine a torn final line and resolve in-flight attempts as producer_crashed")
 	o.record.flags(cmd)
 	o.keys.flags(cmd)
+	o.anchor.flags(cmd)
 	return cmd
 }
 
@@ -65,14 +75,26 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// The key first: nothing is appended to a bundle that cannot be signed.
+	if err := o.anchor.validate(o.key); err != nil {
+		return err
+	}
+	// The key and the log's key first: nothing is appended to a bundle
+	// that cannot be signed or anchored.
 	var rs producer.RecordSigner
+	var signer sign.Signer
 	if o.key != "" {
-		signer, err := loadSigningKey(ctx, o.key, o.keys)
-		if err != nil {
+		var err error
+		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
 			return err
 		}
 		rs = trustRecordSigner{signer: signer, identity: o.record, now: o.now}
+	}
+	var ac *submit.Client
+	if o.anchor.set() {
+		var err error
+		if ac, err = o.anchor.client(); err != nil {
+			return err
+		}
 	}
 	open := producer.Reopen
 	if o.recover {
@@ -85,7 +107,16 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	if rep := rec.Recovery(); rep != nil {
 		fmt.Fprintln(s.out, escapeTerminal(recoverySummary(rep)))
 	}
+	var sa *sessionAnchor
+	if ac != nil {
+		if sa, err = newSessionAnchor(rec, o.anchor, ac, signer, o.record, o.now, s.err); err != nil {
+			rec.Close()
+			return err
+		}
+		rs = sa
+	}
 	sealed, err := rec.Seal(ctx, rs)
+	sa.close() // the record's receipt is written (or its failure reported) before anything is printed
 	if err != nil {
 		hint := ""
 		if sealed != nil {

@@ -250,9 +250,43 @@ func NewQueue(c *Client, bundle string, o QueueOptions) *Queue {
 	if q.report == nil {
 		q.report = func(string, *anchor.Receipt, error) {}
 	}
+	q.resume()
 	go q.adder()
 	go q.prover()
 	return q
+}
+
+// resume picks up the receipts a bundle holds already (its anchoring
+// resumed after a crash: seal --anchor): the next receipt is numbered
+// after the last, and proves consistency from the last one the log key
+// checks, as verify requires of successive receipts.
+func (q *Queue) resume() {
+	ents, err := os.ReadDir(filepath.Join(q.bundle, anchor.Dir))
+	if err != nil {
+		return
+	}
+	best := 0
+	for _, e := range ents {
+		n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".json"))
+		if err != nil || n <= 0 || !strings.HasSuffix(e.Name(), ".json") || !e.Type().IsRegular() {
+			continue
+		}
+		q.seq = max(q.seq, n)
+		if n < best {
+			continue
+		}
+		b, err := readStatement(filepath.Join(q.bundle, anchor.Dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		r, err := anchor.ParseReceipt(b)
+		if err != nil {
+			continue
+		}
+		if ck, err := r.CheckLog(q.c.Keys); err == nil {
+			best, q.prev = n, ck
+		}
+	}
 }
 
 // ErrQueueFull reports a statement refused because MaxPending wait.
@@ -432,7 +466,9 @@ func (q *Queue) retry(f func() error) error {
 	}
 }
 
-// write stores the receipt as anchors/<seq>.json, exclusively, 0600.
+// write stores the receipt as anchors/<seq>.json, exclusively, 0600. A
+// queue that resumes a bundle's anchoring (seal --anchor after a crash)
+// numbers on after the receipts already there.
 func (q *Queue) write(r *anchor.Receipt) error {
 	b, err := r.Marshal()
 	if err != nil {
@@ -442,8 +478,13 @@ func (q *Queue) write(r *anchor.Receipt) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	q.seq++
-	return WriteFile(filepath.Join(dir, strconv.Itoa(q.seq)+".json"), b)
+	for {
+		q.seq++
+		err := WriteFile(filepath.Join(dir, strconv.Itoa(q.seq)+".json"), b)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
 }
 
 // WriteFile creates p exclusively (0600), writes b and fsyncs it.
