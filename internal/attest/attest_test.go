@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -244,5 +245,26 @@ func TestStatementNoTranscript(t *testing.T) {
 	}
 	if _, err := Statement(b); !errors.Is(err, ErrNoTranscript) {
 		t.Errorf("err = %v, want ErrNoTranscript", err)
+	}
+}
+
+// TestSpecNamesIdentifiers keeps spec/attest.md and spec/README.md in step
+// with the identifiers a consumer matches on.
+func TestSpecNamesIdentifiers(t *testing.T) {
+	page, err := os.ReadFile("../../spec/attest.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../spec/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{PredicateType, PayloadType, `"name": "` + SubjectRecord + `"`, `"name": "` + SubjectTranscriptRoot + `"`, "https://in-toto.io/Statement/v1"} {
+		if !bytes.Contains(page, []byte(id)) {
+			t.Errorf("spec/attest.md does not name %s", id)
+		}
+	}
+	if !bytes.Contains(readme, []byte("| `"+PredicateType+"` |")) {
+		t.Errorf("spec/README.md's identifier table lacks %s", PredicateType)
 	}
 }
