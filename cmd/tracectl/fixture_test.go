@@ -280,7 +280,8 @@ func basicCalls(r *producer.Recorder, call func(tool, args, meta string) (*produ
 
 // cmdMkBundle is the testscript command `mkbundle KIND DIR`: it records a
 // fixture bundle (writeFixture) at DIR and writes the public key of the
-// fixture key to key.pub.
+// fixture key to key.pub and the private key to key.pem (PKCS#8, 0600), for
+// the commands that sign with the producer's key (attest).
 func cmdMkBundle(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: mkbundle basic|digest|hostile|attack|unsigned DIR")
@@ -297,6 +298,13 @@ func cmdMkBundle(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("mkbundle: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(ts.MkAbs("."), "key.pub"), pub, 0o600); err != nil {
+		ts.Fatalf("mkbundle: %v", err)
+	}
+	priv, err := cryptoutils.MarshalPrivateKeyToPEM(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)))
+	if err != nil {
+		ts.Fatalf("mkbundle: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(ts.MkAbs("."), "key.pem"), priv, 0o600); err != nil {
 		ts.Fatalf("mkbundle: %v", err)
 	}
 }
