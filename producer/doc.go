@@ -37,7 +37,11 @@
 //     a response line before Response returns; writes and fsyncs are each
 //     group commits shared by concurrent callers, and AttemptWritten /
 //     ResponseFrameWritten split the write from the durable wait so a
-//     proxy reading the next frame shares the fsync too. batch writes at
+//     proxy reading the next frame shares the fsync too. When the last
+//     group commit served more than one waiting call (calls are
+//     concurrent), the next sync leader waits 1 ms before it fsyncs so
+//     the lines written meanwhile share the fsync; a lone call never
+//     waits. batch writes at
 //     once and fsyncs every BatchInterval; none never fsyncs before Seal.
 //     The mode is in the header. Payload bytes are appended to the payload
 //     pack (payloads.pack, their final form) before the line that commits

@@ -40,6 +40,16 @@ type journal struct {
 	syncing bool  // a leader is fsyncing
 	err     error
 
+	// Gathering (strict mode). waiters counts callers waiting for
+	// durability; lastGroup is how many the last fsync found waiting. When
+	// that was more than one (calls are concurrent), the next leader waits
+	// gather before it fsyncs, so lines written meanwhile share the fsync;
+	// a lone caller never waits. sleep is time.Sleep, injectable.
+	waiters   int
+	lastGroup int
+	gather    time.Duration
+	sleep     func(time.Duration)
+
 	syncs atomic.Int64 // fsyncs of the journal, for Stats
 	wb    *writeback   // none and batch: starts writeback as lines are written
 	// preSync, if set, runs with each fsync of the journal (outside its
@@ -69,7 +79,7 @@ func (j *journal) tapLine(line []byte) {
 }
 
 func newJournal(f File, mode string, lines, size int64) *journal {
-	j := &journal{f: f, mode: mode, next: lines, written: lines, durable: lines, size: size}
+	j := &journal{f: f, mode: mode, next: lines, written: lines, durable: lines, size: size, gather: gatherDelay, sleep: time.Sleep}
 	j.cond.L = &j.mu
 	return j
 }
@@ -212,6 +222,10 @@ func (j *journal) durableWait(seq int64) func() error {
 // fsync if none runs: an fsync never waits for a write, nor a write for an
 // fsync.
 func (j *journal) waitFor(n int64, sync bool) error {
+	if sync {
+		j.waiters++
+		defer func() { j.waiters-- }()
+	}
 	for {
 		if j.written >= n && (!sync || j.durable >= n) {
 			return nil
@@ -229,6 +243,10 @@ func (j *journal) waitFor(n int64, sync bool) error {
 		}
 	}
 }
+
+// gatherDelay is how long a sync leader waits for concurrent callers'
+// lines before it fsyncs (journal.gather).
+var gatherDelay = 1 * time.Millisecond
 
 // leadWrite writes every pending line. Called with mu held; releases it
 // during the write.
@@ -261,6 +279,12 @@ func (j *journal) leadWrite() {
 // Only lines written before the fsync began are marked durable.
 func (j *journal) leadSync() {
 	j.syncing = true
+	if j.mode == transcript.DurabilityStrict && j.gather > 0 && j.lastGroup > 1 {
+		j.mu.Unlock()
+		j.sleep(j.gather)
+		j.mu.Lock()
+	}
+	j.lastGroup = j.waiters
 	w := j.written
 	j.mu.Unlock()
 	err := j.syncBoth()

@@ -247,3 +247,52 @@ func TestWaitNotStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestGatherSharesFsync: once the last group commit served more than one
+// waiter (calls are concurrent), the next sync leader waits the gather
+// delay before it fsyncs, and a line written meanwhile is made durable by
+// the same fsync; a lone caller (the last group served one) never waits.
+func TestGatherSharesFsync(t *testing.T) {
+	r, _ := openTest(t, nil)
+	var slept []time.Duration
+	var late func() error
+	r.j.sleep = func(d time.Duration) {
+		slept = append(slept, d)
+		// Another call's attempt arrives while the leader gathers.
+		_, w, err := r.AttemptWritten(context.Background(), Call{Line: call("99", "t", `{}`, "")})
+		if err != nil {
+			t.Error(err)
+		}
+		late = w
+	}
+	_, w1, err := r.AttemptWritten(context.Background(), Call{Line: call("1", "t", `{}`, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w1(); err != nil {
+		t.Fatal(err)
+	}
+	if len(slept) != 0 {
+		t.Fatalf("a lone caller gathered (%v): it must fsync at once", slept)
+	}
+	r.j.mu.Lock()
+	r.j.lastGroup = 2 // as after a group commit that served two concurrent calls
+	r.j.mu.Unlock()
+	_, w2, err := r.AttemptWritten(context.Background(), Call{Line: call("2", "t", `{}`, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.Stats()
+	if err := w2(); err != nil {
+		t.Fatal(err)
+	}
+	if len(slept) != 1 || slept[0] != gatherDelay {
+		t.Fatalf("slept %v, want one gather of %v", slept, gatherDelay)
+	}
+	if err := late(); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Stats().Fsyncs - before.Fsyncs; d != 1 {
+		t.Fatalf("%d journal fsyncs for the waiting call and the one written while it gathered, want 1", d)
+	}
+}
