@@ -41,8 +41,8 @@
 //     group commit served more than one waiting call (calls are
 //     concurrent), the next sync leader waits 1 ms before it fsyncs so
 //     the lines written meanwhile share the fsync; a lone call never
-//     waits. batch writes at
-//     once and fsyncs every BatchInterval; none never fsyncs before Seal.
+//     waits. batch writes at once and fsyncs every BatchInterval; none
+//     never fsyncs before Seal.
 //     The mode is in the header. Payload bytes are appended to the payload
 //     pack (payloads.pack, their final form) before the line that commits
 //     to them, and the pack is fsynced with the journal wherever the
