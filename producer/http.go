@@ -43,7 +43,9 @@ func (r *Recorder) RecordHTTP(ev transcript.HTTPEvent) error {
 	probe.Seq = 1
 	if line, err := transcript.Encode(&probe); err != nil {
 		return fmt.Errorf("%w: http line: %w", ErrInvalidInput, err)
-	} else if _, err := transcript.DecodeLine(line); err != nil {
+	} else if len(line) > transcript.MaxLineBytes {
+		return fmt.Errorf("%w: http line: %d bytes, over transcript.MaxLineBytes", ErrInvalidInput, len(line))
+	} else if err := probe.Check(); err != nil {
 		return fmt.Errorf("%w: http line: %w", ErrInvalidInput, err)
 	}
 	_, err := r.j.appendWritten(r.lineOf(func(s, at int64) { ev.Seq, ev.AtMs = s, at }, &ev))

@@ -148,6 +148,21 @@ func IsCredentialHeader(name string) bool {
 	return false
 }
 
+// Check reports whether v, with the seq and time it has, is an http line
+// the format allows: what DecodeLine refuses of Encode(v) beyond bytes
+// Encode cannot write (strings that are not UTF-8), without decoding.
+// Type may be empty (Encode writes it). Errors are *LineError.
+func (v *HTTPEvent) Check() error {
+	c := *v
+	if c.Type == "" {
+		c.Type = typeHTTP
+	}
+	if e := c.validate(); e != nil {
+		return e.withSeq(c.Seq)
+	}
+	return nil
+}
+
 func (v *HTTPEvent) validate() *invalid {
 	e := first(
 		event(v.Type, typeHTTP, v.Seq, v.AtMs),

@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -20,6 +22,9 @@ func TestHTTPLineValidation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a valid http line refused: %v\n%s", err, line)
 	}
+	if err := good.Check(); err != nil {
+		t.Fatalf("Check refuses a valid http line: %v", err)
+	}
 	if got := ev.(*HTTPEvent); got.Headers["mcp-method"] != "tools/call" || len(got.Credentials) != 2 {
 		t.Fatalf("round trip: %+v", got)
 	}
@@ -36,7 +41,13 @@ func TestHTTPLineValidation(t *testing.T) {
 		"tls on a request": func(e *HTTPEvent) {
 			e.TLS = &HTTPTLS{Version: "TLS 1.3", SPKISHA256: "sha256:" + strings.Repeat("0", 64), Chain: ChainVerified}
 		},
-		"bad status": func(e *HTTPEvent) { e.Status = 1000 },
+		"bad status":         func(e *HTTPEvent) { e.Status = 1000 },
+		"empty credential":   func(e *HTTPEvent) { e.Credentials = []string{""} },
+		"long detail":        func(e *HTTPEvent) { e.Detail = strings.Repeat("x", maxDetailBytes+1) },
+		"bad session digest": func(e *HTTPEvent) { e.Session = "sha256:00" },
+		"negative exchange":  func(e *HTTPEvent) { e.Exchange = -1 },
+		"unknown event":      func(e *HTTPEvent) { e.Event = "teleport" },
+		"seq 0":              func(e *HTTPEvent) { e.Seq = 0 },
 	} {
 		e := good
 		e.Headers = map[string]string{"mcp-method": "tools/call"}
@@ -48,5 +59,47 @@ func TestHTTPLineValidation(t *testing.T) {
 		if _, err := DecodeLine(line); err == nil {
 			t.Errorf("%s: accepted\n%s", name, line)
 		}
+		// Check (the recorder's check before an http line takes a seq)
+		// refuses what DecodeLine refuses.
+		if err := e.Check(); err == nil {
+			t.Errorf("%s: Check accepts a line DecodeLine refuses\n%s", name, line)
+		}
+	}
+}
+
+// TestHTTPCheckAgreesWithDecode: for random http events (a valid one with
+// random members changed), Check accepts exactly what DecodeLine accepts
+// of Encode's bytes.
+func TestHTTPCheckAgreesWithDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	zero := int64(0)
+	accepted := 0
+	for i := range 8000 {
+		e := HTTPEvent{Seq: 3, AtMs: 1, Event: HTTPRequest, Exchange: 1, Method: "POST", Path: "/mcp",
+			Headers: map[string]string{"mcp-method": "tools/call"}, Credentials: []string{"authorization"}, Frame: &zero}
+		v := reflect.ValueOf(&e).Elem()
+		for range 1 + i%3 {
+			f := v.Field(rng.IntN(v.NumField()))
+			if f.Type().Name() == "" || rng.IntN(2) == 0 {
+				fill(rng, f)
+			} else {
+				f.SetZero()
+			}
+		}
+		line, err := Encode(&e)
+		if err != nil {
+			continue
+		}
+		_, derr := DecodeLine(line)
+		cerr := e.Check()
+		if (derr == nil) != (cerr == nil) {
+			t.Fatalf("DecodeLine: %v, Check: %v\n%s", derr, cerr, line)
+		}
+		if cerr == nil {
+			accepted++
+		}
+	}
+	if accepted < 400 {
+		t.Fatalf("only %d of 8000 events valid: the test does not reach both answers", accepted)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/tracectl/tracectl/canon"
 )
 
-// ProofFormat is the format id of an inclusion proof document.
-const ProofFormat = "tracectl.inclusion-proof/v1"
+// proofFormat is the format id of an inclusion proof document.
+const proofFormat = "tracectl.inclusion-proof/v1"
 
 // Proof limits (ParseProof).
 const (
@@ -31,9 +31,9 @@ const (
 
 // Proof shows that chosen lines are in a transcript with a given root,
 // without disclosing the other lines. Its canonical JSON (Marshal) names
-// ProofFormat inside.
+// proofFormat inside.
 type Proof struct {
-	Format   string       `json:"format"` // ProofFormat
+	Format   string       `json:"format"` // proofFormat
 	Merkle   string       `json:"merkle"` // MerkleAlg
 	TreeSize int64        `json:"tree_size"`
 	Root     string       `json:"root"`    // "sha256:<hex>": the root the proof was made against
@@ -112,7 +112,7 @@ func Prove(lines [][]byte, indexes []int64) (*Proof, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prove: %w", err)
 	}
-	p := &Proof{Format: ProofFormat, Merkle: MerkleAlg, TreeSize: n, Root: formatRoot(root)}
+	p := &Proof{Format: proofFormat, Merkle: MerkleAlg, TreeSize: n, Root: formatRoot(root)}
 	for _, x := range idx {
 		rp, err := tlog.ProveRecord(n, x, reader)
 		if err != nil {
@@ -172,8 +172,8 @@ func ParseProof(data []byte) (*Proof, error) {
 
 func (p *Proof) validate() error {
 	switch {
-	case p.Format != ProofFormat:
-		return fmt.Errorf("%w: format %q, want %q", ErrProofInvalid, bounded(p.Format), ProofFormat)
+	case p.Format != proofFormat:
+		return fmt.Errorf("%w: format %q, want %q", ErrProofInvalid, bounded(p.Format), proofFormat)
 	case p.Merkle != MerkleAlg:
 		return fmt.Errorf("%w: merkle %q, want %q", ErrProofInvalid, bounded(p.Merkle), MerkleAlg)
 	case p.TreeSize < 1 || p.TreeSize > canon.MaxSafeInteger:

@@ -134,7 +134,7 @@ func TestParseProofRejects(t *testing.T) {
 	}{
 		{"not canonical", " " + s, ErrProofInvalid},
 		{"unknown member", strings.Replace(s, `{"entries"`, `{"extra":1,"entries"`, 1), ErrProofInvalid},
-		{"wrong format", strings.Replace(s, ProofFormat, "tracectl.inclusion-proof/v9", 1), ErrProofInvalid},
+		{"wrong format", strings.Replace(s, proofFormat, "tracectl.inclusion-proof/v9", 1), ErrProofInvalid},
 		{"null path", strings.Replace(s, `"path":[`, `"path":null,"x":[`, 1), ErrProofInvalid},
 		{"upper hex", strings.Replace(s, `"path":["`, `"path":["A`, 1), ErrProofInvalid},
 		{"tree size zero", strings.Replace(s, fmt.Sprintf(`"tree_size":%d`, len(lines)), `"tree_size":0`, 1), ErrProofInvalid},
@@ -158,7 +158,7 @@ func TestProofPathLimit(t *testing.T) {
 		for i := range path {
 			path[i] = strings.Repeat("ab", 32)
 		}
-		return &Proof{Format: ProofFormat, Merkle: MerkleAlg, TreeSize: 1<<53 - 1, Root: dig1, Entries: []ProofEntry{{Index: 1<<53 - 2, Line: "{}", Path: path}}}
+		return &Proof{Format: proofFormat, Merkle: MerkleAlg, TreeSize: 1<<53 - 1, Root: dig1, Entries: []ProofEntry{{Index: 1<<53 - 2, Line: "{}", Path: path}}}
 	}
 	if err := mk(maxProofPath).validate(); err != nil {
 		t.Errorf("path of %d: %v", maxProofPath, err)

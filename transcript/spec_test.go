@@ -57,7 +57,7 @@ func TestSpecInSync(t *testing.T) {
 		}
 	}
 	for _, v := range []string{
-		Format, formatV1, Profile, MerkleAlg, ProofFormat,
+		Format, formatV1, Profile, MerkleAlg, proofFormat,
 		SessionClientGone, FrameForwarded, FrameRefused, FrameWithheld, FrameRequest, frameNotification, FrameResponse, FrameUnread,
 		DurabilityStrict, DurabilityBatch, DurabilityNone, RetainFull, RetainDigest,
 		ReasonProducerCrashed, ReasonSealedInFlight, reasonServerExited, OutcomeUnknown,

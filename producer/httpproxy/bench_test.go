@@ -35,7 +35,8 @@ import (
 // process's peak RSS during the recording proxy's run and its ratio to the
 // peak during the ReverseProxy's (VmHWM, reset between runs through
 // /proc/self/clear_refs; linux only, else not reported). The load is b.N
-// calls per path, all to one stateless bundle.
+// calls per path, all to one stateless bundle, run in four blocks whose
+// order turns so a change in the machine's load falls on every path.
 //
 //	go test -run '^$' -bench 'Call/' -benchtime 2000x ./producer/httpproxy/
 func BenchmarkCall(b *testing.B) {
@@ -78,9 +79,10 @@ func BenchmarkCall(b *testing.B) {
 				rec := httptest.NewServer(p)
 				defer rec.Close()
 				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 300}}
-				var peak [2]int64 // VmHWM in KiB during the ReverseProxy's run and the recording proxy's
-				run := func(target string) (p50, p99 time.Duration) {
-					lat := make([]time.Duration, 0, b.N)
+				var peak [2]int64 // VmHWM in KiB during the ReverseProxy's blocks and the recording proxy's
+				// run makes n calls to target with inflight workers and
+				// appends each latency to lat.
+				run := func(target string, n int, lat *[]time.Duration) {
 					var mu sync.Mutex
 					var wg sync.WaitGroup
 					var next atomic.Int64
@@ -88,7 +90,7 @@ func BenchmarkCall(b *testing.B) {
 						wg.Add(1)
 						go func() {
 							defer wg.Done()
-							for next.Add(1) <= int64(b.N) {
+							for next.Add(1) <= int64(n) {
 								t0 := time.Now()
 								if err := benchPost(client, target); err != nil {
 									b.Error(err)
@@ -96,51 +98,70 @@ func BenchmarkCall(b *testing.B) {
 								}
 								d := time.Since(t0)
 								mu.Lock()
-								lat = append(lat, d)
+								*lat = append(*lat, d)
 								mu.Unlock()
 							}
 						}()
 					}
 					wg.Wait()
-					slices.Sort(lat)
-					if len(lat) == 0 {
-						return 0, 0
+				}
+				fsyncCount := func() (n int64) {
+					rmu.Lock()
+					defer rmu.Unlock()
+					for _, r := range recs {
+						st := r.Stats()
+						n += st.Fsyncs + st.PackFsyncs
 					}
-					return lat[len(lat)/2], lat[len(lat)*99/100]
+					return n
 				}
-				b.ResetTimer()
-				direct, _ := run(up.URL)
-				resetPeakRSS()
-				plain, plain99 := run(floor.URL)
-				peak[0] = peakRSS()
-				var fsyncs0 int64
-				rmu.Lock()
-				for _, r := range recs {
-					st := r.Stats()
-					fsyncs0 += st.Fsyncs + st.PackFsyncs
-				}
-				rmu.Unlock()
-				resetPeakRSS()
-				traced, traced99 := run(rec.URL)
-				peak[1] = peakRSS()
-				b.StopTimer()
+				// The three paths run in blocks, in an order that turns
+				// each block (direct, ReverseProxy, proxy; then proxy,
+				// ReverseProxy, direct; ...), so a change in the
+				// machine's load during the run falls on all of them.
+				const blocks = 4
+				var lat [3][]time.Duration
+				targets := [3]string{up.URL, floor.URL, rec.URL}
 				var fsyncs int64
-				rmu.Lock()
-				for _, r := range recs {
-					st := r.Stats()
-					fsyncs += st.Fsyncs + st.PackFsyncs
+				b.ResetTimer()
+				for blk := range blocks {
+					n := b.N/blocks + min(1, max(0, b.N%blocks-blk))
+					for k := range 3 {
+						j := k
+						if blk%2 == 1 {
+							j = 2 - k
+						}
+						resetPeakRSS()
+						f0 := fsyncCount()
+						run(targets[j], n, &lat[j])
+						if j > 0 {
+							peak[j-1] = max(peak[j-1], peakRSS())
+						}
+						if j == 2 {
+							fsyncs += fsyncCount() - f0
+						}
+					}
 				}
-				rmu.Unlock()
+				b.StopTimer()
 				if err := p.Close(); err != nil {
 					b.Fatal(err)
 				}
+				q := func(l []time.Duration, f float64) time.Duration {
+					if len(l) == 0 {
+						return 0
+					}
+					slices.Sort(l)
+					return l[int(float64(len(l))*f)]
+				}
+				direct := q(lat[0], .5)
+				plain, plain99 := q(lat[1], .5), q(lat[1], .99)
+				traced, traced99 := q(lat[2], .5), q(lat[2], .99)
 				if direct > 0 && plain > 0 {
 					b.ReportMetric(float64(traced)/float64(direct), "p50-x-direct")
 					b.ReportMetric(float64(traced)/float64(plain), "p50-x-reverseproxy")
 					b.ReportMetric(float64(traced99)/float64(plain99), "p99-x-reverseproxy")
 					b.ReportMetric(float64(traced.Microseconds()), "p50-us")
 					b.ReportMetric(float64(traced99.Microseconds()), "p99-us")
-					b.ReportMetric(float64(fsyncs-fsyncs0)/float64(b.N), "fsyncs/call")
+					b.ReportMetric(float64(fsyncs)/float64(b.N), "fsyncs/call")
 					if peak[0] > 0 && peak[1] > 0 {
 						b.ReportMetric(float64(peak[1])/1024, "peak-rss-MiB")
 						b.ReportMetric(float64(peak[1])/float64(peak[0]), "peak-rss-x-reverseproxy")
