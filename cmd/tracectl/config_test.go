@@ -282,3 +282,17 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestREADMEConfig: the README's config file example parses, with its
+// relative key resolved against the file's directory.
+func TestREADMEConfig(t *testing.T) {
+	block := readmeBlock(t, "## Commands", "yaml")
+	dir := t.TempDir()
+	cfg, err := parseConfig("config.yaml", dir, []byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.values["key"].value, filepath.Join(dir, "keys", "agent.pem"); got != want || len(cfg.values) != 3 {
+		t.Errorf("key %q, want %q; %d keys", got, want, len(cfg.values))
+	}
+}
