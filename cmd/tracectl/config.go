@@ -245,12 +245,12 @@ $XDG_CONFIG_HOME/tracectl/config.yaml, else ~/.config/tracectl/config.yaml (a
 missing default file is fine). It is one YAML mapping of these keys, spelled
 as the flags, each a string:
 
-  key: keys/agent.pem          # --key (a PEM file or a KMS reference)
-  trusted-key: keys/agent.pem.pub   # --trusted-key
-  bundle-dir: /var/log/agent/bundles  # --bundle-dir (not with --bundle)
-  retain: digest               # --retain: full or digest
-  durability: batch            # --durability: strict, batch or none
-  capture: auto                # --capture: auto, always or never
+  key: keys/agent.pem                  # --key (a PEM file or a KMS reference)
+  trusted-key: keys/agent.pem.pub      # --trusted-key
+  bundle-dir: /var/log/agent/bundles   # --bundle-dir (not with --bundle)
+  retain: digest                       # --retain: full or digest
+  durability: batch                    # --durability: strict, batch or none
+  capture: auto                        # --capture: auto, always or never
 
 Relative paths (key, trusted-key, bundle-dir) are resolved against the
 directory the file is in, not the working directory.
