@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -23,6 +26,7 @@ import (
 
 	"github.com/tracectl/tracectl/internal/anchor"
 	"github.com/tracectl/tracectl/internal/anchor/submit"
+	"github.com/tracectl/tracectl/internal/audit"
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/internal/tlog"
 	"github.com/tracectl/tracectl/internal/witness"
@@ -230,10 +234,29 @@ func (k *anchorKit) audit(t *testing.T, logArg, state string, bundles ...string)
 	return procExit(err), string(out)
 }
 
+// auditJSON runs tracectl audit --format json and decodes its stdout,
+// which must be one JSON object on one line.
+func (k *anchorKit) auditJSON(t *testing.T, logArg, state string, bundles ...string) (int, auditResult) {
+	t.Helper()
+	args := append([]string{"audit", "--format", "json", "--log", logArg, "--log-key", k.logPub, "--trusted-key", k.key + ".pub", "--state", state}, bundles...)
+	out, err := exec.Command(k.bin, args...).Output()
+	var res auditResult
+	if n := bytes.Count(out, []byte("\n")); n != 1 || !bytes.HasSuffix(out, []byte("\n")) {
+		t.Fatalf("audit --format json: %d lines:\n%s", n, out)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("audit --format json: %v\n%s", err, out)
+	}
+	return procExit(err), res
+}
+
 // TestAuditFleet: three anchored sessions audit clean against the log
 // served over HTTP and against its directory read offline; a deleted
 // bundle is missing, a rewritten one truncated (the log's record covers a
-// call the bundle's does not).
+// call the bundle's does not). --format json reports the same, with the
+// same exit status.
 func TestAuditFleet(t *testing.T) {
 	k := newAnchorKit(t)
 	fleet := filepath.Join(k.dir, "fleet")
@@ -253,6 +276,10 @@ func TestAuditFleet(t *testing.T) {
 	}
 	if code, out := k.audit(t, k.logDir, state, fleet); code != 0 {
 		t.Fatalf("offline mirror: exit %d\n%s", code, out)
+	}
+	code, res := k.auditJSON(t, k.logDir, state, fleet)
+	if want := (auditResult{MediaType: auditMediaType, Log: "test.tracectl/log", Size: res.Size, Trusted: res.Trusted, Sessions: 3, Bundles: 3, Findings: []audit.Finding{}}); code != 0 || !reflect.DeepEqual(res, want) || res.Trusted < 3 || res.Size != res.Trusted {
+		t.Fatalf("clean fleet, --format json: exit %d\n got %+v\nwant %+v", code, res, want)
 	}
 	hdr, err := os.ReadFile(filepath.Join(bundles[0], "transcript.jsonl"))
 	if err != nil {
@@ -275,6 +302,15 @@ func TestAuditFleet(t *testing.T) {
 	}
 	if strings.Contains(out, bundles[2]) {
 		t.Errorf("the untouched bundle has a finding:\n%s", out)
+	}
+	code, res = k.auditJSON(t, k.logURL, state, fleet)
+	var codes []string
+	for _, f := range res.Findings {
+		codes = append(codes, f.Code)
+	}
+	sort.Strings(codes)
+	if code != exitFailed || res.Bundles != 2 || !reflect.DeepEqual(codes, []string{"missing", "truncated"}) {
+		t.Errorf("--format json: exit %d, %+v", code, res)
 	}
 }
 

@@ -25,6 +25,23 @@ type auditOptions struct {
 	log, logKey, state string
 	trusted            []string
 	bundles            []string
+	format             string
+}
+
+// auditMediaType is the media type of `tracectl audit --format json`.
+const auditMediaType = "application/vnd.tracectl.audit.v1+json"
+
+// auditResult is what `tracectl audit --format json` prints; the exit
+// status is the same as with text.
+type auditResult struct {
+	MediaType string          `json:"media_type"`
+	Log       string          `json:"log"`     // the log's origin, as its checkpoint names it
+	Size      int             `json:"size"`    // entries in the log
+	Trusted   int             `json:"trusted"` // statements signed by a --trusted-key
+	Others    int             `json:"others"`  // entries signed by other keys
+	Sessions  int             `json:"sessions"`
+	Bundles   int             `json:"bundles"`
+	Findings  []audit.Finding `json:"findings"`
 }
 
 func init() {
@@ -34,7 +51,7 @@ func init() {
 func newAuditCmd(s streams, runF func(context.Context, streams, *auditOptions) error) *cobra.Command {
 	o := &auditOptions{}
 	cmd := &cobra.Command{
-		Use:   "audit --log URL|DIR --log-key FILE --trusted-key PUB... BUNDLE-DIR...",
+		Use:   "audit --log URL|DIR --log-key FILE --trusted-key PUB... [--format text|json] BUNDLE-DIR...",
 		Short: "Find sessions missing or rewritten across a fleet, against a transparency log",
 		Long: `audit reads a transparency log (its URL, or a directory mirroring its static
 tlog-tiles files, offline), checks its checkpoint under --log-key and every
@@ -49,6 +66,10 @@ statements go backward), unlogged (a bundle with receipts the log does not
 hold), log_forked (the log is not consistent with the checkpoint the last audit
 saw, kept in --state, or its entries do not make its root).
 
+--format json prints one JSON object: the log's origin, its size, the
+statements by trusted keys and others, sessions, bundles, and the findings
+(code, subject, detail).
+
 Exit status: 0 nothing found, 1 a finding, 2 usage error or unreadable input.`,
 		Example: "  tracectl audit --log http://127.0.0.1:7480 --log-key log.pub --trusted-key key.pem.pub bundles/",
 		Args:    cobra.MinimumNArgs(1),
@@ -62,10 +83,14 @@ Exit status: 0 nothing found, 1 a finding, 2 usage error or unreadable input.`,
 	f.StringVar(&o.logKey, "log-key", "", "the log's verifier key file (log.pub) (required)")
 	f.StringArrayVar(&o.trusted, "trusted-key", nil, "a producer's public key (repeatable; required)")
 	f.StringVar(&o.state, "state", "", "where the last checkpoint seen per log is kept (default: $XDG_STATE_HOME/tracectl/audit.json)")
+	formatFlag(cmd, &o.format, auditMediaType)
 	return cmd
 }
 
 func runAudit(ctx context.Context, s streams, o *auditOptions) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
 	if o.log == "" || o.logKey == "" || len(o.trusted) == 0 {
 		return usageErr(errors.New("audit needs --log, --log-key and at least one --trusted-key"), "tracectl audit --log URL|DIR --log-key FILE --trusted-key PUB BUNDLE-DIR...")
 	}
@@ -125,11 +150,22 @@ func runAudit(ctx context.Context, s streams, o *auditOptions) error {
 	if err != nil {
 		return ioErr(fmt.Errorf("audit %s: %w", o.log, err), "")
 	}
-	for _, fd := range res.Findings {
-		fmt.Fprintf(s.out, "%s %s: %s\n", fd.Code, escapeTerminal(fd.Subject), escapeTerminal(fd.Detail))
+	if o.format == formatJSON {
+		findings := res.Findings
+		if findings == nil {
+			findings = []audit.Finding{}
+		}
+		if err := writeJSON(s.out, auditResult{MediaType: auditMediaType, Log: origin, Size: res.Size, Trusted: res.Entries,
+			Others: res.Foreign, Sessions: res.Sessions, Bundles: res.Bundles, Findings: findings}); err != nil {
+			return err
+		}
+	} else {
+		for _, fd := range res.Findings {
+			fmt.Fprintf(s.out, "%s %s: %s\n", fd.Code, escapeTerminal(fd.Subject), escapeTerminal(fd.Detail))
+		}
+		fmt.Fprintf(s.out, "audit: log %s, %d entries (%d statements by trusted keys, %d others), %d sessions, %d bundles: %d findings\n",
+			escapeTerminal(origin), res.Size, res.Entries, res.Foreign, res.Sessions, res.Bundles, len(res.Findings))
 	}
-	fmt.Fprintf(s.out, "audit: log %s, %d entries (%d statements by trusted keys, %d others), %d sessions, %d bundles: %d findings\n",
-		escapeTerminal(origin), res.Size, res.Entries, res.Foreign, res.Sessions, res.Bundles, len(res.Findings))
 	if res.State != nil {
 		states[origin] = res.State
 		if err := writeAuditState(statePath, states); err != nil {

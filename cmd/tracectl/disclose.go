@@ -17,6 +17,20 @@ type discloseOptions struct {
 	bundle  string
 	attempt string
 	out     string
+	format  string
+}
+
+// discloseMediaType is the media type of `tracectl disclose --format json`.
+const discloseMediaType = "application/vnd.tracectl.disclose.v1+json"
+
+// discloseResult is what `tracectl disclose --format json` prints.
+type discloseResult struct {
+	MediaType string `json:"media_type"`
+	Out       string `json:"out"` // the disclosed bundle written
+	Attempt   string `json:"attempt"`
+	Lines     int    `json:"lines"`     // lines disclosed
+	TreeSize  int64  `json:"tree_size"` // lines in the transcript
+	Payloads  int    `json:"payloads"`  // payloads disclosed
 }
 
 func init() {
@@ -26,7 +40,7 @@ func init() {
 func newDiscloseCmd(s streams, runF func(streams, *discloseOptions) error) *cobra.Command {
 	o := &discloseOptions{}
 	cmd := &cobra.Command{
-		Use:   "disclose --bundle DIR --attempt ID --out DIR2",
+		Use:   "disclose --bundle DIR --attempt ID --out DIR2 [--format text|json]",
 		Short: "Write a bundle that discloses one attempt, and nothing checkable about the rest",
 		Long: `disclose writes a new bundle DIR2 holding the signed record, the inclusion proof of
 one attempt's lines (the header, the snapshot line it binds, the attempt, and
@@ -37,7 +51,9 @@ manifest and pages. 'tracectl verify DIR2' checks all of it against the record;
 every other line is represented by hashes in the proof, and its payloads are not
 there, so their salted commitments reveal nothing.
 
-DIR2 is created new (it must not exist), mode 0700, its files 0600.`,
+DIR2 is created new (it must not exist), mode 0700, its files 0600.
+--format json prints the summary as one JSON object (out, attempt, lines,
+tree_size, payloads).`,
 		Example: "  tracectl disclose --bundle run.trace --attempt a7 --out a7.disclosed\n  tracectl verify --trusted-key key.pub a7.disclosed",
 		Args:    cobra.NoArgs,
 		RunE:    func(c *cobra.Command, args []string) error { return runF(s, o) },
@@ -46,6 +62,7 @@ DIR2 is created new (it must not exist), mode 0700, its files 0600.`,
 	f.StringVar(&o.bundle, "bundle", "", "the bundle directory (required)")
 	f.StringVar(&o.attempt, "attempt", "", "the attempt id to disclose (required)")
 	f.StringVar(&o.out, "out", "", "the disclosed bundle directory to create (required)")
+	formatFlag(cmd, &o.format, discloseMediaType)
 	for _, name := range []string{"bundle", "attempt", "out"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -53,6 +70,9 @@ DIR2 is created new (it must not exist), mode 0700, its files 0600.`,
 }
 
 func runDisclose(s streams, o *discloseOptions) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
 	d, err := verify.Disclose(verify.DirFS(o.bundle), o.attempt)
 	if err != nil {
 		hint := ""
@@ -74,6 +94,10 @@ func runDisclose(s streams, o *discloseOptions) error {
 			os.RemoveAll(o.out)
 			return fmt.Errorf("disclose: %w", err)
 		}
+	}
+	if o.format == formatJSON {
+		return writeJSON(s.out, discloseResult{MediaType: discloseMediaType, Out: o.out, Attempt: o.attempt,
+			Lines: d.Lines, TreeSize: d.TreeSize, Payloads: d.Payloads})
 	}
 	_, err = fmt.Fprintf(s.out, "%s: attempt %s: %d of %d lines and %d payloads disclosed\n", escapeTerminal(o.out), escapeTerminal(o.attempt), d.Lines, d.TreeSize, d.Payloads)
 	return err

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +36,23 @@ func TestDisclose(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, "disclose", "--bundle", bundle, "--attempt", "a1", "--out", out); code != 2 {
 		t.Errorf("disclose over an existing directory: exit %d, want 2", code)
+	}
+	// --format json: the same summary as one object; a bad --format
+	// writes nothing.
+	outJSON := filepath.Join(dir, "a1.json.disclosed")
+	jo, e, code := runCLI(t, "disclose", "--bundle", bundle, "--attempt", "a1", "--out", outJSON, "--format", "json")
+	var res discloseResult
+	if err := json.Unmarshal(jo, &res); code != 0 || err != nil || bytes.Count(jo, []byte("\n")) != 1 {
+		t.Fatalf("disclose --format json: exit %d, %v: %s %s", code, err, jo, e)
+	}
+	if got, want := string(so), fmt.Sprintf("%s: attempt %s: %d of %d lines and %d payloads disclosed\n", out, res.Attempt, res.Lines, res.TreeSize, res.Payloads); got != want || res.Out != outJSON || res.MediaType != discloseMediaType || res.Lines == 0 {
+		t.Errorf("--format json %+v disagrees with the text:\n got %q\nwant %q", res, got, want)
+	}
+	if _, _, code := runCLI(t, "disclose", "--bundle", bundle, "--attempt", "a1", "--out", filepath.Join(dir, "y"), "--format", "yaml"); code != exitUsage {
+		t.Errorf("--format yaml: exit %d, want %d", code, exitUsage)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "y")); err == nil {
+		t.Error("--format yaml wrote the disclosure")
 	}
 	so, e, code = runCLI(t, "verify", "--trusted-key", pub, out)
 	if code != 0 || !strings.Contains(string(so), "verdict: verified (disclosure)") || !strings.Contains(string(so), "payloads_verified") {

@@ -27,21 +27,40 @@ var envDefaults = []struct {
 var lookupEnv = os.LookupEnv
 
 // applyEnvDefaults sets c's flags that were not given from their
-// environment variables; a value the flag refuses is a usage error naming
-// the variable.
+// environment variables, and those not set there from the config file
+// (config.go), which a command taking none of these flags never reads. A
+// value the flag refuses, and a config file that cannot be used, are
+// usage errors naming the variable or the file and line.
 func applyEnvDefaults(c *cobra.Command) error {
 	fs := c.Flags()
+	var cfg *config
+	for _, d := range envDefaults {
+		if fs.Lookup(d.flag) != nil {
+			var err error
+			if cfg, err = loadConfig(); err != nil {
+				return usageErr(err, "fix the file, or point $"+configEnv+" at another (tracectl help config)")
+			}
+			break
+		}
+	}
 	for _, d := range envDefaults {
 		f := fs.Lookup(d.flag)
 		if f == nil || f.Changed || (d.unless != "" && fs.Changed(d.unless)) {
 			continue
 		}
-		v, ok := lookupEnv(d.env)
-		if !ok || v == "" {
+		if v, ok := lookupEnv(d.env); ok && v != "" {
+			if err := fs.Set(d.flag, v); err != nil {
+				return usageErr(fmt.Errorf("$%s: %w", d.env, err), "unset it or give --"+d.flag+" on the command line")
+			}
 			continue
 		}
-		if err := fs.Set(d.flag, v); err != nil {
-			return usageErr(fmt.Errorf("$%s: %w", d.env, err), "unset it or give --"+d.flag+" on the command line")
+		if cfg == nil {
+			continue
+		}
+		if v, ok := cfg.values[d.flag]; ok {
+			if err := fs.Set(d.flag, v.value); err != nil {
+				return usageErr(&configError{File: cfg.file, Line: v.line, Err: fmt.Errorf("%w: %s: %w", errConfigValue, d.flag, err)}, "")
+			}
 		}
 	}
 	return nil

@@ -14,6 +14,20 @@ import (
 type pinOptions struct {
 	from, out string
 	update    bool
+	format    string
+}
+
+// pinMediaType is the media type of `tracectl pin --format json`.
+const pinMediaType = "application/vnd.tracectl.pin.v1+json"
+
+// pinResult is what `tracectl pin --format json` prints on stdout; the
+// messages on stderr are the same as with text.
+type pinResult struct {
+	MediaType string   `json:"media_type"`
+	Lockfile  string   `json:"lockfile"`
+	Tools     int      `json:"tools"`   // tools pinned
+	Updated   bool     `json:"updated"` // --update replaced a lockfile
+	Changed   []string `json:"changed"` // --update: what changed against it, one entry per change
 }
 
 func init() {
@@ -23,7 +37,7 @@ func init() {
 func newPinCmd(s streams, runF func(streams, *pinOptions) error) *cobra.Command {
 	o := &pinOptions{}
 	cmd := &cobra.Command{
-		Use:   "pin BUNDLE|SNAPSHOT --out tools.lock [--update]",
+		Use:   "pin BUNDLE|SNAPSHOT --out tools.lock [--update] [--format text|json]",
 		Short: "Pin a server's tool declarations in a lockfile (for wrap/proxy --pin)",
 		Long: `pin writes a lockfile (spec/policy.md, "Lockfile") from a complete snapshot:
 the server as it described itself and, per tool, the digest of its whole
@@ -39,7 +53,11 @@ whose declaration in the snapshot the call binds differs from its pin (a rug
 pull), is denied by rule "pin", with the drifted members named.
 
 --update replaces an existing lockfile after review, and prints on stderr what
-changed against it; without --update the lockfile must not exist.`,
+changed against it; without --update the lockfile must not exist.
+
+pin prints nothing on stdout unless --format json, which prints one JSON
+object: the lockfile, the number of tools pinned, whether it was updated
+and what changed.`,
 		Example: "  tracectl snapshot --out tools.json -- npx -y @modelcontextprotocol/server-everything\n" +
 			"  tracectl pin tools.json --out tools.lock\n  tracectl wrap --pin tools.lock --bundle run.trace -- npx -y @modelcontextprotocol/server-everything\n" +
 			"  tracectl pin --update run.trace --out tools.lock",
@@ -51,10 +69,14 @@ changed against it; without --update the lockfile must not exist.`,
 	}
 	cmd.Flags().StringVar(&o.out, "out", "", "the lockfile to write")
 	cmd.Flags().BoolVar(&o.update, "update", false, "replace an existing lockfile (printing what changed)")
+	formatFlag(cmd, &o.format, pinMediaType)
 	return cmd
 }
 
 func runPin(s streams, o *pinOptions) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
 	if o.out == "" {
 		return usageErr(errors.New("pin needs --out FILE"), "tracectl pin BUNDLE|SNAPSHOT --out tools.lock")
 	}
@@ -78,7 +100,7 @@ func runPin(s streams, o *pinOptions) error {
 			return err
 		}
 		fmt.Fprintf(s.err, "tracectl: pinned %d tools in %s\n", len(lock.Tools), escapeTerminal(o.out))
-		return nil
+		return o.result(s, len(lock.Tools), nil)
 	}
 	old, err := readBounded(o.out, policy.MaxLockBytes)
 	if err != nil {
@@ -102,5 +124,13 @@ func runPin(s streams, o *pinOptions) error {
 		fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(d))
 	}
 	fmt.Fprintf(s.err, "tracectl: updated %s: %d tools pinned, %d changed\n", escapeTerminal(o.out), len(lock.Tools), len(drift))
-	return nil
+	return o.result(s, len(lock.Tools), drift)
+}
+
+// result prints pin's JSON object under --format json.
+func (o *pinOptions) result(s streams, tools int, drift []string) error {
+	if o.format != formatJSON {
+		return nil
+	}
+	return writeJSON(s.out, pinResult{MediaType: pinMediaType, Lockfile: o.out, Tools: tools, Updated: o.update, Changed: append([]string{}, drift...)})
 }

@@ -44,7 +44,12 @@ that commits to the transcript.
 Flags a launch line would repeat default from the environment when not
 given: TRACECTL_KEY (--key), TRACECTL_TRUSTED_KEY (--trusted-key),
 TRACECTL_BUNDLE_DIR (--bundle-dir, unless --bundle), TRACECTL_RETAIN,
-TRACECTL_DURABILITY and TRACECTL_CAPTURE. A flag given wins.`,
+TRACECTL_DURABILITY and TRACECTL_CAPTURE, and under those from the config
+file ($XDG_CONFIG_HOME/tracectl/config.yaml, or $TRACECTL_CONFIG: see
+'tracectl help config'). A flag given wins.
+
+verify, show, diff, seal, keygen, audit, snapshot, pin, prove, disclose,
+vectors run and version take --format json: one JSON object on stdout.`,
 		Example:       "  tracectl demo\n  tracectl canon --digest tools.json",
 		Version:       version(),
 		SilenceUsage:  true,

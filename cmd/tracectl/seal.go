@@ -23,7 +23,57 @@ type sealOptions struct {
 	record  recordIdentity
 	keys    keyOptions
 	anchor  anchorOptions    // anchor.go: the record is anchored as wrap's seal anchors it
+	format  string
 	now     func() time.Time // the clock, an input like everything else
+}
+
+// sealMediaType is the media type of `tracectl seal --format json`.
+const sealMediaType = "application/vnd.tracectl.seal.v1+json"
+
+// sealResult is what `tracectl seal --format json` prints. Counts and
+// transcript_root are named as in verify's report, so the two compare.
+type sealResult struct {
+	MediaType      string        `json:"media_type"`
+	Bundle         string        `json:"bundle"`
+	TranscriptRoot string        `json:"transcript_root"`
+	Counts         sealCounts    `json:"counts"`
+	Signed         bool          `json:"signed"`
+	Recovery       *sealRecovery `json:"recovery,omitempty"` // --recover only
+}
+
+type sealCounts struct {
+	Lines             int64 `json:"lines"`
+	Attempts          int64 `json:"attempts"`
+	Responses         int64 `json:"responses"`
+	TransportFailures int64 `json:"transport_failures"`
+	Unknown           int64 `json:"unknown"`
+	Denied            int64 `json:"denied"`
+}
+
+type sealRecovery struct {
+	Lines            int64      `json:"lines"`
+	AlreadySealed    bool       `json:"already_sealed"`
+	Quarantined      []sealTorn `json:"quarantined"`
+	PackTornBytes    int64      `json:"pack_torn_bytes"`
+	TempBlobsRemoved int        `json:"temp_blobs_removed"`
+	PayloadsMigrated int        `json:"payloads_migrated"`
+	ResolvedUnknown  []string   `json:"resolved_unknown"`
+}
+
+type sealTorn struct {
+	File   string `json:"file"`
+	Digest string `json:"digest"`
+	Length int64  `json:"length"`
+}
+
+func sealRecoveryOf(r *producer.RecoveryReport) *sealRecovery {
+	out := &sealRecovery{Lines: r.Lines, AlreadySealed: r.AlreadySealed, Quarantined: []sealTorn{},
+		PackTornBytes: r.PackTorn, TempBlobsRemoved: r.TempBlobs, PayloadsMigrated: r.Migrated, ResolvedUnknown: []string{}}
+	for _, t := range r.Torn {
+		out.Quarantined = append(out.Quarantined, sealTorn{File: t.File, Digest: t.Digest, Length: t.Length})
+	}
+	out.ResolvedUnknown = append(out.ResolvedUnknown, r.Resolved...)
+	return out
 }
 
 func init() {
@@ -33,7 +83,7 @@ func init() {
 func newSealCmd(s streams, runF func(context.Context, streams, *sealOptions) error) *cobra.Command {
 	o := &sealOptions{now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "seal --bundle DIR [--key KEY] [--recover] [--anchor URL --anchor-key FILE]",
+		Use:   "seal --bundle DIR [--key KEY] [--recover] [--anchor URL --anchor-key FILE] [--format text|json]",
 		Short: "Seal (and sign) a bundle whose recording stopped without sealing",
 		Long: `seal finishes a bundle that was closed without sealing, or signs one that was
 sealed without a key. Attempts still in flight get an unknown resolution
@@ -50,8 +100,12 @@ stopped before its seal), the signed record is anchored in the log as wrap's
 seal anchors it: anchors/record.json, record.json naming its log entry, and
 the entry's receipt, so verify --log-key finds every statement anchored.
 
+--format json prints one JSON object instead of the summary lines: the
+bundle, transcript_root, the counts (named as in verify's report), whether
+it was signed and, with --recover, what recovery did.
+
 Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
-		Example: "  tracectl seal --bundle run.trace --key key.pem\n  tracectl seal --bundle run.trace --key key.pem --recover\n" +
+		Example: "  tracectl seal --bundle run.trace --key key.pem\n  tracectl seal --bundle run.trace --key key.pem --recover\n  tracectl seal --bundle run.trace --key key.pem --format json\n" +
 			"  tracectl seal --bundle run.trace --key key.pem --recover --anchor http://127.0.0.1:7800 --anchor-key log/log.pub",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -62,6 +116,7 @@ Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
 	f.StringVar(&o.bundle, "bundle", "", "the bundle directory (required)")
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference (<provider>://...); without it the bundle is sealed unsigned")
 	f.BoolVar(&o.recover, "recover", false, "recover after a crash: quarantine a torn final line and resolve in-flight attempts as producer_crashed")
+	formatFlag(cmd, &o.format, sealMediaType)
 	o.record.flags(cmd)
 	o.keys.flags(cmd)
 	o.anchor.flags(cmd)
@@ -69,6 +124,9 @@ Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
 }
 
 func runSeal(ctx context.Context, s streams, o *sealOptions) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
 	if o.bundle == "" {
 		return usageErr(errors.New("seal needs --bundle DIR"), "tracectl seal --bundle DIR [--key KEY] [--recover]")
 	}
@@ -104,7 +162,8 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	if err != nil {
 		return usageErr(err, sealHint(err, o))
 	}
-	if rep := rec.Recovery(); rep != nil {
+	rep := rec.Recovery()
+	if rep != nil && o.format == formatText {
 		fmt.Fprintln(s.out, escapeTerminal(recoverySummary(rep)))
 	}
 	var sa *sessionAnchor
@@ -118,6 +177,10 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	sealed, err := rec.Seal(ctx, rs)
 	sa.close() // the record's receipt is written (or its failure reported) before anything is printed
 	if err != nil {
+		if rep != nil && o.format == formatJSON {
+			// No JSON result to carry it: what recovery did still gets said.
+			fmt.Fprintln(s.err, "tracectl: "+escapeTerminal(recoverySummary(rep)))
+		}
 		hint := ""
 		if sealed != nil {
 			hint = "the transcript is sealed; sign it with 'tracectl seal --bundle " + o.bundle + " --key KEY'"
@@ -125,6 +188,15 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 		return usageErr(err, hint)
 	}
 	c := sealed.Seal
+	if o.format == formatJSON {
+		res := sealResult{MediaType: sealMediaType, Bundle: o.bundle, TranscriptRoot: sealed.Root, Signed: sealed.Signed,
+			Counts: sealCounts{Lines: sealed.Lines, Attempts: c.Attempts, Responses: c.Responses,
+				TransportFailures: c.TransportFailures, Unknown: c.Unknown, Denied: c.Denied}}
+		if rep != nil {
+			res.Recovery = sealRecoveryOf(rep)
+		}
+		return writeJSON(s.out, res)
+	}
 	signed := "unsigned (sign it with 'tracectl seal --bundle " + o.bundle + " --key KEY')"
 	if sealed.Signed {
 		signed = "signed"

@@ -22,6 +22,24 @@ type snapshotOptions struct {
 	probeTimeout time.Duration
 	timeout      time.Duration
 	argv         []string
+	format       string
+}
+
+// snapshotMediaType is the media type of `tracectl snapshot --format json`.
+const snapshotMediaType = "application/vnd.tracectl.snapshot-result.v1+json"
+
+// snapshotResult is what `tracectl snapshot --format json` prints; the
+// exit status is the same as with text (3 when incomplete).
+type snapshotResult struct {
+	MediaType         string   `json:"media_type"`
+	File              string   `json:"file"`
+	Pages             int      `json:"pages"`
+	Tools             int      `json:"tools"`
+	Complete          bool     `json:"complete"`
+	IncompleteReasons []string `json:"incomplete_reasons"`
+	ProtocolEra       string   `json:"protocol_era"`
+	ProtocolVersion   *string  `json:"protocol_version"` // null when the server named none
+	Digest            string   `json:"digest"`           // the manifest digest: the snapshot commitment
 }
 
 func init() {
@@ -31,7 +49,7 @@ func init() {
 func newSnapshotCmd(s streams, runF func(streams, *snapshotOptions) error) *cobra.Command {
 	o := &snapshotOptions{}
 	cmd := &cobra.Command{
-		Use:   "snapshot --out FILE [--max-pages N] [--protocol auto|modern|legacy] -- SERVER [ARGS...]",
+		Use:   "snapshot --out FILE [--max-pages N] [--protocol auto|modern|legacy] [--format text|json] -- SERVER [ARGS...]",
 		Short: "Capture a complete paginated tools/list from a stdio MCP server",
 		Long: `snapshot starts a stdio MCP server, speaks the protocol itself (raw JSON-RPC
 lines, so every byte kept is the server's own), walks every tools/list page,
@@ -43,7 +61,9 @@ It prints one line: pages, tools, complete or why not, and the manifest
 digest (the snapshot commitment). Exit status 0 when the collection is
 complete, 3 when it is not (the file is still written: an incomplete
 snapshot is evidence too), 2 on usage errors or when the server cannot be
-started or completes no handshake.`,
+started or completes no handshake. --format json prints that line as one
+JSON object (file, pages, tools, complete, incomplete_reasons, protocol_era,
+protocol_version, digest).`,
 		Example: "  tracectl snapshot --out tools.snapshot.json -- npx -y @modelcontextprotocol/server-everything\n" +
 			"  tracectl snapshot --out s.json --protocol legacy --max-pages 50 -- ./my-server --stdio",
 		Args: cobra.MinimumNArgs(1),
@@ -62,10 +82,14 @@ started or completes no handshake.`,
 	f.IntVar(&o.relists, "relists", 2, "times to start over when the server sends list_changed during collection (0-10)")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", snapshot.DefaultProbeTimeout, "auto: how long server/discover may take before falling back to legacy")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on the whole capture after this long")
+	formatFlag(cmd, &o.format, snapshotMediaType)
 	return cmd
 }
 
 func runSnapshot(s streams, o *snapshotOptions) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
 	if o.out == "" {
 		return usageErr(errors.New("--out is required"), "tracectl snapshot --out FILE -- SERVER [ARGS...]")
 	}
@@ -135,8 +159,16 @@ func runSnapshot(s streams, o *snapshotOptions) error {
 	if !m.Complete {
 		state = "incomplete (" + joinReasons(m.IncompleteReasons) + ")"
 	}
-	fmt.Fprintf(s.out, "snapshot: %d pages, %d tools, %s, %s %s, %s\n",
-		len(m.Pages), len(m.Tools), state, m.Protocol.Era, escapeTerminal(deref(m.Protocol.Version)), snap.Digest)
+	if o.format == formatJSON {
+		reasons := append([]string{}, m.IncompleteReasons...)
+		if err := writeJSON(s.out, snapshotResult{MediaType: snapshotMediaType, File: o.out, Pages: len(m.Pages), Tools: len(m.Tools),
+			Complete: m.Complete, IncompleteReasons: reasons, ProtocolEra: string(m.Protocol.Era), ProtocolVersion: m.Protocol.Version, Digest: snap.Digest}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(s.out, "snapshot: %d pages, %d tools, %s, %s %s, %s\n",
+			len(m.Pages), len(m.Tools), state, m.Protocol.Era, escapeTerminal(deref(m.Protocol.Version)), snap.Digest)
+	}
 	if !m.Complete {
 		hint := "the file holds what was observed; an incomplete snapshot never counts as complete"
 		if m.Collection.Stop != nil && m.Collection.Stop.Detail != "" {
