@@ -524,7 +524,7 @@ const (
 	BlobDir        = "blobs/sha256"     // exact payload bytes and snapshot manifests, named by SHA-256 hex
 	QuarantineDir  = "quarantine"       // torn lines found by recovery, kept byte for byte
 	// DisclosureFile, in a disclosed bundle (tracectl disclose), is the
-	// inclusion proof (ProofFormat) of the lines it discloses; the bundle
+	// inclusion proof (format tracectl.inclusion-proof/v1) of the lines it discloses; the bundle
 	// then holds no transcript, and its pack only those lines' payloads.
 	DisclosureFile = "disclosure.proof"
 )

@@ -22,7 +22,7 @@ type sealOptions struct {
 	recover bool
 	record  recordIdentity
 	keys    keyOptions
-	anchor  anchorOptions    // anchor.go: the record is anchored as wrap's seal anchors it
+	anchor  anchorOptions // anchor.go: the record is anchored as wrap's seal anchors it
 	format  string
 	now     func() time.Time // the clock, an input like everything else
 }

@@ -338,7 +338,7 @@ func TestSpecReadme(t *testing.T) {
 	}
 	readme := string(data)
 	for _, id := range []string{sign.Profile, transcript.Format, transcript.Profile, transcript.MerkleAlg,
-		canon.PolicyV02ID, canon.PolicyMCPDeclID, snapshot.ManifestFormat, snapfile.Format, transcript.ProofFormat,
+		canon.PolicyV02ID, canon.PolicyMCPDeclID, snapshot.ManifestFormat, snapfile.Format, "tracectl.inclusion-proof/v1",
 		verify.MediaType, vectors.Format, vectors.RunMediaType} {
 		if !strings.Contains(readme, "| `"+id+"` |") {
 			t.Errorf("spec/README.md's identifier table lacks %s", id)
