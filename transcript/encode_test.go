@@ -10,7 +10,7 @@ import (
 	"github.com/tracectl/tracectl/canon"
 )
 
-var randomStrings = []string{"", "a", "attempt", "with \"quotes\" and \\", "\x00\x01\x1f\x7f", "tab\there\nline\r", "\u2028\u2029", "<&>", "é漢字🙂", "\ufeff"}
+var randomStrings = []string{"", "a", "attempt", "with \"quotes\" and \\", "\x00\x01\x1f\x7f", "tab\there\nline\r", "\u2028\u2029", "<&>", "é漢字🙂", "\ufeff", "\uff5e~", "🙂x"}
 
 // fill sets every field of v (a pointer to a struct) to a random value;
 // pointers are nil half the time.
@@ -42,6 +42,31 @@ func fill(rng *rand.Rand, v reflect.Value) {
 		}
 	case reflect.Bool:
 		v.SetBool(rng.IntN(2) == 0)
+	case reflect.Slice:
+		n := rng.IntN(4)
+		if n == 0 {
+			v.SetZero()
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), n, n)
+		for i := range n {
+			fill(rng, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		n := rng.IntN(4)
+		if n == 0 {
+			v.SetZero()
+			return
+		}
+		m := reflect.MakeMap(v.Type())
+		for range n {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			fill(rng, k)
+			fill(rng, e)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
 	}
 }
 

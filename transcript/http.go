@@ -1,13 +1,12 @@
 package transcript
 
 import (
-	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/tracectl/tracectl/canon"
 )
 
 // TypeHTTP is the "type" of an HTTP line: a fact about the HTTP exchange
@@ -116,18 +115,67 @@ type HTTPTLS struct {
 }
 
 func (v *HTTPEvent) encode(e *encoder) {
-	if v.Type != "" && v.Type != typeHTTP {
-		e.err = fmt.Errorf("%w: type %q on a %q event", errWrongType, v.Type, typeHTTP)
+	e.open()
+	e.int("at_ms", v.AtMs)
+	e.optStr("connection", v.Connection)
+	e.optStr("content_type", v.ContentType)
+	if len(v.Credentials) > 0 {
+		e.key("credentials")
+		e.b = append(e.b, '[')
+		for i, c := range v.Credentials {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.string(c)
+		}
+		e.b = append(e.b, ']')
+	}
+	e.optStr("detail", v.Detail)
+	e.str("event", v.Event)
+	e.int("exchange", v.Exchange)
+	e.optFrame(v.Frame)
+	e.stringMap("header_digests", v.HeaderDigests)
+	e.stringMap("headers", v.Headers)
+	e.optStr("method", v.Method)
+	e.optStr("path", v.Path)
+	e.optStr("rule", v.Rule)
+	e.int("seq", v.Seq)
+	e.optStr("session", v.Session)
+	e.optInt("status", v.Status)
+	if t := v.TLS; t != nil {
+		e.key("tls")
+		e.open()
+		e.str("chain", t.Chain)
+		e.int("chain_length", t.ChainLen)
+		e.str("spki_sha256", t.SPKISHA256)
+		e.str("version", t.Version)
+		e.close()
+	}
+	e.typ(v.Type, typeHTTP)
+	e.optStr("url", v.URL)
+	e.close()
+}
+
+// stringMap writes a map of strings, when it has members, its keys in RFC
+// 8785 order (UTF-16 code units).
+func (e *encoder) stringMap(k string, m map[string]string) {
+	if len(m) == 0 {
 		return
 	}
-	c := *v
-	c.Type = typeHTTP
-	b, err := canon.Marshal(&c)
-	if err != nil {
-		e.err = err
-		return
+	e.key(k)
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+	})
+	e.b = append(e.b, '{')
+	for i, mk := range keys {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.string(mk)
+		e.b = append(e.b, ':')
+		e.string(m[mk])
 	}
-	e.b = append(e.b, b...)
+	e.b = append(e.b, '}')
 }
 
 // IsCredentialHeader reports whether a header carries a credential by its
