@@ -11,6 +11,7 @@
 //	TRACECTL_TS_SDK_V1  the directory of @modelcontextprotocol/sdk
 //	TRACECTL_TS_SDK_V2  the directory of @modelcontextprotocol/client
 //	TRACECTL_NODE22_BIN a node binary of version 22 or later
+//	TRACECTL_INSPECTOR  the directory of @modelcontextprotocol/inspector (its CLI)
 package tsclient
 
 import (
@@ -98,6 +99,19 @@ func V2(t testing.TB) SDK {
 	}
 	t.Skipf("no node >= 22 for the TypeScript SDK v2 client (tried %q; set $%s, or run .ci/run, which installs one on %s/%s)", candidates, Node22Env, runtime.GOOS, runtime.GOARCH)
 	return SDK{}
+}
+
+// InspectorEnv names the directory of @modelcontextprotocol/inspector.
+const InspectorEnv = "TRACECTL_INSPECTOR"
+
+// Inspector returns the command line that runs the MCP Inspector's CLI
+// (`mcp-inspector --cli`) under a node >= 22 (its engines field); it skips
+// the test when either is absent.
+func Inspector(t testing.TB) []string {
+	t.Helper()
+	dir := find(t, InspectorEnv, "@modelcontextprotocol/inspector")
+	node := V2(t).Node // the same node >= 22 the v2 client needs
+	return []string{node, filepath.Join(dir, "clients", "launcher", "build", "index.js"), "--cli"}
 }
 
 func major(node string) int {
