@@ -57,6 +57,12 @@ func validEvents() []Event {
 		&Recovery{Type: typeRecovery, Seq: 7, AtMs: 4, Detail: "clean"},
 		&Recovery{Type: typeRecovery, Seq: 7, AtMs: 4, TornDigest: dig1, TornLength: 17, TornFile: QuarantinePath(dig1), Detail: "torn final line quarantined"},
 		&Seal{Type: typeSeal, Seq: 8, AtMs: 5, Attempts: 3, Responses: 1, TransportFailures: 1, Unknown: 1, Recovered: true},
+		&HTTPEvent{Type: typeHTTP, Seq: 9, AtMs: 6, Event: HTTPRequest, Exchange: 1, Method: "POST", Path: "/mcp", ContentType: "application/json",
+			Headers: map[string]string{"mcp-method": "tools/call", "mcp-name": "echo \"quoted\""}, HeaderDigests: map[string]string{"mcp-param-x": dig1},
+			Session: dig1, Connection: dig1, Credentials: []string{"authorization", "cookie"}, Frame: i64(0)},
+		&HTTPEvent{Type: typeHTTP, Seq: 10, AtMs: 6, Event: HTTPUpstream, URL: "https://example.test/mcp",
+			TLS: &HTTPTLS{Version: "TLS 1.3", SPKISHA256: dig1, Chain: ChainVerified, ChainLen: 2}},
+		&HTTPEvent{Type: typeHTTP, Seq: 11, AtMs: 7, Event: HTTPResponse, Exchange: 1, Status: 200, ContentType: "text/event-stream"},
 	}
 }
 

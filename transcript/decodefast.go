@@ -370,6 +370,8 @@ func decodeEvent(typ string, line []byte) Event {
 		ev = d.frame()
 	case typeSession:
 		ev = d.session()
+	case typeHTTP:
+		ev = d.http()
 	default:
 		return nil
 	}
@@ -878,6 +880,76 @@ func (d *lineDec) session() *SessionEvent {
 			v.Seq = d.int()
 		case "type":
 			v.Type = d.str()
+		default:
+			d.fail()
+		}
+	})
+	return v
+}
+
+func (d *lineDec) http() *HTTPEvent {
+	v := &HTTPEvent{}
+	strMap := func() map[string]string {
+		m := map[string]string{}
+		d.object(func(k string) { m[k] = d.str() })
+		return m
+	}
+	d.object(func(k string) {
+		switch k {
+		case "at_ms":
+			v.AtMs = d.int()
+		case "connection":
+			v.Connection = d.str()
+		case "content_type":
+			v.ContentType = d.str()
+		case "credentials":
+			v.Credentials = []string{}
+			d.array(func() { v.Credentials = append(v.Credentials, d.str()) })
+		case "detail":
+			v.Detail = d.str()
+		case "event":
+			v.Event = d.str()
+		case "exchange":
+			v.Exchange = d.int()
+		case "frame":
+			v.Frame = d.intPtr()
+		case "header_digests":
+			v.HeaderDigests = strMap()
+		case "headers":
+			v.Headers = strMap()
+		case "method":
+			v.Method = d.str()
+		case "path":
+			v.Path = d.str()
+		case "rule":
+			v.Rule = d.str()
+		case "seq":
+			v.Seq = d.int()
+		case "session":
+			v.Session = d.str()
+		case "status":
+			v.Status = d.int()
+		case "tls":
+			t := &HTTPTLS{}
+			d.object(func(k string) {
+				switch k {
+				case "chain":
+					t.Chain = d.str()
+				case "chain_length":
+					t.ChainLen = d.int()
+				case "spki_sha256":
+					t.SPKISHA256 = d.str()
+				case "version":
+					t.Version = d.str()
+				default:
+					d.fail()
+				}
+			})
+			v.TLS = t
+		case "type":
+			v.Type = d.str()
+		case "url":
+			v.URL = d.str()
 		default:
 			d.fail()
 		}

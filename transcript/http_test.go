@@ -1,10 +1,12 @@
 package transcript
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHTTPLineValidation: an http line round-trips, and the format refuses
@@ -102,4 +104,51 @@ func TestHTTPCheckAgreesWithDecode(t *testing.T) {
 	if accepted < 400 {
 		t.Fatalf("only %d of 8000 events valid: the test does not reach both answers", accepted)
 	}
+}
+
+// TestHTTPFastPath: valid http lines are read by the fast decoder (no
+// reflection), which the fuzz target holds to the strict path's answers.
+func TestHTTPFastPath(t *testing.T) {
+	n := 0
+	for _, ev := range validEvents() {
+		if _, ok := ev.(*HTTPEvent); !ok {
+			continue
+		}
+		n++
+		line := mustLine(t, ev)
+		if fast := decodeFast(line); fast == nil || !reflect.DeepEqual(fast, ev) {
+			t.Errorf("the fast decoder reads %s as %+v, want %+v", line, fast, ev)
+		}
+	}
+	if n == 0 {
+		t.Fatal("validEvents holds no http line")
+	}
+}
+
+// BenchmarkDecodeHTTPLine: DecodeLine of an http request line, with its
+// ratio to the anchor, encoding/json.Unmarshal of the same bytes into any.
+func BenchmarkDecodeHTTPLine(b *testing.B) {
+	var line []byte
+	for _, ev := range validEvents() {
+		if h, ok := ev.(*HTTPEvent); ok && h.Event == HTTPRequest {
+			line = mustLine(b, ev)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if _, err := DecodeLine(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ours := time.Since(start)
+	b.StopTimer()
+	start = time.Now()
+	for range b.N {
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(ours)/float64(time.Since(start)), "x-json-unmarshal")
 }
