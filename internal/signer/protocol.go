@@ -53,6 +53,9 @@ const (
 	CodeUnavailable   Code = "unavailable"     // the server could not sign or journal
 )
 
+// AllCodes lists every Code, in the order spec/signer.md's table does.
+var AllCodes = []Code{CodeBadRequest, CodeNotAStatement, CodeKeyMismatch, CodeRateLimited, CodePeerRefused, CodeUnavailable}
+
 // Sentinels matched with errors.Is on an *Error of the same code.
 var (
 	ErrBadRequest    = errors.New("bad request")
