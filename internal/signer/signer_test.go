@@ -35,7 +35,7 @@ func (c *fakeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func testKey(t *testing.T, seed byte) sign.Signer {
+func testKey(t testing.TB, seed byte) sign.Signer {
 	t.Helper()
 	s, err := sign.NewSigner(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, 32)))
 	if err != nil {
@@ -46,7 +46,7 @@ func testKey(t *testing.T, seed byte) sign.Signer {
 
 // preimage is the signature preimage of a record for key: what wrap's
 // signer sends.
-func preimage(t *testing.T, key sign.Signer, calls int64) []byte {
+func preimage(t testing.TB, key sign.Signer, calls int64) []byte {
 	t.Helper()
 	rec, err := sign.Build(sign.RecordOptions{
 		IssuedAt: time.Unix(1_800_000_000, 0), Key: key.Public(),
@@ -71,7 +71,7 @@ type testServer struct {
 
 // startServer serves o on a real Unix socket in a fresh directory until
 // the test ends.
-func startServer(t *testing.T, o Options) *testServer {
+func startServer(t testing.TB, o Options) *testServer {
 	t.Helper()
 	clock := &fakeClock{t: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
 	if o.Signer == nil {
