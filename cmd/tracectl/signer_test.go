@@ -212,3 +212,34 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnchoredThroughSigner: an anchored session signing through the
+// signer verifies with --log-key, every statement anchor_included; the
+// journal holds the first checkpoint (over the header) as a checkpoint, and
+// the record twice (anchored, then with its log entry named) as records.
+func TestAnchoredThroughSigner(t *testing.T) {
+	k := newAnchorKit(t)
+	sock := filepath.Join(k.dir, "run", "signer.sock")
+	if err := os.Mkdir(filepath.Dir(sock), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(k.dir, "signer.journal")
+	k.startSigner(t, k.bin, sock, "--journal", journal)
+	k.signer = sock
+	bundle := filepath.Join(k.dir, "run.trace")
+	stderr := k.anchoredSession(t, bundle, 3)
+	if !strings.Contains(stderr, "tracectl: anchored anchors/record.json: log entry") || strings.Contains(stderr, "failed") {
+		t.Fatalf("wrap stderr:\n%s", stderr)
+	}
+	ckpts, _ := filepath.Glob(filepath.Join(bundle, "checkpoints", "*.json"))
+	code, out := k.verify(t, "--log-key", k.logPub, bundle)
+	if code != 0 || !strings.HasPrefix(out, "verdict: verified") || strings.Count(out, "pass anchor_included") != len(ckpts)+1 {
+		t.Fatalf("verify --log-key: exit %d\n%s", code, out)
+	}
+	data, _ := os.ReadFile(journal)
+	st, err := signersvc.CheckJournal(bytes.NewReader(data))
+	if err != nil || st.Lines != int64(len(ckpts)+2) || strings.Count(string(data), `"kind":"record"`) != 2 ||
+		!strings.HasPrefix(string(data), `{"seq":1,`) || !strings.Contains(strings.SplitN(string(data), "\n", 2)[0], `"kind":"checkpoint"`) {
+		t.Errorf("journal %+v %v, want %d checkpoints and 2 records:\n%s", st, err, len(ckpts), data)
+	}
+}
