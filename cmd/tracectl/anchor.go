@@ -31,7 +31,7 @@ type anchorOptions struct {
 const anchorSealTimeout = 15 * time.Second
 
 func (a *anchorOptions) flags(c *cobra.Command) {
-	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key and --anchor-key)")
+	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key or --signer, and --anchor-key)")
 	c.Flags().StringVar(&a.key, "anchor-key", "", "the log's signed-note verifier key file (log.pub of tracectl log serve)")
 }
 

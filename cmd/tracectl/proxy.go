@@ -131,7 +131,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.StringSliceVar(&o.allowedOrigins, "allowed-origin", nil, "an Origin browsers may call from, scheme://host[:port] (repeatable; none by default, null never)")
 	f.StringArrayVar(&o.redactPaths, "redact-path", nil, "also redact, in what is recorded, every URL path segment (of --upstream and of client requests) this Go regular expression matches (repeatable)")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
-	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
+	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key or --signer)")
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	o.policy.flags(cmd)

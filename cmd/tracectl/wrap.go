@@ -151,7 +151,7 @@ environment.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", stdio.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are forwarded but only their digest and length are kept")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
-	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")
+	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key or --signer)")
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")

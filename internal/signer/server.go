@@ -136,8 +136,11 @@ func (s *Server) ServeConn(c net.Conn) {
 		s.o.Report(peer, req.Op, req.Kind, err)
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
 		resp = &response{Error: e}
+	case err != nil || resp == nil:
+		resp = &response{Error: refuse(CodeUnavailable, "%v", err)}
 	}
 	resp.V = Version
 	_ = writeMessage(c, resp)
