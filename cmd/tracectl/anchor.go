@@ -31,13 +31,13 @@ type anchorOptions struct {
 const anchorSealTimeout = 15 * time.Second
 
 func (a *anchorOptions) flags(c *cobra.Command) {
-	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key and --anchor-key)")
+	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key or --signer, and --anchor-key)")
 	c.Flags().StringVar(&a.key, "anchor-key", "", "the log's signed-note verifier key file (log.pub of tracectl log serve)")
 }
 
 func (a *anchorOptions) set() bool { return a.url != "" }
 
-func (a *anchorOptions) validate(key string) error {
+func (a *anchorOptions) validate(signs bool) error {
 	switch {
 	case a.url == "" && a.key != "":
 		return usageErr(errors.New("--anchor-key without --anchor"), "")
@@ -45,8 +45,8 @@ func (a *anchorOptions) validate(key string) error {
 		return nil
 	case a.key == "":
 		return usageErr(errors.New("--anchor needs --anchor-key: receipts are checked against the log's key"), "tracectl log serve writes it to DIR/log.pub")
-	case key == "":
-		return usageErr(errors.New("--anchor needs --key: what is anchored is signed"), "")
+	case !signs:
+		return usageErr(errors.New("--anchor needs --key or --signer: what is anchored is signed"), "")
 	}
 	return nil
 }
@@ -89,7 +89,9 @@ func startAnchoring(ctx context.Context, rec *producer.Recorder, a anchorOptions
 	if err != nil {
 		return nil, err
 	}
-	if err := startCheckpointsWith(rec, ck, sa.inner, stderr, sa.submit); err != nil {
+	ckpt := sa.inner
+	ckpt.signer = checkpointSigner(ckpt.signer)
+	if err := startCheckpointsWith(rec, ck, ckpt, stderr, sa.submit); err != nil {
 		sa.q.Close()
 		return nil, err
 	}

@@ -39,6 +39,7 @@ type anchorKit struct {
 	*lifecycleKit
 	srv, logDir, logURL, logPub string
 	log                         *wrapRun
+	signer                      string // when set, sessions sign through the signer at this socket, not --key
 }
 
 func newAnchorKit(t *testing.T) *anchorKit {
@@ -61,7 +62,12 @@ func newAnchorKit(t *testing.T) *anchorKit {
 func (k *anchorKit) session(t *testing.T, bundle string, calls int, extra ...string) string {
 	t.Helper()
 	outR, outW := io.Pipe()
-	args := append([]string{"wrap", "--bundle", bundle, "--key", k.key, "--checkpoint-every", "2"}, extra...)
+	signWith := []string{"--key", k.key}
+	if k.signer != "" {
+		signWith = []string{"--signer", "unix:" + k.signer}
+	}
+	args := append(append([]string{"wrap", "--bundle", bundle}, signWith...), "--checkpoint-every", "2")
+	args = append(args, extra...)
 	args = append(args, "--", k.srv)
 	w := k.startArgs(t, outW, args...)
 	responses := bufio.NewReader(outR)

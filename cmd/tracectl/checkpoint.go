@@ -61,9 +61,9 @@ func startCheckpoints(rec *producer.Recorder, c checkpointEvery, signer sign.Sig
 		return nil
 	}
 	if signer == nil {
-		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
+		return usageErr(errors.New("--checkpoint-every needs --key or --signer: a checkpoint is signed"), "")
 	}
-	return startCheckpointsWith(rec, c, trustRecordSigner{signer: signer, identity: id, now: time.Now}, stderr, nil)
+	return startCheckpointsWith(rec, c, trustRecordSigner{signer: checkpointSigner(signer), identity: id, now: time.Now}, stderr, nil)
 }
 
 // startCheckpointsWith starts checkpoints signed by rs; written, when set,

@@ -15,7 +15,7 @@ var envDefaults = []struct {
 	flag, env string
 	unless    string // a flag that, given, makes this default not apply
 }{
-	{"key", "TRACECTL_KEY", ""},
+	{"key", "TRACECTL_KEY", "signer"},
 	{"trusted-key", "TRACECTL_TRUSTED_KEY", ""},
 	{"bundle-dir", "TRACECTL_BUNDLE_DIR", "bundle"},
 	{"retain", "TRACECTL_RETAIN", ""},

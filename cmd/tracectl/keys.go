@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	signersvc "github.com/tracectl/tracectl/internal/signer"
 	"github.com/tracectl/tracectl/sign"
 )
 
@@ -28,6 +30,28 @@ type keyOptions struct {
 	// unsafePermissions accepts a private key file that group or others
 	// can read.
 	unsafePermissions bool
+	// signer is --signer unix:PATH: a tracectl signer serve holds the key
+	// (wrap, proxy and seal; exclusive with --key).
+	signer string
+}
+
+// signerFlag adds --signer to a command that records or seals.
+func (k *keyOptions) signerFlag(c *cobra.Command) {
+	c.Flags().StringVar(&k.signer, "signer", "", "sign through 'tracectl signer serve' at unix:PATH instead of holding a --key (spec/signer.md)")
+}
+
+// signs reports whether the command signs: with --key or through --signer.
+// Both at once is a usage error.
+func (k *keyOptions) signs(key string) (bool, error) {
+	if key != "" && k.signer != "" {
+		return false, usageErr(errors.New("--key and --signer exclude each other"), "--signer unix:PATH signs with the key the signer process holds")
+	}
+	if k.signer != "" {
+		if p, ok := strings.CutPrefix(k.signer, "unix:"); !ok || p == "" {
+			return false, usageErr(fmt.Errorf("--signer %q: want unix:PATH", k.signer), "the socket of 'tracectl signer serve --socket PATH'")
+		}
+	}
+	return key != "" || k.signer != "", nil
 }
 
 func (k *keyOptions) flags(c *cobra.Command) {
@@ -123,6 +147,9 @@ func keyPassword(in io.Reader, errw io.Writer, prompt string, confirm bool) ([]b
 // PATH) or a PEM private key file, asking for the password of an encrypted
 // key only when it is needed. Failures are usage errors with a hint.
 func loadSigningKey(ctx context.Context, ref string, ko keyOptions) (sign.Signer, error) {
+	if ko.signer != "" {
+		return dialSigner(ctx, ko.signer)
+	}
 	if sign.IsKMSRef(ref) {
 		s, err := sign.LoadKMS(ctx, ref)
 		if err != nil {
@@ -150,4 +177,30 @@ func loadSigningKey(ctx context.Context, ref string, ko keyOptions) (sign.Signer
 		return nil, usageErr(err, "tracectl signs with Ed25519, ECDSA P-256 or P-384 keys: see tracectl keygen")
 	}
 	return nil, usageErr(err, "--key takes a private key file written by tracectl keygen, or a KMS reference")
+}
+
+// dialSigner connects to the signer at unix:PATH and gets its public key.
+// A signer that cannot be reached is an I/O failure (exit 5); one that
+// refuses this process is a usage error (exit 2).
+func dialSigner(ctx context.Context, ref string) (sign.Signer, error) {
+	path := strings.TrimPrefix(ref, "unix:")
+	c, err := signersvc.Dial(ctx, path)
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, signersvc.ErrPeerRefused):
+		return nil, usageErr(err, fmt.Sprintf("the signer serves its own uid and each --allow-uid: this process runs as uid %d", os.Getuid()))
+	case ioFailure(err) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
+		return nil, ioErr(err, "is 'tracectl signer serve --socket "+path+"' running, and may this user connect to the socket?")
+	}
+	return nil, ioErr(err, "")
+}
+
+// checkpointSigner is s signing checkpoints: a signer process journals
+// what it signs by kind.
+func checkpointSigner(s sign.Signer) sign.Signer {
+	if c, ok := s.(*signersvc.Client); ok {
+		return c.ForCheckpoints()
+	}
+	return s
 }

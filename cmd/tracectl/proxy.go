@@ -110,6 +110,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.bundleDir, "bundle-dir", "", "directory for the bundles (default: the user's state directory, tracectl/bundles)")
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference; without it bundles are sealed unsigned")
 	o.keys.flags(cmd)
+	o.keys.signerFlag(cmd)
 	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict, batch or none")
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
 	o.redaction.flags(cmd)
@@ -130,7 +131,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.StringSliceVar(&o.allowedOrigins, "allowed-origin", nil, "an Origin browsers may call from, scheme://host[:port] (repeatable; none by default, null never)")
 	f.StringArrayVar(&o.redactPaths, "redact-path", nil, "also redact, in what is recorded, every URL path segment (of --upstream and of client requests) this Go regular expression matches (repeatable)")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
-	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key)")
+	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of each bundle's transcript so far every N tools/call attempts or every DUR (needs --key or --signer)")
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	o.policy.flags(cmd)
@@ -186,10 +187,14 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if err := o.policy.load(); err != nil {
 		return err
 	}
-	if o.checkpoint.set() && o.key == "" {
-		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
+	signs, err := o.keys.signs(o.key)
+	if err != nil {
+		return err
 	}
-	if err := o.anchor.validate(o.key); err != nil {
+	if o.checkpoint.set() && !signs {
+		return usageErr(errors.New("--checkpoint-every needs --key or --signer: a checkpoint is signed"), "")
+	}
+	if err := o.anchor.validate(signs); err != nil {
 		return err
 	}
 	if o.callTimeout < 0 || o.grace < 0 || o.streamIdle <= 0 || o.sessionIdle < 0 || o.maxFrame <= 0 || o.maxSessions <= 0 || o.maxInflight <= 0 {
@@ -248,7 +253,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	}
 	var signer sign.Signer
 	prod := transcript.Producer{Name: "tracectl", Version: version()}
-	if o.key != "" {
+	if signs {
 		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
 			return err
 		}

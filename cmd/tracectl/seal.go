@@ -119,6 +119,7 @@ Exit status: 0 sealed, 2 usage error or a bundle that cannot be sealed.`,
 	formatFlag(cmd, &o.format, sealMediaType)
 	o.record.flags(cmd)
 	o.keys.flags(cmd)
+	o.keys.signerFlag(cmd)
 	o.anchor.flags(cmd)
 	return cmd
 }
@@ -133,15 +134,18 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := o.anchor.validate(o.key); err != nil {
+	signs, err := o.keys.signs(o.key)
+	if err != nil {
+		return err
+	}
+	if err := o.anchor.validate(signs); err != nil {
 		return err
 	}
 	// The key and the log's key first: nothing is appended to a bundle
 	// that cannot be signed or anchored.
 	var rs producer.RecordSigner
 	var signer sign.Signer
-	if o.key != "" {
-		var err error
+	if signs {
 		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
 			return err
 		}

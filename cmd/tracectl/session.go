@@ -148,7 +148,7 @@ func (t trustRecordSigner) SignTranscript(ctx context.Context, root string, call
 
 func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSummary, error) {
 	signer := o.signer
-	if signer == nil && o.key != "" {
+	if signer == nil && (o.key != "" || o.keys.signer != "") {
 		var err error
 		if signer, err = loadSigningKey(ctx, o.key, o.keys); err != nil {
 			return nil, err

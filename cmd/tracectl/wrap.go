@@ -141,6 +141,7 @@ environment.`,
 	f.StringVar(&o.bundleDir, "bundle-dir", "", "create a fresh bundle per start in this directory (default: the user's state directory, tracectl/bundles)")
 	f.StringVar(&o.key, "key", "", "signing key: a PEM file or a KMS reference (<provider>://...); without it the bundle is sealed unsigned")
 	o.keys.flags(cmd)
+	o.keys.signerFlag(cmd)
 	f.StringVar(&o.durability, "durability", transcript.DurabilityStrict, "strict (fsync before forwarding), batch (group commit) or none")
 	f.StringVar(&o.retain, "retain", transcript.RetainFull, "full (keep payload bytes, redacted: see --redact) or digest (salted digests and lengths only)")
 	o.redaction.flags(cmd)
@@ -150,7 +151,7 @@ environment.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", stdio.DefaultKillAfter, "after closing the server's stdin, wait this long before SIGTERM, and again before SIGKILL")
 	f.Int64Var(&o.maxFrame, "max-frame", defaultMaxFrame, "frames longer than this are forwarded but only their digest and length are kept")
 	f.StringVar(&o.serverName, "server-name", "", "a label for the server recorded in the transcript (not an authenticated identity)")
-	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key)")
+	f.Var(&o.checkpoint, "checkpoint-every", "sign a checkpoint of the transcript so far every N tools/call attempts or every DUR (needs --key or --signer)")
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")
@@ -189,10 +190,14 @@ func (o *wrapOptions) validate() error {
 	if o.bundle != "" && o.bundleDir != "" {
 		return usageErr(errors.New("--bundle and --bundle-dir exclude each other"), "--bundle names one bundle; --bundle-dir gets a new one per start")
 	}
-	if o.checkpoint.set() && o.key == "" {
-		return usageErr(errors.New("--checkpoint-every needs --key: a checkpoint is signed"), "")
+	signs, err := o.keys.signs(o.key)
+	if err != nil {
+		return err
 	}
-	return o.anchor.validate(o.key)
+	if o.checkpoint.set() && !signs {
+		return usageErr(errors.New("--checkpoint-every needs --key or --signer: a checkpoint is signed"), "")
+	}
+	return o.anchor.validate(signs)
 }
 
 // checkOutputs refuses a bundle path that exists or aliases the key.
