@@ -18,6 +18,14 @@ import (
 type lazyObject struct {
 	v    canon.Value
 	full traits.Mapper
+	// seen caches the members read so far (conditions often read the same
+	// one: args.text in several rules), absent ones as nil.
+	seen []lazyMember
+}
+
+type lazyMember struct {
+	name string
+	val  ref.Val // nil: no such member
 }
 
 func (l *lazyObject) whole() traits.Mapper {
@@ -36,11 +44,19 @@ func (l *lazyObject) Find(key ref.Val) (ref.Val, bool) {
 	if !ok || l.full != nil {
 		return l.whole().Find(key)
 	}
-	mv, ok := l.v.Get(string(s))
-	if !ok {
-		return nil, false
+	for _, m := range l.seen {
+		if m.name == string(s) {
+			return m.val, m.val != nil
+		}
 	}
-	return jsonValue(mv), true
+	var val ref.Val
+	if mv, ok := l.v.Get(string(s)); ok {
+		val = jsonValue(mv)
+	}
+	if len(l.seen) < 16 {
+		l.seen = append(l.seen, lazyMember{name: string(s), val: val})
+	}
+	return val, val != nil
 }
 
 func (l *lazyObject) Get(key ref.Val) ref.Val {
