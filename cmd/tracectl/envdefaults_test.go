@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"testing"
 
@@ -16,19 +15,7 @@ func parseWrapEnv(t *testing.T, env map[string]string, args ...string) (*wrapOpt
 	old := lookupEnv
 	lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	t.Cleanup(func() { lookupEnv = old })
-	var got *wrapOptions
-	var out bytes.Buffer
-	s := streams{in: bytes.NewReader(nil), out: &out, err: &out}
-	root := newRootCmd(s)
-	for _, c := range root.Commands() {
-		if c.Name() == "wrap" {
-			root.RemoveCommand(c)
-		}
-	}
-	root.AddCommand(newWrapCmd(s, func(_ context.Context, _ streams, o *wrapOptions) error { got = o; return nil }))
-	root.SetArgs(append([]string{"wrap"}, args...))
-	_, err := root.ExecuteC()
-	return got, err
+	return parseWrapWith(t, args...)
 }
 
 // TestEnvDefaults: TRACECTL_* variables default the flags a launch line
