@@ -57,20 +57,11 @@ func newAnchorKit(t *testing.T) *anchorKit {
 	return k
 }
 
-// session records one wrap session in front of the SDK server: tools/list
-// and calls echo calls, then the client closes; wrap must exit 0.
-func (k *anchorKit) session(t *testing.T, bundle string, calls int, extra ...string) string {
+// listAndCall drives a wrap session over stdio in the modern era: a
+// tools/list (id 0), then calls echo calls (ids 1..calls), each answered
+// under its own id before the next is sent.
+func listAndCall(t *testing.T, w *wrapRun, responses *bufio.Reader, calls int) {
 	t.Helper()
-	outR, outW := io.Pipe()
-	signWith := []string{"--key", k.key}
-	if k.signer != "" {
-		signWith = []string{"--signer", "unix:" + k.signer}
-	}
-	args := append(append([]string{"wrap", "--bundle", bundle}, signWith...), "--checkpoint-every", "2")
-	args = append(args, extra...)
-	args = append(args, "--", k.srv)
-	w := k.startArgs(t, outW, args...)
-	responses := bufio.NewReader(outR)
 	for id := 0; id <= calls; id++ {
 		req := modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))
 		if id == 0 {
@@ -84,6 +75,22 @@ func (k *anchorKit) session(t *testing.T, bundle string, calls int, extra ...str
 			t.Fatalf("call %d: %q, %v\n%s", id, line, err, w.stderr)
 		}
 	}
+}
+
+// session records one wrap session in front of the SDK server: tools/list
+// and calls echo calls, then the client closes; wrap must exit 0.
+func (k *anchorKit) session(t *testing.T, bundle string, calls int, extra ...string) string {
+	t.Helper()
+	outR, outW := io.Pipe()
+	signWith := []string{"--key", k.key}
+	if k.signer != "" {
+		signWith = []string{"--signer", "unix:" + k.signer}
+	}
+	args := append(append([]string{"wrap", "--bundle", bundle}, signWith...), "--checkpoint-every", "2")
+	args = append(args, extra...)
+	args = append(args, "--", k.srv)
+	w := k.startArgs(t, outW, args...)
+	listAndCall(t, w, bufio.NewReader(outR), calls)
 	w.in.Close()
 	if code := w.wait(t); code != 0 {
 		t.Fatalf("wrap exit %d\n%s", code, w.stderr)
@@ -641,19 +648,7 @@ func TestAnchoredKilled(t *testing.T) {
 	bundle := filepath.Join(k.dir, "run.trace")
 	outR, outW := io.Pipe()
 	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--checkpoint-every", "2", "--anchor", k.logURL, "--anchor-key", k.logPub, "--", k.srv)
-	responses := bufio.NewReader(outR)
-	for id := 0; id <= 2; id++ {
-		req := modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))
-		if id == 0 {
-			req = `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n"
-		}
-		if _, err := io.WriteString(w.in, req); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := responses.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-	}
+	listAndCall(t, w, bufio.NewReader(outR), 2)
 	w.stderr.waitFor(t, "anchored checkpoints/1.json")
 	w.stderr.waitFor(t, "2 attempts signed")
 	m := regexp.MustCompile(`checkpoint (checkpoints/\d+\.json): \d+ lines, 2 attempts signed`).FindStringSubmatch(w.stderr.String())

@@ -53,21 +53,8 @@ func TestWrapThroughSigner(t *testing.T) {
 	bundle := filepath.Join(k.dir, "run.trace")
 	outR, outW := io.Pipe()
 	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--signer", "unix:"+sock, "--checkpoint-every", "2", "--", srv)
-	responses := bufio.NewReader(outR)
 	const calls = 5
-	for id := 0; id <= calls; id++ {
-		req := modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))
-		if id == 0 {
-			req = `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n"
-		}
-		if _, err := io.WriteString(w.in, req); err != nil {
-			t.Fatal(err)
-		}
-		line, err := responses.ReadString('\n')
-		if err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
-			t.Fatalf("call %d: %q, %v\n%s", id, line, err, w.stderr)
-		}
-	}
+	listAndCall(t, w, bufio.NewReader(outR), calls)
 	w.in.Close()
 	if code := w.wait(t); code != 0 {
 		t.Fatalf("wrap exit %d\n%s\nsigner:\n%s", code, w.stderr, sv.stderr)
