@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +70,11 @@ func startProxyLimited(t *testing.T, k *lifecycleKit, nofile int, upstream strin
 	}
 	p := &proxyRun{addr: "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), ended: make(chan struct{})}
 	l.Close()
-	p.cmd = exec.Command(k.bin, append([]string{"proxy", "--upstream", upstream, "--listen", p.addr, "--bundle-dir", k.bundles, "--key", k.key}, extra...)...)
+	args := []string{"proxy", "--upstream", upstream, "--listen", p.addr, "--bundle-dir", k.bundles}
+	if !slices.Contains(extra, "--signer") {
+		args = append(args, "--key", k.key)
+	}
+	p.cmd = exec.Command(k.bin, append(args, extra...)...)
 	if nofile > 0 {
 		p.cmd = exec.Command("sh", append([]string{"-c", "ulimit -n " + strconv.Itoa(nofile) + " && exec \"$0\" \"$@\"", k.bin}, p.cmd.Args[1:]...)...)
 	}

@@ -38,7 +38,9 @@ func (k *lifecycleKit) startSigner(t *testing.T, bin, sock string, extra ...stri
 // every checkpoint and the record, the bundle verifies with the server's
 // public key as --trusted-key, and the journal has one chained line per
 // signature, of its kind, naming the SHA-256 of the record's preimage.
-// tracectl seal --signer signs an unsigned bundle the same way. SIGTERM stops the server (exit 0) and removes the socket.
+// tracectl seal --signer signs an unsigned bundle the same way, and tracectl
+// proxy --signer the bundles it seals. SIGTERM stops the server (exit 0)
+// and removes the socket.
 func TestWrapThroughSigner(t *testing.T) {
 	k := newKit(t)
 	srv := mcptest.Build(t, "sdkserver")
@@ -114,6 +116,20 @@ func TestWrapThroughSigner(t *testing.T) {
 	data, _ = os.ReadFile(journal)
 	if st, err := signersvc.CheckJournal(bytes.NewReader(data)); err != nil || st.Lines != int64(len(ckpts)+2) {
 		t.Errorf("journal after seal: %+v %v", st, err)
+	}
+
+	// proxy signs every bundle it seals through the signer too.
+	up, _ := cliServer(t)
+	p := startProxy(t, k, up, "--signer", "unix:"+sock)
+	p.session(t).Close()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(); err != nil {
+		t.Fatalf("proxy --signer: %v\n%s", err, strings.Join(p.log, "\n"))
+	}
+	k.verified(t, sessionBundle(t, k))
+	data, _ = os.ReadFile(journal)
+	if st, err := signersvc.CheckJournal(bytes.NewReader(data)); err != nil || st.Lines < int64(len(ckpts)+3) {
+		t.Errorf("journal after proxy: %+v %v, want a line for the proxy's session record", st, err)
 	}
 
 	sv.cmd.Process.Signal(syscall.SIGTERM)
