@@ -15,7 +15,7 @@ func TestMediaTypesInSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mt := range []string{versionMediaType, showMediaType, sealMediaType, keygenMediaType, auditMediaType,
-		snapshotMediaType, pinMediaType, proveMediaType, discloseMediaType} {
+		snapshotMediaType, pinMediaType, proveMediaType, discloseMediaType, attestMediaType, signerJournalMediaType} {
 		if !strings.Contains(string(data), "| `"+mt+"` |") {
 			t.Errorf("spec/README.md's identifier table lacks %s", mt)
 		}

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	signersvc "github.com/tracectl/tracectl/internal/signer"
 )
 
 // signerServeOptions are tracectl signer serve's (spec/signer.md).
@@ -22,7 +27,7 @@ const defaultSignerRate = "100/s"
 func init() {
 	commands = append(commands, func(s streams) *cobra.Command {
 		cmd := &cobra.Command{Use: "signer", Short: "Hold the signing key in its own process (tracectl signer serve; linux)", Args: cobra.NoArgs}
-		cmd.AddCommand(newSignerServeCmd(s, runSignerServe))
+		cmd.AddCommand(newSignerServeCmd(s, runSignerServe), newSignerJournalCmd(s, runSignerJournal))
 		return cmd
 	})
 }
@@ -64,4 +69,80 @@ journal cannot be used.`,
 	f.StringVar(&o.journal, "journal", "", "append a hash-chained line per signature to FILE (created 0600; an existing one is checked and continued)")
 	o.keys.flags(cmd)
 	return cmd
+}
+
+// signerJournalMediaType names signer journal's JSON output.
+const signerJournalMediaType = "application/vnd.tracectl.signer-journal.v1+json"
+
+type signerJournalOptions struct {
+	file, format string
+}
+
+func newSignerJournalCmd(s streams, runF func(streams, *signerJournalOptions) error) *cobra.Command {
+	o := &signerJournalOptions{}
+	cmd := &cobra.Command{
+		Use:   "journal FILE [--format text|json]",
+		Short: "Check a signer journal's hash chain and print its length and last hash",
+		Long: `signer journal reads the journal signer serve --journal keeps and checks every
+line: its members, seq counting from 1, and prev the SHA-256 of the line
+before. A line edited, removed, reordered or inserted breaks the chain at
+or after it, and the first bad line is named.
+
+The chain cannot show that lines were cut from the end: keep the count and
+the last hash this prints somewhere the signer's host cannot rewrite (or
+anchor them), and compare.
+
+Exit status: 0 the chain holds, 1 it is broken, 2 usage error or a file that
+cannot be read.`,
+		Example: "  tracectl signer journal /var/lib/tracectl/signer.journal",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.file = args[0]
+			return runF(s, o)
+		},
+	}
+	formatFlag(cmd, &o.format, signerJournalMediaType)
+	return cmd
+}
+
+func runSignerJournal(s streams, o *signerJournalOptions) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
+	f, err := os.Open(o.file)
+	if err != nil {
+		return usageErr(fmt.Errorf("signer journal: %w", err), "")
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return usageErr(fmt.Errorf("signer journal: %s is not a regular file", o.file), "")
+	}
+	st, cerr := signersvc.CheckJournal(f)
+	var je *signersvc.JournalError
+	if cerr != nil && !errors.As(cerr, &je) {
+		return usageErr(fmt.Errorf("signer journal: %w", cerr), "")
+	}
+	if o.format == formatJSON {
+		out := struct {
+			MediaType string `json:"media_type"`
+			File      string `json:"file"`
+			Intact    bool   `json:"intact"`
+			Lines     int64  `json:"lines"`
+			Last      string `json:"last_sha256"`
+			BadLine   int64  `json:"bad_line,omitempty"`
+			Reason    string `json:"reason,omitempty"`
+		}{MediaType: signerJournalMediaType, File: o.file, Intact: je == nil, Lines: st.Lines, Last: st.Last}
+		if je != nil {
+			out.BadLine, out.Reason = je.Line, je.Reason
+		}
+		if err := writeJSON(s.out, out); err != nil {
+			return err
+		}
+	} else if je == nil {
+		fmt.Fprintln(s.out, escapeTerminal(fmt.Sprintf("%s: %d signatures, chain intact; last line sha256 %s", o.file, st.Lines, st.Last)))
+	}
+	if je != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("signer journal %s: %w", escapeTerminal(o.file), cerr)}
+	}
+	return nil
 }

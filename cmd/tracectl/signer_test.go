@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -116,6 +117,24 @@ func TestWrapThroughSigner(t *testing.T) {
 	data, _ = os.ReadFile(journal)
 	if st, err := signersvc.CheckJournal(bytes.NewReader(data)); err != nil || st.Lines != int64(len(ckpts)+2) {
 		t.Errorf("journal after seal: %+v %v", st, err)
+	}
+
+	// tracectl signer journal checks the chain: intact, then with a line
+	// edited (the uid of the first signature), broken at that line.
+	out, err := exec.Command(k.bin, "signer", "journal", journal).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(": %d signatures, chain intact; last line sha256 ", len(ckpts)+2)) {
+		t.Fatalf("signer journal: %v\n%s", err, out)
+	}
+	tampered := filepath.Join(k.dir, "tampered.journal")
+	edited := strings.Replace(string(data), fmt.Sprintf(`"peer_uid":%d`, os.Getuid()), `"peer_uid":4242`, 1)
+	if err := os.WriteFile(tampered, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(k.bin, "signer", "journal", "--format", "json", tampered)
+	out, err = cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(string(out), `"intact":false`) || !strings.Contains(string(out), `"bad_line":2`) {
+		t.Fatalf("signer journal of an edited journal: %v, want exit 1 naming line 2\n%s", err, out)
 	}
 
 	// proxy signs every bundle it seals through the signer too.
