@@ -115,3 +115,45 @@ func TestReleaseConfig(t *testing.T) {
 		t.Error("Dockerfile does not run as nonroot")
 	}
 }
+
+// TestReleaseWorkflow: the workflow the README's "Verify a release" names
+// exists and does what .goreleaser.yaml expects of it: it runs on v* tags
+// only, holds an OIDC token (id-token: write) for keyless cosign and no
+// key, installs cosign and syft (the signs and sboms sections call them),
+// runs the tests first, and runs GoReleaser v2 with `release --clean`.
+func TestReleaseWorkflow(t *testing.T) {
+	wf := releaseFile(t, filepath.Join(".github", "workflows", "release.yml"))
+	gr := releaseFile(t, ".goreleaser.yaml")
+	for _, want := range []string{
+		"tags: [\"v*\"]",
+		"id-token: write",
+		"contents: write",
+		"packages: write",
+		"uses: sigstore/cosign-installer@",
+		"uses: anchore/sbom-action/download-syft@",
+		"run: ./.ci/run",
+		"uses: goreleaser/goreleaser-action@",
+		`version: "~> v2"`,
+		"args: release --clean",
+		"fetch-depth: 0",
+	} {
+		if !strings.Contains(wf, want) {
+			t.Errorf("release.yml lacks %q", want)
+		}
+	}
+	if strings.Contains(wf, "COSIGN_PRIVATE_KEY") || strings.Contains(wf, "COSIGN_KEY") {
+		t.Error("release.yml names a cosign key: the signature is keyless")
+	}
+	// What the workflow installs is what the configuration calls.
+	for _, tool := range []string{"cmd: cosign", "syft"} {
+		if !strings.Contains(gr, tool) {
+			t.Errorf(".goreleaser.yaml no longer calls %q: update release.yml and this test", tool)
+		}
+	}
+	if i, j := strings.Index(wf, "run: ./.ci/run"), strings.Index(wf, "goreleaser/goreleaser-action"); i < 0 || j < i {
+		t.Error("release.yml must run the tests before GoReleaser")
+	}
+	if !strings.Contains(releaseFile(t, "README.md"), "^https://github\\.com/tracectl/tracectl/\\.github/workflows/") {
+		t.Error("README.md's cosign identity no longer names this repository's workflows")
+	}
+}
