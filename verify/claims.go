@@ -118,9 +118,10 @@ func (b *bundleCheck) attemptClaims(a *transcript.Attempt, body []byte, subject 
 	corrClaims(&d, "correlation.tracestate", a.Correlation.Tracestate, f.Correlation.Tracestate)
 	corrClaims(&d, "correlation.correlation_id", a.Correlation.CorrelationID, f.Correlation.CorrelationID)
 	corrClaims(&d, "correlation.retry_of", a.Correlation.RetryOf, f.Correlation.RetryOf)
-	if a.Correlation.ToolUseID != nil {
-		// Recorded since v4; earlier producers did not record it, so only
-		// a recorded one is checked.
+	if a.Correlation.ToolUseID != nil || (b.header != nil && b.header.Format == transcript.Format) {
+		// Recorded since v4: a v4 line must claim the id its bytes carry
+		// (and none they do not). Earlier producers did not record it, so
+		// there only a recorded one is checked.
 		corrClaims(&d, "correlation.tool_use_id", a.Correlation.ToolUseID, f.Correlation.ToolUseID)
 	}
 	b.mismatchClaims(subject, "the attempt line", d)
