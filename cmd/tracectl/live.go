@@ -82,6 +82,7 @@ func newLiveOTLP(ctx context.Context, endpoint string, signals signalSet, timeou
 			sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(metricCardinality))
 		meter := l.mp.Meter(metricScope)
 		hist := func(name string) metric.Float64Histogram {
+			// A valid name and options: the SDK returns no error.
 			h, _ := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(metricDescriptions[name]),
 				metric.WithExplicitBucketBoundaries(metricBounds...))
 			return h
