@@ -81,8 +81,8 @@ request, response and arguments.
          histograms mcp.client.operation.duration (a data point per
          attempt with a known duration, in seconds) and
          mcp.client.session.duration (one per bundle), timed by the
-         bundle: a collector does not deduplicate metrics, so export a
-         bundle's metrics once (spec/export.md)
+         bundle: a metric point has no id, so a second export is a
+         second copy; export a bundle's metrics once (spec/export.md)
 
 Tool arguments and results may hold secrets: they are exported (from the
 retained request and response bytes) only with --include-arguments, as
@@ -245,7 +245,7 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 			n, err := exportMetrics(ctx, b, recs, o)
 			if err != nil {
 				return ioErr(fmt.Errorf("otlp metrics export to %s: %w", o.metricsEndpoint, err),
-					"check that a collector accepts OTLP metrics (--protocol) at --endpoint; a collector does not deduplicate metrics, so before running the export again check that it holds none of this bundle's")
+					"check that a collector accepts OTLP metrics (--protocol) at --endpoint; a metric point has no id, so before running the export again check that the collector holds none of this bundle's")
 			}
 			fmt.Fprintf(s.err, "tracectl: exported %d metric data points to %s\n", n, escapeTerminal(o.metricsEndpoint))
 		}
