@@ -34,6 +34,10 @@ type exportOptions struct {
 	includeArgs bool
 	timeout     time.Duration
 	protocol    string // otlp: "http/protobuf" or "grpc"
+	signals     string // otlp: "traces", "metrics" or "traces,metrics"
+	// metricsEndpoint and metricsProtocol are resolved from --endpoint,
+	// --protocol and the OTEL_EXPORTER_OTLP_METRICS_* variables.
+	metricsEndpoint, metricsProtocol string
 }
 
 func init() {
@@ -43,7 +47,7 @@ func init() {
 func newExportCmd(s streams, runF func(context.Context, streams, *exportOptions) error) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export BUNDLE --format jsonl|csv|otlp [--out FILE] [--endpoint URL] [--include-arguments]",
+		Use:   "export BUNDLE --format jsonl|csv|otlp [--out FILE] [--endpoint URL] [--signals traces,metrics] [--include-arguments]",
 		Short: "Export one record per attempt as JSON Lines, CSV, or OpenTelemetry spans over OTLP/HTTP",
 		Long: `export writes one record per tools/call attempt: its id, times, tool, outcome,
 retry link, snapshot, correlation, JSON-RPC id, and the digests of its line,
@@ -72,7 +76,13 @@ request, response and arguments.
          tracectl.attempt_id and tracectl.line_digest tie it to the evidence.
          A retry links to the span of the attempt it retries. Span names and
          string attributes show control, bidi and invisible characters as Go
-         escapes, as the text output does (JSON values: as \u escapes)
+         escapes, as the text output does (JSON values: as \u escapes).
+         --signals metrics (or traces,metrics) sends the convention's
+         histograms mcp.client.operation.duration (a data point per
+         attempt with a known duration, in seconds) and
+         mcp.client.session.duration (one per bundle), timed by the
+         bundle: a metric point has no id, so a second export is a
+         second copy; export a bundle's metrics once (spec/export.md)
 
 Tool arguments and results may hold secrets: they are exported (from the
 retained request and response bytes) only with --include-arguments, as
@@ -97,6 +107,7 @@ tracectl help exit-codes).`,
 	f.BoolVar(&o.includeArgs, "include-arguments", false, "also export tool arguments and results (may hold secrets)")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "otlp: give up sending after this long")
 	f.StringVar(&o.protocol, "protocol", "", "otlp: http/protobuf (port 4318) or grpc (port 4317); default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf")
+	f.StringVar(&o.signals, "signals", "traces", "otlp: traces, metrics or traces,metrics")
 	return cmd
 }
 
@@ -194,27 +205,12 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 	}
 	switch o.format {
 	case "jsonl", "csv":
-		if o.endpoint != "" || o.protocol != "" {
-			return usageErr(errors.New("--endpoint and --protocol are for --format otlp"), "")
+		if o.endpoint != "" || o.protocol != "" || (o.signals != "" && o.signals != "traces") {
+			return usageErr(errors.New("--endpoint, --protocol and --signals are for --format otlp"), "")
 		}
 	case "otlp":
-		if o.endpoint == "" {
-			o.endpoint = otlpEnvEndpoint()
-		}
-		if o.endpoint == "" {
-			return usageErr(errors.New("--format otlp needs --endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)"), "give the collector's OTLP/HTTP URL, e.g. http://localhost:4318")
-		}
-		if o.out != "" {
-			return usageErr(errors.New("--out is for --format jsonl or csv"), "")
-		}
-		if o.protocol == "" {
-			o.protocol = otlpEnvProtocol()
-		}
-		if o.protocol != "http/protobuf" && o.protocol != "grpc" {
-			return usageErr(fmt.Errorf("--protocol %q", o.protocol), "use --protocol http/protobuf or grpc")
-		}
-		if u, err := url.Parse(o.endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageErr(fmt.Errorf("--endpoint %q: want an http or https URL", o.endpoint), "")
+		if err := o.resolveOTLP(); err != nil {
+			return err
 		}
 	default:
 		return usageErr(fmt.Errorf("unknown --format %q", o.format), "use --format jsonl, csv or otlp")
@@ -234,12 +230,25 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 		}
 	}
 	if o.format == "otlp" {
-		n, err := exportOTLP(ctx, b, recs, o)
-		if err != nil {
-			return ioErr(fmt.Errorf("otlp export to %s: %w", o.endpoint, err),
-				"check that a collector accepts OTLP (--protocol) at --endpoint; nothing was changed, so the export can be run again")
+		set, _ := parseSignals(o.signals)
+		if set.traces {
+			n, err := exportOTLP(ctx, b, recs, o)
+			if err != nil {
+				return ioErr(fmt.Errorf("otlp export to %s: %w", o.endpoint, err),
+					"check that a collector accepts OTLP (--protocol) at --endpoint; nothing was changed, so the export can be run again")
+			}
+			fmt.Fprintf(s.err, "tracectl: exported %d spans to %s\n", n, escapeTerminal(o.endpoint))
 		}
-		fmt.Fprintf(s.err, "tracectl: exported %d spans to %s\n", n, escapeTerminal(o.endpoint))
+		if set.metrics {
+			// After the spans: a failure before this point sent no metrics,
+			// so running the export again does not count an attempt twice.
+			n, err := exportMetrics(ctx, b, recs, o)
+			if err != nil {
+				return ioErr(fmt.Errorf("otlp metrics export to %s: %w", o.metricsEndpoint, err),
+					"check that a collector accepts OTLP metrics (--protocol) at --endpoint; a metric point has no id, so before running the export again check that the collector holds none of this bundle's")
+			}
+			fmt.Fprintf(s.err, "tracectl: exported %d metric data points to %s\n", n, escapeTerminal(o.metricsEndpoint))
+		}
 		return nil
 	}
 	var buf bytes.Buffer
@@ -272,6 +281,58 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 		return err
 	}
 	return writeNewFile(o.out, buf.Bytes())
+}
+
+// resolveOTLP checks the otlp flags and fills in, per signal asked for,
+// the endpoint and protocol from the flags, else the standard variables.
+func (o *exportOptions) resolveOTLP() error {
+	if o.out != "" {
+		return usageErr(errors.New("--out is for --format jsonl or csv"), "")
+	}
+	set, err := parseSignals(o.signals)
+	if err != nil {
+		return usageErr(fmt.Errorf("--signals: %w", err), "")
+	}
+	given, protocol := o.endpoint, o.protocol
+	check := func(endpoint, protocol string) error {
+		if endpoint == "" {
+			return usageErr(errors.New("--format otlp needs --endpoint URL (or OTEL_EXPORTER_OTLP_ENDPOINT)"), "give the collector's OTLP/HTTP URL, e.g. http://localhost:4318")
+		}
+		if protocol != "http/protobuf" && protocol != "grpc" {
+			return usageErr(fmt.Errorf("--protocol %q", protocol), "use --protocol http/protobuf or grpc")
+		}
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErr(fmt.Errorf("--endpoint %q: want an http or https URL", endpoint), "")
+		}
+		return nil
+	}
+	if set.traces {
+		if o.endpoint == "" {
+			o.endpoint = otlpEnvEndpoint()
+		}
+		if o.protocol == "" {
+			o.protocol = otlpEnvProtocol()
+		}
+		if err := check(o.endpoint, o.protocol); err != nil {
+			return err
+		}
+	}
+	if set.metrics {
+		o.metricsEndpoint, o.metricsProtocol = given, protocol
+		if o.metricsEndpoint == "" {
+			o.metricsEndpoint = otlpEnvMetricsEndpoint()
+		}
+		if o.metricsProtocol == "" {
+			o.metricsProtocol = otlpEnvMetricsProtocol()
+		}
+		if err := check(o.metricsEndpoint, o.metricsProtocol); err != nil {
+			return err
+		}
+		if given != "" && set.traces && o.metricsProtocol != "grpc" && signalURL(given, "metrics") == given {
+			return usageErr(fmt.Errorf("--endpoint %q with --signals traces,metrics: %w", given, errSignalPath), "give the base URL (http://host:4318)")
+		}
+	}
+	return nil
 }
 
 // refuseUnverified stops an export of a bundle that was verified and did
@@ -388,7 +449,7 @@ func spanOf(b *inspect.Bundle, r inspect.Record) (string, []attribute.KeyValue, 
 		add(attrNetTransport, "pipe")
 	case transcript.TransportHTTP:
 		add(attrNetTransport, "tcp")
-		attrs = append(attrs, serverAttrs(b)...)
+		attrs = append(attrs, serverAttrs(b.Header.Server)...)
 	}
 	if r.Arguments != nil {
 		add(attrToolArguments, jsonText(r.Arguments))
@@ -525,13 +586,4 @@ func (e *errExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnly
 		}
 	}
 	return err
-}
-
-// tracesURL appends the OTLP/HTTP traces path to a base URL.
-func tracesURL(endpoint string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Path == "" || u.Path == "/" {
-		return endpoint[:len(endpoint)-len(u.Path)] + "/v1/traces"
-	}
-	return endpoint
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
@@ -28,6 +29,21 @@ func (g *grpcReceiver) Export(_ context.Context, req *collectortrace.ExportTrace
 		}
 	}
 	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// grpcMetricsReceiver is an OTLP/gRPC metrics receiver: the collector's
+// MetricsService, served by grpc-go.
+type grpcMetricsReceiver struct {
+	collectormetrics.UnimplementedMetricsServiceServer
+	mu      sync.Mutex
+	metrics []receivedMetric
+}
+
+func (g *grpcMetricsReceiver) Export(_ context.Context, req *collectormetrics.ExportMetricsServiceRequest) (*collectormetrics.ExportMetricsServiceResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.metrics = append(g.metrics, receivedMetrics(req)...)
+	return &collectormetrics.ExportMetricsServiceResponse{}, nil
 }
 
 // --protocol grpc (and OTEL_EXPORTER_OTLP_PROTOCOL=grpc) sends the same

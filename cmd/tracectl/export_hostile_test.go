@@ -233,6 +233,32 @@ func TestExportHostileGolden(t *testing.T) {
 		}
 	})
 
+	// Metric attributes are the spans', escaped as they are: a hostile
+	// tool name reaches a dashboard's legend as escapes.
+	t.Run("otlp-metrics", func(t *testing.T) {
+		rcv := &otlpReceiver{}
+		srv := httptest.NewServer(rcv)
+		runOK(t, "export", "--format", "otlp", "--signals", "metrics", "--endpoint", srv.URL, bundle)
+		srv.Close()
+		tools := map[string]bool{}
+		for _, m := range rcv.metrics {
+			for k, v := range m.resource {
+				assertNoRaw(t, "resource "+k, []byte(v))
+			}
+			for _, p := range m.GetHistogram().GetDataPoints() {
+				for k, v := range pointAttrs(p) {
+					assertNoRaw(t, m.Name+" "+k, []byte(v))
+				}
+				tools[pointAttrs(p)["gen_ai.tool.name"]] = true
+			}
+		}
+		for _, want := range []string{`\u202eexe.tcod`, `\x1b]8;;http://evil/\aclick\x1b]8;;\a`} {
+			if !tools[want] {
+				t.Errorf("no point with gen_ai.tool.name %q among %v", want, tools)
+			}
+		}
+	})
+
 	t.Run("text", func(t *testing.T) {
 		out := runOK(t, "show", bundle)
 		out = append(out, runOK(t, "show", "--attempt", "a8", bundle)...)

@@ -16,27 +16,45 @@ import (
 	"sync"
 	"testing"
 
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// otlpReceiver is an OTLP/HTTP traces endpoint: it decodes each request
-// with the OTLP protobuf definitions and keeps every span.
+// otlpReceiver is an OTLP/HTTP traces and metrics endpoint: it decodes
+// each request with the OTLP protobuf definitions and keeps every span and
+// every metric (with its resource).
 type otlpReceiver struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-	ctype []string
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	ctype   []string
+	metrics []receivedMetric
 }
 
 func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/traces" || r.Method != http.MethodPost {
+	if (r.URL.Path != "/v1/traces" && r.URL.Path != "/v1/metrics") || r.Method != http.MethodPost {
 		http.NotFound(w, r)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if r.URL.Path == "/v1/metrics" {
+		var req collectormetrics.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		o.mu.Lock()
+		o.ctype = append(o.ctype, r.Header.Get("Content-Type"))
+		o.metrics = append(o.metrics, receivedMetrics(&req)...)
+		o.mu.Unlock()
+		out, _ := proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
 		return
 	}
 	var req collectortrace.ExportTraceServiceRequest

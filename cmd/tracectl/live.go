@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -29,36 +34,78 @@ import (
 // sent best effort (a full queue or a failing collector loses spans, never
 // a recorded line), and the evidence is the bundle.
 
-// liveOTLP is the process's span pipeline: one exporter and batcher for
-// every bundle the process records.
+// Live metrics (--otlp-signals metrics): each attempt's duration is
+// recorded into the meter when its outcome is observed and the session's
+// at the seal; the SDK's periodic reader sends them (every 60 s, or
+// OTEL_METRIC_EXPORT_INTERVAL), a flush at each session's end, and the
+// rest at shutdown. Recording is an in-memory aggregation bounded by
+// metricCardinality: it never waits for the collector.
+
+// liveOTLP is the process's telemetry pipeline: one exporter and batcher
+// for every bundle the process records, per signal asked for.
 type liveOTLP struct {
-	tp     *sdktrace.TracerProvider
+	tp     *sdktrace.TracerProvider // nil: no live spans
 	tracer trace.Tracer
-	warn   io.Writer
-	once   sync.Once
+	mp     *sdkmetric.MeterProvider // nil: no live metrics
+	opDur  metric.Float64Histogram
+	sesDur metric.Float64Histogram
+	// flushing is set while a session end's flush runs: at most one at a
+	// time (a flush it skips is sent by the next, periodic or final).
+	flushing atomic.Bool
+	warn     io.Writer
+	once     sync.Once
+	monce    sync.Once
 }
 
 // liveQueue is the lines a bundle's follower may lag behind the recorder
 // before the tap drops them (Options.Lines).
 const liveQueue = 4096
 
-func newLiveOTLP(ctx context.Context, endpoint string, timeout time.Duration, warn io.Writer) (*liveOTLP, error) {
-	exp, err := otlpExporter(ctx, &exportOptions{endpoint: endpoint, protocol: otlpEnvProtocol(), timeout: timeout})
-	if err != nil {
-		return nil, err
-	}
+func newLiveOTLP(ctx context.Context, endpoint string, signals signalSet, timeout time.Duration, warn io.Writer) (*liveOTLP, error) {
 	l := &liveOTLP{warn: warn}
 	res := resource.NewSchemaless(attribute.String("service.name", "tracectl"))
-	l.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&warnExporter{SpanExporter: exp, l: l}), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithIDGenerator(otlpIDs{}))
-	l.tracer = l.tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")
+	if signals.traces {
+		exp, err := otlpExporter(ctx, &exportOptions{endpoint: endpoint, protocol: otlpEnvProtocol(), timeout: timeout})
+		if err != nil {
+			return nil, err
+		}
+		l.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(&warnExporter{SpanExporter: exp, l: l}), sdktrace.WithResource(res),
+			sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithIDGenerator(otlpIDs{}))
+		l.tracer = l.tp.Tracer("github.com/tracectl/tracectl/cmd/tracectl")
+	}
+	if signals.metrics {
+		exp, err := otlpMetricExporter(ctx, otlpEnvMetricsProtocol(), endpoint, timeout)
+		if err != nil {
+			return nil, err
+		}
+		l.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&warnMetricExporter{Exporter: exp, l: l})),
+			sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(metricCardinality))
+		meter := l.mp.Meter(metricScope)
+		hist := func(name string) metric.Float64Histogram {
+			// A valid name and options: the SDK returns no error.
+			h, _ := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(metricDescriptions[name]),
+				metric.WithExplicitBucketBoundaries(metricBounds...))
+			return h
+		}
+		l.opDur, l.sesDur = hist(metricOperation), hist(metricSession)
+	}
 	return l, nil
 }
 
 // checkOTLPEndpoint refuses an --otlp-endpoint that is not an http or
-// https URL.
-func checkOTLPEndpoint(endpoint string) error {
+// https URL, and --otlp-signals that are not traces, metrics or both (or
+// that are given without an endpoint).
+func checkOTLPEndpoint(endpoint, signals string) error {
+	if signals == "" {
+		signals = "traces"
+	}
+	if _, err := parseSignals(signals); err != nil {
+		return usageErr(fmt.Errorf("--otlp-signals: %w", err), "")
+	}
 	if endpoint == "" {
+		if signals != "traces" {
+			return usageErr(errors.New("--otlp-signals is for --otlp-endpoint"), "")
+		}
 		return nil
 	}
 	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -67,13 +114,20 @@ func checkOTLPEndpoint(endpoint string) error {
 	return nil
 }
 
-// startLive starts the live span pipeline for --otlp-endpoint, or returns
-// nil when it is not given.
-func startLive(ctx context.Context, endpoint string, warn io.Writer) (*liveOTLP, error) {
+// startLive starts the live pipeline for --otlp-endpoint and the signals
+// asked for, or returns nil when no endpoint is given.
+func startLive(ctx context.Context, endpoint, signals string, warn io.Writer) (*liveOTLP, error) {
 	if endpoint == "" {
 		return nil, nil
 	}
-	l, err := newLiveOTLP(ctx, endpoint, 10*time.Second, warn)
+	if signals == "" {
+		signals = "traces"
+	}
+	set, err := parseSignals(signals)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--otlp-signals: %w", err), "")
+	}
+	l, err := newLiveOTLP(ctx, endpoint, set, 10*time.Second, warn)
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--otlp-endpoint: %w", err), "")
 	}
@@ -87,7 +141,29 @@ func (l *liveOTLP) shutdown(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return l.tp.Shutdown(ctx)
+	var errs []error
+	if l.tp != nil {
+		errs = append(errs, l.tp.Shutdown(ctx))
+	}
+	if l.mp != nil {
+		errs = append(errs, l.mp.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// flush sends the meter's data in the background, once a session ended:
+// the follower goes on, and a second session's end while it runs is left
+// to the next export.
+func (l *liveOTLP) flush() {
+	if l.mp == nil || !l.flushing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer l.flushing.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		l.mp.ForceFlush(ctx)
+	}()
 }
 
 // taps holds the stops of the bundles a proxy records (its Open and Seal
@@ -129,6 +205,22 @@ func (w *warnExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if err != nil {
 		w.l.once.Do(func() {
 			fmt.Fprintf(w.l.warn, "tracectl: warning: live spans: %s (recording goes on; tracectl export sends a bundle's spans later)\n", escapeTerminal(err.Error()))
+		})
+	}
+	return err
+}
+
+// warnMetricExporter reports the first metric export failure once.
+type warnMetricExporter struct {
+	sdkmetric.Exporter
+	l *liveOTLP
+}
+
+func (w *warnMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	err := w.Exporter.Export(ctx, rm)
+	if err != nil {
+		w.l.monce.Do(func() {
+			fmt.Fprintf(w.l.warn, "tracectl: warning: live metrics: %s (recording goes on; tracectl export --signals metrics sends a bundle's metrics later)\n", escapeTerminal(err.Error()))
 		})
 	}
 	return err
@@ -251,9 +343,16 @@ func (l *liveOTLP) follow(lines <-chan []byte) {
 	if sealed != nil {
 		endMs = sealed.AtMs
 	}
-	_, sess := l.tracer.Start(withSpanName(context.Background(), h.ExecutionScope, ""), name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(time.UnixMilli(h.StartedAtMs)), trace.WithAttributes(attrs...))
-	sess.End(trace.WithTimestamp(time.UnixMilli(endMs)))
+	if l.tracer != nil {
+		_, sess := l.tracer.Start(withSpanName(context.Background(), h.ExecutionScope, ""), name, trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithTimestamp(time.UnixMilli(h.StartedAtMs)), trace.WithAttributes(attrs...))
+		sess.End(trace.WithTimestamp(time.UnixMilli(endMs)))
+	}
+	if l.sesDur != nil {
+		secs := float64(max(endMs-h.StartedAtMs, 0)) / 1000
+		l.sesDur.Record(context.Background(), secs, metric.WithAttributeSet(sessionMetricAttrs(h, version, sealed != nil)))
+		l.flush()
+	}
 }
 
 // attemptSpan sends one attempt's span, named and attributed as export's
@@ -292,6 +391,16 @@ func (l *liveOTLP) attemptSpan(h *transcript.Header, version string, la *liveAtt
 	}
 	if code != nil {
 		attrs = append(attrs, attribute.String(attrRPCStatus, strconv.FormatInt(*code, 10)))
+	}
+	// An attempt still in flight at the end has no duration (export
+	// records none for it either).
+	if l.opDur != nil && errType != "in_flight" {
+		secs := float64(max(endMs-a.AtMs, 0)) / 1000
+		set := metricAttrs(append(attrs, serverAttrs(h.Server)...), operationMetricKeys)
+		l.opDur.Record(context.Background(), secs, metric.WithAttributeSet(set))
+	}
+	if l.tracer == nil {
+		return
 	}
 	_, span := l.tracer.Start(withSpanName(la.parent, h.ExecutionScope, a.AttemptID), name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(time.UnixMilli(a.AtMs)), trace.WithAttributes(attrs...))

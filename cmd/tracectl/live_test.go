@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
 	"github.com/tracectl/tracectl/internal/mcptest"
 )
 
@@ -65,5 +67,87 @@ func spanIDs(rcv *otlpReceiver) []string {
 		out = append(out, fmt.Sprintf("%x/%x/%x %s", s.TraceId, s.SpanId, s.ParentSpanId, s.Name))
 	}
 	slices.Sort(out)
+	return out
+}
+
+// TestWrapLiveMetrics: wrap --otlp-endpoint --otlp-signals traces,metrics
+// records each call's duration into the meter and sends the histograms to
+// a real OTLP/HTTP receiver (at the session's end and at shutdown), with
+// the attribute sets tracectl export --signals metrics gives the bundle.
+func TestWrapLiveMetrics(t *testing.T) {
+	if _, _, code := runCLI(t, "wrap", "--otlp-signals", "metrics", "--", "true"); code != exitUsage {
+		t.Errorf("--otlp-signals without --otlp-endpoint: exit %d, want 2", code)
+	}
+	k := newKit(t)
+	srv := mcptest.Build(t, "sdkserver")
+	rcv := &otlpReceiver{}
+	col := httptest.NewServer(rcv)
+	defer col.Close()
+	bundle := filepath.Join(k.dir, "run.trace")
+	outR, outW := io.Pipe()
+	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", col.URL, "--otlp-signals", "traces,metrics", srv)
+	responses := bufio.NewReader(outR)
+	for id := 1; id <= 3; id++ {
+		if _, err := io.WriteString(w.in, modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
+			t.Fatalf("call %d: %q, %v", id, line, err)
+		}
+	}
+	w.in.Close()
+	w.wait(t)
+	outW.Close()
+	if n := len(spanIDs(rcv)); n != 4 {
+		t.Errorf("live: %d spans, want 4", n)
+	}
+	// Cumulative points: the latest of each attribute set holds every
+	// measurement so far.
+	live := latestCounts(rcv.metrics)
+	rcv2 := &otlpReceiver{}
+	col2 := httptest.NewServer(rcv2)
+	defer col2.Close()
+	if _, stderr, code := runCLI(t, "export", "--format", "otlp", "--signals", "metrics", "--endpoint", col2.URL, bundle); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	exported := map[string]uint64{}
+	for _, m := range rcv2.metrics {
+		for _, p := range m.GetHistogram().GetDataPoints() {
+			exported[m.Name+" "+fmt.Sprint(pointAttrs(p))] += p.Count
+		}
+	}
+	if fmt.Sprint(live) != fmt.Sprint(exported) {
+		t.Fatalf("live metrics %v\nexported metrics %v", live, exported)
+	}
+	var calls, sessions uint64
+	for k, n := range live {
+		switch {
+		case strings.HasPrefix(k, "mcp.client.operation.duration map[gen_ai.operation.name:execute_tool gen_ai.tool.name:echo mcp.method.name:tools/call mcp.protocol.version:"):
+			calls += n
+		case strings.HasPrefix(k, "mcp.client.session.duration "):
+			sessions += n
+		}
+	}
+	if len(live) != 2 || calls != 3 || sessions != 1 {
+		t.Errorf("live metrics %v, want 3 echo calls (one attribute set) and a session", live)
+	}
+}
+
+// latestCounts is, per metric and attribute set, the count of its latest
+// cumulative data point.
+func latestCounts(ms []receivedMetric) map[string]uint64 {
+	out, at := map[string]uint64{}, map[string]uint64{}
+	for _, m := range ms {
+		h := m.GetHistogram()
+		if h == nil || h.AggregationTemporality != metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE {
+			continue
+		}
+		for _, p := range h.DataPoints {
+			k := m.Name + " " + fmt.Sprint(pointAttrs(p))
+			if p.TimeUnixNano >= at[k] {
+				out[k], at[k] = p.Count, p.TimeUnixNano
+			}
+		}
+	}
 	return out
 }

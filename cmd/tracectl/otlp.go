@@ -98,17 +98,17 @@ func sessionAttrs(b *inspect.Bundle) []attribute.KeyValue {
 	if b.Report != nil && b.Report.Signer != "" {
 		attrs = append(attrs, attribute.String("tracectl.signer", b.Report.Signer))
 	}
-	return append(attrs, serverAttrs(b)...)
+	return append(attrs, serverAttrs(b.Header.Server)...)
 }
 
 // serverAttrs are server.address and server.port of a Streamable HTTP
 // server, as recorded (credential-like path segments were redacted before
 // recording; only the host and port are exported).
-func serverAttrs(b *inspect.Bundle) []attribute.KeyValue {
-	if b.Header.Server.Transport != transcript.TransportHTTP || b.Header.Server.URL == "" {
+func serverAttrs(srv transcript.Server) []attribute.KeyValue {
+	if srv.Transport != transcript.TransportHTTP || srv.URL == "" {
 		return nil
 	}
-	u, err := url.Parse(b.Header.Server.URL)
+	u, err := url.Parse(srv.URL)
 	if err != nil || u.Host == "" {
 		return nil
 	}
@@ -161,6 +161,6 @@ func otlpExporter(ctx context.Context, o *exportOptions) (sdktrace.SpanExporter,
 		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(o.endpoint),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithTimeout(o.timeout))
 	}
-	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(tracesURL(o.endpoint)),
+	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(signalURL(o.endpoint, "traces")),
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}), otlptracehttp.WithTimeout(o.timeout))
 }

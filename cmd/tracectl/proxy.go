@@ -43,6 +43,7 @@ type proxyOptions struct {
 	rotateEvery                      string
 	capture                          string
 	otlpEndpoint                     string
+	otlpSignals                      string
 	upstreamCA                       string
 	policy                           policyOptions
 	allowRemote                      bool
@@ -125,6 +126,7 @@ The upstream's TLS is verified (system roots, or --upstream-ca).`,
 	f.StringVar(&o.rotateEvery, "rotate-every", "1h", "rotate the stateless bundle after DUR (e.g. 10m) or N calls (e.g. 500)")
 	f.StringVar(&o.capture, "capture", "auto", "list the upstream's tools with a call's own headers before recording it when that client has no complete snapshot current (auto), before every call (always), or never")
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")
+	f.StringVar(&o.otlpSignals, "otlp-signals", "traces", "with --otlp-endpoint: traces, metrics or traces,metrics (the MCP client duration histograms)")
 	f.StringVar(&o.upstreamCA, "upstream-ca", "", "PEM file of CA certificates to verify the upstream with, instead of the system roots")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --listen address: anyone who can reach it can call the upstream's tools with the credentials they send")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "a Host name clients may reach the proxy by, HOST (any port) or HOST:PORT, besides the listen address and loopback names (repeatable; required with --allow-remote)")
@@ -212,7 +214,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if err != nil {
 		return usageErr(err, "")
 	}
-	if err := checkOTLPEndpoint(o.otlpEndpoint); err != nil {
+	if err := checkOTLPEndpoint(o.otlpEndpoint, o.otlpSignals); err != nil {
 		return err
 	}
 	switch o.capture {
@@ -269,7 +271,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	live, err := startLive(ctx, o.otlpEndpoint, s.err)
+	live, err := startLive(ctx, o.otlpEndpoint, o.otlpSignals, s.err)
 	if err != nil {
 		return err
 	}

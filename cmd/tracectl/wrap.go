@@ -41,6 +41,7 @@ type wrapOptions struct {
 	checkpoint      checkpointEvery
 	anchor          anchorOptions
 	otlpEndpoint    string
+	otlpSignals     string
 	policy          policyOptions
 }
 
@@ -155,13 +156,14 @@ environment.`,
 	o.anchor.flags(cmd)
 	o.record.flags(cmd)
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send each call's span live to this OTLP collector (http://host:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC), with the ids tracectl export gives the bundle")
+	f.StringVar(&o.otlpSignals, "otlp-signals", "traces", "with --otlp-endpoint: traces, metrics or traces,metrics (the MCP client duration histograms)")
 	o.policy.flags(cmd)
 	return cmd
 }
 
 // validate checks every flag before anything is created or spawned.
 func (o *wrapOptions) validate() error {
-	if err := checkOTLPEndpoint(o.otlpEndpoint); err != nil {
+	if err := checkOTLPEndpoint(o.otlpEndpoint, o.otlpSignals); err != nil {
 		return err
 	}
 	if err := o.policy.load(); err != nil {
@@ -325,7 +327,7 @@ func runWrap(ctx context.Context, s streams, o *wrapOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
-	live, err := startLive(ctx, o.otlpEndpoint, s.err)
+	live, err := startLive(ctx, o.otlpEndpoint, o.otlpSignals, s.err)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func TestWrapFlags(t *testing.T) {
 	}
 	want := wrapOptions{
 		bundle: "run.trace", key: "k.pem", durability: transcript.DurabilityBatch, retain: transcript.RetainDigest,
-		callTimeout: 1500 * time.Millisecond, capture: "always", grace: 2 * time.Second, shutdownTimeout: 300 * time.Millisecond, maxFrame: 4096, serverName: "files",
+		callTimeout: 1500 * time.Millisecond, capture: "always", grace: 2 * time.Second, shutdownTimeout: 300 * time.Millisecond, maxFrame: 4096, serverName: "files", otlpSignals: "traces",
 		record: recordIdentity{subject: "spiffe://example.org/agent"},
 		server: []string{"npx", "-y", "@modelcontextprotocol/server-everything", "--bundle", "not-ours", "--", "x"},
 	}
