@@ -3,13 +3,16 @@ package httpproxy
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/tracectl/tracectl/mcpwire"
@@ -196,9 +199,18 @@ func (l *legacy) write(ev []byte) bool {
 	return true
 }
 
-// message is one JSON-RPC message as an event of the stream.
+// messageEvent is one JSON-RPC message of the proxy's own as an event of
+// the stream: one data line, whatever whitespace the message held (a line
+// end inside it would end the data line there and start another field).
 func messageEvent(msg []byte) []byte {
-	return append(append([]byte("event: message\ndata: "), bytes.TrimSpace(msg)...), "\n\n"...)
+	var c bytes.Buffer
+	if err := json.Compact(&c, msg); err != nil || bytes.ContainsAny(c.Bytes(), "\r\n") {
+		// Never: rpcError and finish give only JSON. Fail closed to an
+		// error under no id rather than frame the bytes.
+		c.Reset()
+		c.WriteString(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"tracectl: internal error"}}`)
+	}
+	return append(append([]byte("event: message\ndata: "), c.Bytes()...), "\n\n"...)
 }
 
 // register opens a request forwarded on a POST; false when the session's
@@ -370,17 +382,52 @@ func (lw *legacyWriter) Write(b []byte) (int, error) {
 	return lw.body.Write(b)
 }
 
-// finish answers the POST: the proxy's message, if it wrote one, goes on
-// the stream; the POST gets 202, or the bare status the proxy chose.
+// finish answers the POST: the proxy's JSON-RPC message, if it wrote one,
+// goes on the stream as one compact data line; the POST gets 202, or the
+// bare status the proxy chose. Anything else the proxy wrote (the text of
+// an HTTP failure, which may quote what the upstream sent) answers the
+// POST itself, its controls escaped, and never reaches the stream: an
+// event built from it could frame a message nobody recorded.
 func (lw *legacyWriter) finish() {
-	if lw.body.Len() > 0 {
-		lw.l.write(messageEvent(lw.body.Bytes()))
+	if lw.body.Len() == 0 {
+		if lw.status != 0 {
+			lw.w.WriteHeader(lw.status)
+		}
+		return
+	}
+	var msg bytes.Buffer
+	if mt, _, _ := mime.ParseMediaType(lw.header.Get("Content-Type")); mt == "application/json" &&
+		json.Compact(&msg, lw.body.Bytes()) == nil && bytes.HasPrefix(msg.Bytes(), []byte("{")) {
+		lw.l.write(messageEvent(msg.Bytes()))
 		lw.w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if lw.status != 0 {
-		lw.w.WriteHeader(lw.status)
+	status := lw.status
+	if status == 0 || status < 400 {
+		status = http.StatusBadGateway
 	}
+	lw.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	lw.w.Header().Set("X-Content-Type-Options", "nosniff")
+	lw.w.WriteHeader(status)
+	_, _ = io.WriteString(lw.w, plainText(lw.body.String()))
+}
+
+// plainText is s with every control character but the final LF escaped
+// (Go's \x or \u form), so no line of it can start an SSE field or a
+// terminal sequence wherever a client shows it.
+func plainText(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('\n')
+	return b.String()
 }
 
 // legacyCandidate: a sessionless GET's event stream in the stateless
