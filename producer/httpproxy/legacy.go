@@ -233,6 +233,7 @@ func (l *legacy) take(id string) *exchange {
 	defer l.mu.Unlock()
 	x := l.open[id]
 	delete(l.open, id)
+	x.closeOpen()
 	return x
 }
 
@@ -242,6 +243,33 @@ func (l *legacy) drop(x *exchange) {
 	defer l.mu.Unlock()
 	if id := x.msg.IDText(); l.open[id] == x {
 		delete(l.open, id)
+		x.closeOpen()
+	}
+}
+
+// hold keeps x's body charge while its request is open (legacyDone):
+// memory held by open requests stays within the in-flight budget.
+func (l *legacy) hold(x *exchange) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[x.msg.IDText()] == x && x.charge != nil {
+		x.charge.mu.Lock()
+		x.charge.moved = true
+		x.charge.mu.Unlock()
+	}
+}
+
+// closeOpen gives back the charge of a request leaving the table of open
+// requests, if its POST handed it over. Called with l.mu held.
+func (x *exchange) closeOpen() {
+	if x == nil || x.charge == nil {
+		return
+	}
+	x.charge.mu.Lock()
+	defer x.charge.mu.Unlock()
+	if x.charge.moved {
+		x.charge.moved = false
+		x.charge.release()
 	}
 }
 
@@ -255,6 +283,7 @@ func (l *legacy) takeMatching(keys []string) []*exchange {
 		if keys == nil || slices.Contains(keys, mcpwire.MatchKey(x.msg.ID)) {
 			out = append(out, x)
 			delete(l.open, id)
+			x.closeOpen()
 		}
 	}
 	slices.SortFunc(out, func(a, b *exchange) int { return int(a.id - b.id) })
@@ -457,7 +486,13 @@ func (p *Proxy) legacyBundle(token string) *bundle {
 // upstream did not accept is no longer open (its call settled by
 // whatever ended it); one it accepted waits for its answer on the stream.
 func (x *exchange) legacyDone() {
-	if x.accepted || x.msg == nil || x.msg.Kind != mcpwire.KindRequest {
+	if x.msg == nil || x.msg.Kind != mcpwire.KindRequest {
+		return
+	}
+	if x.accepted {
+		// Its body stays in memory with the open request: so does its
+		// charge, given back when the request leaves the table.
+		x.legacy.hold(x)
 		return
 	}
 	x.legacy.drop(x)

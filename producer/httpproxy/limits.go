@@ -253,3 +253,22 @@ func (p *Proxy) readLarge(body io.Reader, head []byte) (data []byte, release fun
 
 // errOverBudget: a long answer the in-flight budget could not hold.
 var errOverBudget = errors.New("the answer is longer than the gate holds and the in-flight budget cannot hold it; withheld")
+
+// bodyCharge is a request body's share of the in-flight budget. The POST's
+// handler gives it back when it returns (done), unless the body stays in
+// memory after it: a deprecated-transport request open on its session's
+// stream holds it (moved) until it leaves the session's table
+// (legacy.closeOpen), under the session's lock.
+type bodyCharge struct {
+	release func()
+	mu      sync.Mutex
+	moved   bool
+}
+
+func (c *bodyCharge) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.moved {
+		c.release()
+	}
+}

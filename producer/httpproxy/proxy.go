@@ -508,6 +508,7 @@ type exchange struct {
 	accepted bool
 	upURL    *url.URL
 	upResp   *http.Response
+	charge   *bodyCharge // the body's share of the in-flight budget, held while its request is open on the stream
 }
 
 // Limits.
@@ -542,7 +543,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	line, release, ok := p.readBody(w, r, sid)
-	defer release()
+	charge := &bodyCharge{release: release}
+	defer charge.done()
 	if !ok {
 		if lb != nil {
 			lb.release()
@@ -580,7 +582,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
-	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: g.msg}
+	x := &exchange{p: p, b: b, id: p.exch.Add(1), w: w, r: r, body: body, msg: g.msg, charge: charge}
 	if b.legacy != nil {
 		// The proxy's own answers go on the session's stream (legacy.go).
 		x.legacy = b.legacy
