@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"io"
 	"os"
 
@@ -42,9 +43,12 @@ func (p *policyOptions) load() error {
 	if len(p.correlationMeta) > 8 {
 		return usageErr(fmt.Errorf("--correlation-meta given %d times", len(p.correlationMeta)), "give at most 8 keys")
 	}
-	for _, k := range p.correlationMeta {
+	for i, k := range p.correlationMeta {
 		if !metaKeyShape(k) {
 			return usageErr(fmt.Errorf("--correlation-meta %q", escapeTerminal(k)), "a _meta key is 1 to 128 letters, digits, '.', '_', '-' or '/', and not claudecode/toolUseId (read already)")
+		}
+		if slices.Contains(p.correlationMeta[:i], k) {
+			return usageErr(fmt.Errorf("--correlation-meta %q given twice", escapeTerminal(k)), "give each key once")
 		}
 	}
 	if p.mode != "" && p.file == "" && p.pin == "" {
