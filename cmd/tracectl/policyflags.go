@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
