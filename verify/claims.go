@@ -260,10 +260,36 @@ func (b *bundleCheck) responseID(o *transcript.Observation, body []byte, rd *res
 // before ':', by prefix) to the JSON Pointer in the message they are read
 // from; "" is the whole message's reading.
 var claimSources = map[string]map[string]string{
-	"attempt":      {"tool": "/params/name", "tool_invalid": "/params/name", "arguments": "/params/arguments", "jsonrpc_id": "/id", "protocol": "/params/_meta", "correlation": "/params/_meta", "request": ""},
+	"attempt": {"tool": "/params/name", "tool_invalid": "/params/name", "arguments": "/params/arguments", "jsonrpc_id": "/id",
+		// Each _meta claim is read from its own member (a redaction of
+		// another _meta member hides nothing it is read from), the
+		// protocol's state from the revision member or _meta's shape.
+		"protocol":                   metaPointer(mcpwire.MetaProtocolVersion),
+		"correlation.traceparent":    metaPointer(mcpwire.MetaTraceparent),
+		"correlation.tracestate":     metaPointer(mcpwire.MetaTracestate),
+		"correlation.correlation_id": metaPointer(mcpwire.MetaCorrelationID),
+		"correlation.retry_of":       metaPointer(mcpwire.MetaRetryOf),
+		"correlation.tool_use_id":    toolUseSource,
+		"request":                    ""},
 	"observation":  {"result_type": "/result/resultType", "is_error": "/result/isError", "error_code": "/error/code"},
 	"notification": {"method": "/method", "request_id": "/params/requestId", "payload": ""},
 	"frame":        {"kind": "", "rule": "", "method": "/method", "jsonrpc_id": "/id"},
+}
+
+// metaPointer is the JSON Pointer (RFC 6901) of a request's _meta member.
+func metaPointer(key string) string {
+	return "/params/_meta/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// toolUseSource stands for the _meta members a tool-use id is read from:
+// claudecode/toolUseId, then the header's tool_use_meta keys, the first
+// present wins (transcript.DeriveRequest), so a redaction of any of them
+// may hide it.
+const toolUseSource = "\x00tool_use_id"
+
+// toolUseKeys are the _meta keys a tool-use id is read from, in order.
+func (b *bundleCheck) toolUseKeys() []string {
+	return append([]string{"claudecode/toolUseId"}, b.toolUseMeta()...)
 }
 
 // uncovered drops the diffs whose source a redaction of the payload covers
@@ -279,13 +305,20 @@ func (b *bundleCheck) uncovered(d diffs, what string) diffs {
 	var out diffs
 	for _, x := range d {
 		member, _, _ := strings.Cut(x, ":")
-		src, known := "", false
+		src, known, best := "", false, -1
 		for prefix, s := range claimSources[kind] {
-			if strings.HasPrefix(member, prefix) {
-				src, known = s, true
+			if strings.HasPrefix(member, prefix) && len(prefix) > best {
+				src, known, best = s, true, len(prefix)
 			}
 		}
-		if known && covers(b.red.reds, src) {
+		covered := known && covers(b.red.reds, src)
+		if known && src == toolUseSource {
+			covered = false
+			for _, k := range b.toolUseKeys() {
+				covered = covered || covers(b.red.reds, metaPointer(k))
+			}
+		}
+		if covered {
 			b.red.claimsCovered++
 			continue
 		}
