@@ -212,13 +212,23 @@ const maxLargeBody = 256 << 20
 
 // readLarge reads on from a body whose first bytes (head, over the gate's
 // limit) are read, up to maxLargeBody (one byte more says it is longer),
-// charging the budget as the buffer grows. A body the budget cannot hold
-// is errOverBudget. release gives the charge back.
-func (p *Proxy) readLarge(body io.Reader, head []byte) (data []byte, release func(), err error) {
+// charging the budget as the buffer grows. A body of known length (the
+// response's Content-Length, else -1) is read into one buffer of that
+// length, charged once; one of unknown length grows by doubling, and the
+// budget is charged for both buffers while one is copied to the next, so
+// it needs up to three times its size at the last growth. A body the
+// budget cannot hold is errOverBudget. release gives the charge back.
+func (p *Proxy) readLarge(body io.Reader, head []byte, length int64) (data []byte, release func(), err error) {
 	var held int64
 	release = func() { p.budget.give(held); held = 0 }
 	limit := int64(maxLargeBody + 1)
 	size := min(int64(len(head))*2, limit)
+	if length >= int64(len(head)) && length < limit {
+		// One buffer; the one byte more says the body is longer than it
+		// said (net/http does not deliver that, but the reader is any).
+		limit = length + 1
+		size = limit
+	}
 	if !p.budget.take(size) {
 		return nil, release, errOverBudget
 	}

@@ -1157,7 +1157,7 @@ func (x *exchange) relayBody(cancel context.CancelFunc, resp *http.Response, mt,
 		// The answer to this exchange's call, longer than the gate
 		// holds: read on, within maxLargeBody and the in-flight budget.
 		var release func()
-		data, release, err = x.p.readLarge(resp.Body, data)
+		data, release, err = x.p.readLarge(resp.Body, data, resp.ContentLength)
 		defer release()
 	}
 	close(read)
