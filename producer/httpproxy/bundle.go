@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,6 +80,7 @@ type lists struct {
 type call struct {
 	ref      session.AttemptRef
 	key      string // the client's identity (clientOf) and the request id's mcpwire.Key
+	match    string // the request id's mcpwire.MatchKey
 	token    string
 	mu       sync.Mutex
 	settled  bool // response or transport failure recorded
@@ -207,6 +209,21 @@ func (b *bundle) track(c *call) {
 	defer b.mu.Unlock()
 	b.inflight[c.key] = append(b.inflight[c.key], c)
 	b.calls++
+}
+
+// openMatches reports whether a call in flight in b has an id a client
+// could match to one of keys (mcpwire.MatchKey).
+func (b *bundle) openMatches(keys []string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.inflight {
+		for _, c := range l {
+			if slices.Contains(keys, c.match) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (b *bundle) untrack(c *call) {

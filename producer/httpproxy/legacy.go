@@ -97,6 +97,26 @@ func legacyToken(r *http.Request) (string, bool) {
 	return v[0], true
 }
 
+// endpointNamed says whether an SSE event's raw bytes name it "endpoint"
+// as any reader might read its event field: after a BOM, with any line
+// ends (LF, CRLF, lone CR), the value's spaces trimmed, in any case.
+func endpointNamed(raw []byte) bool {
+	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
+	for len(raw) > 0 {
+		i := bytes.IndexAny(raw, "\r\n")
+		line := raw
+		if i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok && bytes.EqualFold(bytes.TrimSpace(v), []byte("endpoint")) {
+			return true
+		}
+	}
+	return false
+}
+
 // refuseUnknownLegacy answers a POST to an endpoint no open stream gave
 // (its stream ended, or it was never given): 404, as the transport's
 // servers answer an unknown session, recorded in the stateless bundle
@@ -237,14 +257,17 @@ func (l *legacy) take(id string) *exchange {
 	return x
 }
 
-// drop closes x's request if it is still open under its id.
-func (l *legacy) drop(x *exchange) {
+// drop closes x's request if it is still open under its id, and reports
+// whether it was (false: the stream took its answer, or it never opened).
+func (l *legacy) drop(x *exchange) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id := x.msg.IDText(); l.open[id] == x {
 		delete(l.open, id)
 		x.closeOpen()
+		return true
 	}
+	return false
 }
 
 // hold keeps x's body charge while its request is open (legacyDone):
@@ -374,7 +397,15 @@ func (x *exchange) forwardLegacy(resp *http.Response) {
 	}
 	detail := "the upstream answered the HTTP+SSE POST with HTTP " + strconv.Itoa(resp.StatusCode) + ": the message was not accepted"
 	if x.msg != nil && x.msg.Kind == mcpwire.KindRequest {
-		x.legacy.drop(x)
+		if !x.legacy.drop(x) {
+			// The stream took the request's answer first (an upstream
+			// that answers and fails the POST at once): that answer is
+			// what the evidence binds and the client gets, so the
+			// client's send does not fail (the upstream's status is in
+			// the response line).
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		if x.call != nil {
 			x.noAnswer(detail)
 			x.b.untrack(x.call)

@@ -323,6 +323,16 @@ func (x *exchange) relaySSE(ctx context.Context, cancel context.CancelFunc, body
 				idle.Reset(x.p.cfg.StreamIdle)
 				d := deliverIt
 				switch ev := it.ev; {
+				case endpointNamed(ev.Raw):
+					// An endpoint event the proxy does not take as the
+					// transport's (a second one, one with other fields,
+					// padding or a BOM): it names the upstream's URL and
+					// session, a capability, so it is withheld with no
+					// frame or bytes, and never delivered.
+					d = dropIt
+					if err := x.b.http(transcript.HTTPEvent{Event: transcript.HTTPWithheld, Exchange: x.id, Rule: ruleSSEEndpoint, Detail: "an endpoint event not taken as the HTTP+SSE transport's: its URL is neither delivered nor kept"}); err != nil {
+						x.failed = err
+					}
 				case ev.Data != nil:
 					d = x.message(ev.Data, ev.Refusal)
 				case ev.Refusal != nil:

@@ -626,7 +626,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if x.legacy != nil && g.msg != nil && g.msg.Kind == mcpwire.KindRequest && !x.legacy.register(x) {
 		x.noAnswer("not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
-		writeRPCError(x.w, http.StatusOK, idOf(x.msg), codeRefused, "tracectl: not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
+		writeRPCError(x.w, http.StatusOK, x.answerID(x.msg), codeRefused, "tracectl: not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
 		return
 	}
 	if x.call != nil && x.legacy == nil && p.cfg.CallTimeout > 0 {
@@ -637,6 +637,36 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.endSession(sid)
 	}
 }
+
+// openTable is the requests a client could take the proxy's own answer
+// for: the HTTP+SSE session's open requests, or the calls in flight in
+// the bundle.
+func (x *exchange) openTable() session.Open {
+	if x.legacy != nil {
+		return legacyOpen{x}
+	}
+	return bundleOpen{x.b}
+}
+
+// answerID is the id the proxy's own answer to request m goes under: m's,
+// unless a client could match it to another request still open (it would
+// take the answer for that one's), then null (session.RefusalID).
+func (x *exchange) answerID(m *mcpwire.Message) string {
+	id := idOf(m)
+	if id != "null" && m.ID.Valid() && x.openTable().Matches([]string{mcpwire.MatchKey(m.ID)}) {
+		return "null"
+	}
+	return id
+}
+
+// bundleOpen is a bundle's calls in flight as session.Open, for the id of
+// the proxy's own answers (only Matches is asked).
+type bundleOpen struct{ b *bundle }
+
+func (o bundleOpen) Exact(string) bool           { return false }
+func (o bundleOpen) Matches(keys []string) bool  { return o.b.openMatches(keys) }
+func (o bundleOpen) Settled([]string) bool       { return false }
+func (o bundleOpen) AnsweredByProxy(string) bool { return false }
 
 // gated is a request body as the gate read it.
 type gated struct {
@@ -677,7 +707,15 @@ func (x *exchange) commit(g gated) (reply func(), err error) {
 				return err
 			}
 			reply = func() {
-				writeRPCError(w, http.StatusBadRequest, ref.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(ref.Rule)+"): "+ref.Detail)
+				text := "tracectl: not forwarded: frame refused by the recorder's gate (" + string(ref.Rule) + "): " + ref.Detail
+				id, answer := session.RefusalID(ref, g.line, x.openTable())
+				if !answer {
+					// The client's answer to a server request: no
+					// JSON-RPC message answers it, the POST fails.
+					http.Error(w, text, http.StatusBadRequest)
+					return
+				}
+				writeRPCError(w, http.StatusBadRequest, id, codeRefused, text)
 			}
 			return nil
 		}
@@ -690,7 +728,7 @@ func (x *exchange) commit(g gated) (reply func(), err error) {
 				return err
 			}
 			reply = func() {
-				writeRPCError(w, http.StatusBadRequest, idOf(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
+				writeRPCError(w, http.StatusBadRequest, x.answerID(m), codeRefused, "tracectl: not forwarded: the request's headers are refused by the recorder's gate ("+hr.rule+"): "+hr.detail)
 			}
 			return nil
 		}
@@ -738,7 +776,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		}
 		x.durable = wait
 		if m.Kind == mcpwire.KindRequest {
-			x.call = &call{ref: a, key: x.callKey(mcpwire.Key(m.ID)), token: progressToken(m.Params)}
+			x.call = &call{ref: a, key: x.callKey(mcpwire.Key(m.ID)), match: mcpwire.MatchKey(m.ID), token: progressToken(m.Params)}
 			b.track(x.call)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -127,13 +128,13 @@ func (s *session) fromClient(f frame, index int64) error {
 	if f.streamed {
 		r := &mcpwire.Refusal{Rule: mcpwire.RuleTooLarge, ID: "null", Detail: strconv.FormatInt(f.length, 10) + " bytes, over the gate's limit of " + strconv.Itoa(s.cfg.MaxInterpret)}
 		s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Digest: f.digest, Length: f.length, Terminator: f.term, Body: f.spool.body(f.length), Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused}))
-		return s.refuse(r)
+		return s.refuse(r, nil)
 	}
 	line := f.data
 	m, ref := mcpwire.Read(line)
 	if ref != nil {
 		s.noteSinkErr(s.cfg.Sink.Frame(FrameObs{Line: line, Direction: transcript.ClientToServer, Index: index, Disposition: transcript.FrameRefused, Refusal: ref}))
-		return s.refuse(ref)
+		return s.refuse(ref, line)
 	}
 	if m.Kind != mcpwire.KindResponse {
 		s.noteEra(m)
@@ -350,9 +351,56 @@ func (s *session) timeout(key string, p *pending) {
 	s.noteSinkErr(s.cfg.Sink.Timeout(p.ref))
 }
 
-// refuse answers a frame the gate refused, naming the rule it broke.
-func (s *session) refuse(r *mcpwire.Refusal) error {
-	return s.cq.toClient(errorLine(r.ID, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(r.Rule)+"): "+r.Detail))
+// refuse answers a frame the gate refused, naming the rule it broke, under
+// the id RefusalID gives (line: the frame's bytes, nil when not kept).
+func (s *session) refuse(r *mcpwire.Refusal, line []byte) error {
+	s.mu.Lock()
+	id, answer := RefusalID(r, line, sessionOpen{s})
+	s.mu.Unlock()
+	if !answer {
+		return nil
+	}
+	return s.cq.toClient(errorLine(id, codeRefused, "tracectl: not forwarded: frame refused by the recorder's gate ("+string(r.Rule)+"): "+r.Detail))
+}
+
+// RefusalID is the id the proxy's answer to a client frame the gate
+// refused goes under, and whether it answers at all. A frame shaped as a
+// response (result or error, no method) is the client's answer to a
+// server request: nothing answers it. Otherwise the answer goes under the
+// frame's id, unless a client could match that id to a request of its
+// own still open (mcpwire.MatchKey): the client would take the refusal
+// for that request's answer while the evidence binds the server's, so
+// the refusal goes under null instead (JSON-RPC's id for a request whose
+// id cannot be trusted). open is read under the caller's lock.
+func RefusalID(r *mcpwire.Refusal, line []byte, open Open) (id string, answer bool) {
+	if responseShaped(line) {
+		return "", false
+	}
+	if r.ID == "null" || r.ID == "" {
+		return "null", true
+	}
+	doc, err := canon.Parse([]byte(r.ID), canon.ParseOptions{})
+	if err != nil || open.Matches([]string{mcpwire.MatchKey(doc.Root())}) {
+		return "null", true
+	}
+	return r.ID, true
+}
+
+// responseShaped says whether line parses as one JSON object with a
+// result or error member and no method.
+func responseShaped(line []byte) bool {
+	if len(line) == 0 {
+		return false
+	}
+	doc, err := canon.Parse(bytes.TrimRight(line, "\r\n"), canon.ParseOptions{})
+	if err != nil || doc.Root().Kind() != canon.KindObject {
+		return false
+	}
+	root := doc.Root()
+	_, hasMethod := root.Get("method")
+	_, hasResult := root.Get("result")
+	_, hasError := root.Get("error")
+	return !hasMethod && (hasResult || hasError)
 }
 
 // serverToClient commits every server frame before it is delivered:
