@@ -215,6 +215,7 @@ func runExport(ctx context.Context, s streams, o *exportOptions) error {
 	default:
 		return usageErr(fmt.Errorf("unknown --format %q", o.format), "use --format jsonl, csv or otlp")
 	}
+	o.prog = s.progress()
 	b, err := o.load(ctx)
 	if err != nil {
 		return err

@@ -68,6 +68,7 @@ func runReport(ctx context.Context, s streams, o *reportOptions) error {
 	if o.out == "" {
 		return usageErr(errors.New("--out FILE is required"), "tracectl report --out report.html BUNDLE")
 	}
+	o.prog = s.progress()
 	b, err := o.load(ctx)
 	if err != nil {
 		return err

@@ -30,6 +30,17 @@ func usageErr(err error, hint string) error { return &exitError{code: exitUsage,
 type streams struct {
 	in       io.Reader
 	out, err io.Writer
+	// quiet is --quiet, read when a command runs (its flags parsed).
+	quiet *bool
+}
+
+// progress is the command's progress line on stderr: shown on a terminal
+// only, never with --quiet (nil: every progress method does nothing).
+func (s streams) progress() *progress {
+	if s.quiet != nil && *s.quiet {
+		return nil
+	}
+	return newProgress(s.err)
 }
 
 func newRootCmd(s streams) *cobra.Command {
@@ -58,6 +69,10 @@ vectors run and version take --format json: one JSON object on stdout.`,
 		// (envdefaults.go).
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error { return applyEnvDefaults(c) },
 	}
+	if s.quiet == nil {
+		s.quiet = new(bool)
+	}
+	root.PersistentFlags().BoolVarP(s.quiet, "quiet", "q", false, "no progress line on a terminal during a long verify, show, export, report or snapshot (results and errors are printed as ever)")
 	root.SetIn(s.in)
 	root.SetOut(s.out)
 	root.SetErr(s.err)

@@ -40,6 +40,7 @@ type evidenceOptions struct {
 	at         string
 	maxAge     string
 	now        func() time.Time
+	prog       *progress // the verification's progress line (streams.progress), set by the command
 }
 
 func (e *evidenceOptions) flags(cmd *cobra.Command) {
@@ -76,6 +77,9 @@ func (e *evidenceOptions) load(ctx context.Context) (*inspect.Bundle, error) {
 		if err != nil {
 			return nil, err
 		}
+		prog := e.prog
+		opts.Progress = func(lines int64) { prog.show("verifying: %d transcript lines", lines) }
+		defer prog.done() // the line is cleared before anything is written
 		if lo.Verifier, err = verify.New(opts); err != nil {
 			return nil, usageErr(err, "")
 		}
@@ -155,6 +159,7 @@ func runShow(ctx context.Context, s streams, o *showOptions) error {
 	if o.maxBytes <= 0 || o.maxBytes > maxReadBytes {
 		return usageErr(fmt.Errorf("--max-bytes must be between 1 and %d", maxReadBytes), "")
 	}
+	o.prog = s.progress()
 	b, err := o.load(ctx)
 	if err != nil {
 		return err

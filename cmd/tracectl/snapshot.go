@@ -124,7 +124,7 @@ func runSnapshot(s streams, o *snapshotOptions) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	prog := newProgress(s.err)
+	prog := s.progress()
 	snap, err := snapshot.Capture(ctx, o.argv, snapshot.CaptureOptions{
 		Progress:      func(pages, tools int) { prog.show("capturing: %d pages, %d tools", pages, tools) },
 		CaptureID:     id,

@@ -243,7 +243,7 @@ func runVerify(ctx context.Context, s streams, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	prog := newProgress(s.err)
+	prog := s.progress()
 	vo.Progress = func(lines int64) { prog.show("verifying: %d transcript lines", lines) }
 	v, err := verify.New(vo)
 	if err != nil {
