@@ -48,9 +48,10 @@ Signatures are rate limited (--rate, a token bucket: rate_limited) and, with
 --journal, each is appended to a hash-chained journal, fsynced, before it is
 returned.
 
-The socket is created with mode 0660 in a directory that must not be
-world-writable; a recorder of another uid needs the socket's group (make the
-directory setgid to a group both users share) and --allow-uid.
+The socket is created with mode 0660 in a directory only its owner may
+write (or a sticky one); a recorder of another uid needs the socket's group
+(a directory of mode 0750, or setgid 2750, of a group both users share) and
+--allow-uid.
 
 Exit status: 0 after SIGINT or SIGTERM, 2 usage error, 5 the socket or the
 journal cannot be used.`,
@@ -85,12 +86,12 @@ func newSignerJournalCmd(s streams, runF func(streams, *signerJournalOptions) er
 		Short: "Check a signer journal's hash chain and print its length and last hash",
 		Long: `signer journal reads the journal signer serve --journal keeps and checks every
 line: its members, seq counting from 1, and prev the SHA-256 of the line
-before. A line edited, removed, reordered or inserted breaks the chain at
-or after it, and the first bad line is named.
+before. A line edited, removed, reordered or inserted without recomputing
+the chain breaks it at or after it, and the first bad line is named.
 
-The chain cannot show that lines were cut from the end: keep the count and
-the last hash this prints somewhere the signer's host cannot rewrite (or
-anchor them), and compare.
+The chain is unkeyed: it cannot show a rewrite that recomputes it, or lines
+cut from the end. Keep the count and the last hash this prints somewhere the
+signer's host cannot rewrite (or anchor them), and compare.
 
 Exit status: 0 the chain holds, 1 it is broken, 2 usage error or a file that
 cannot be read.`,

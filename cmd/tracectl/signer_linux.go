@@ -61,7 +61,7 @@ func runSignerServe(ctx context.Context, s streams, o *signerServeOptions) error
 	l, err := signersvc.Listen(o.socket)
 	switch {
 	case errors.Is(err, signersvc.ErrUnsafeDirectory):
-		return usageErr(err, "put the socket in a directory only its users can write, e.g. /run/tracectl (mode 0750 or 2770)")
+		return usageErr(err, "put the socket in a directory only its owner can write, e.g. /run/tracectl (mode 0750, or setgid 2750 for a group the recorders share)")
 	case errors.Is(err, os.ErrNotExist):
 		return usageErr(err, "create the socket's directory first")
 	case errors.Is(err, os.ErrExist):

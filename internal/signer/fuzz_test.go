@@ -74,7 +74,7 @@ func FuzzCheckJournal(f *testing.F) {
 	prev := zeroHash
 	for i := int64(1); i <= 3; i++ {
 		line, err := json.Marshal(Entry{Seq: i, Time: time.Unix(1_800_000_000, 0).UTC().Format(time.RFC3339Nano), PID: 1,
-			Kind: KindRecord, SHA256: strings.Repeat("a", 64), Key: "k", Prev: prev})
+			Kind: KindRecord, SHA256: strings.Repeat("a", 64), Key: strings.Repeat("K", 43), Prev: prev})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -72,11 +72,12 @@ func isHex64(s string) bool {
 // CheckJournal reads a whole journal and checks every line: one LF-
 // terminated JSON object of at most MaxJournalLine bytes with exactly the
 // Entry members, seq counting from 1, a valid time, kind and hashes, and
-// prev the SHA-256 of the line before (zeroHash for the first). Any line
-// edited, removed, reordered or inserted breaks the chain at or after it:
-// the error is a *JournalError naming the first bad line. (Truncating the
-// journal after a line cannot be seen from the journal alone: compare
-// Lines and Last with a copy kept elsewhere.)
+// prev the SHA-256 of the line before (zeroHash for the first), each
+// line exactly the entry's own encoding. A line edited, removed,
+// reordered or inserted without recomputing the chain after it breaks it
+// at or after it: the error is a *JournalError naming the first bad line.
+// The chain is unkeyed: a rewrite that recomputes it, or a cut after a
+// line, is seen only against Lines and Last kept elsewhere.
 func CheckJournal(r io.Reader) (JournalState, error) {
 	st := JournalState{Last: zeroHash}
 	br := bufio.NewReaderSize(r, MaxJournalLine)
@@ -128,7 +129,29 @@ func parseEntry(line []byte) (Entry, string) {
 	if !isHex64(e.SHA256) || !isHex64(e.Prev) {
 		return e, "sha256 and prev must be 64 lowercase hex digits"
 	}
+	if !thumbprintShape(e.Key) {
+		return e, "key must be an RFC 7638 thumbprint (43 base64url characters)"
+	}
+	// The line is exactly what Append writes for what it holds: no member
+	// repeated or spelled in another case (encoding/json reads either),
+	// no other order or spacing, so every reader reads one entry.
+	if again, err := json.Marshal(e); err != nil || !bytes.Equal(again, line) {
+		return e, "not the entry's own encoding (a repeated member, another spelling, order or spacing)"
+	}
 	return e, ""
+}
+
+// thumbprintShape: 43 base64url characters, a SHA-256 thumbprint.
+func thumbprintShape(s string) bool {
+	if len(s) != 43 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Journal appends entries to a journal file.

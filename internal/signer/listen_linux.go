@@ -9,16 +9,17 @@ import (
 	"syscall"
 )
 
-// ErrUnsafeDirectory: the socket's directory is writable by anyone, who
-// could replace the socket with their own and collect what recorders send.
-var ErrUnsafeDirectory = errors.New("socket directory is world-writable")
+// ErrUnsafeDirectory: the socket's directory is writable by others than
+// its owner (without the sticky bit), who could replace the socket with
+// their own and collect what recorders send.
+var ErrUnsafeDirectory = errors.New("socket directory is writable by others than its owner")
 
 // SocketMode is the socket's mode: the owner and the group may connect
 // (connecting needs write permission); peers are then judged by uid.
 const SocketMode = 0o660
 
 // Listen creates the Unix socket path with mode SocketMode in a directory
-// that is not world-writable, and listens on it. An existing path is
+// only its owner may write (or a sticky one), and listens on it. An existing path is
 // refused (a stale socket is removed by hand). Closing the listener
 // removes the socket.
 func Listen(path string) (*net.UnixListener, error) {
@@ -30,8 +31,13 @@ func Listen(path string) (*net.UnixListener, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("socket directory %s: not a directory", dir)
 	}
-	if fi.Mode().Perm()&0o002 != 0 {
-		return nil, fmt.Errorf("%w: %s (mode %04o)", ErrUnsafeDirectory, dir, fi.Mode().Perm())
+	// A directory others or the group may write lets them unlink the
+	// socket and bind their own in its place (the sticky bit alone stops
+	// that): recorders would then send their statements to, and sign
+	// under, an impostor's key. Recorders need only search (x) on the
+	// directory to connect.
+	if m := fi.Mode(); m.Perm()&0o022 != 0 && m&os.ModeSticky == 0 {
+		return nil, fmt.Errorf("%w: %s (mode %04o): make it writable by its owner only (0750), or sticky", ErrUnsafeDirectory, dir, m.Perm())
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("socket %s: %w", path, os.ErrExist)
@@ -44,9 +50,11 @@ func Listen(path string) (*net.UnixListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, SocketMode); err != nil { // explicit, whatever bind(2) made of it
+	// No chmod after bind: the umask made the mode, and a chmod by path
+	// would follow whatever another user put at the path meanwhile.
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm()&^SocketMode != 0 {
 		l.Close()
-		return nil, fmt.Errorf("socket %s: %w", path, err)
+		return nil, fmt.Errorf("socket %s: not the socket bind(2) made with mode %04o", path, SocketMode)
 	}
 	return l, nil
 }

@@ -56,9 +56,9 @@ type Server struct {
 	alg    sign.Alg
 	thumb  string
 
-	mu     sync.Mutex // one signature at a time: the bucket and the journal
-	bucket *bucket
-	broken error // a journal write failed: nothing is signed any more
+	mu      sync.Mutex         // one signature at a time: the buckets and the journal
+	buckets map[uint32]*bucket // one per peer uid: one recorder cannot spend another's rate
+	broken  error              // a journal write failed: nothing is signed any more
 }
 
 // NewServer checks o and returns its server.
@@ -78,14 +78,13 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signer: %w", err)
 	}
-	b, err := newBucket(o.Rate, o.Clock())
-	if err != nil {
+	if _, err := newBucket(o.Rate, o.Clock()); err != nil {
 		return nil, fmt.Errorf("signer: %w", err)
 	}
 	if o.PeerOf == nil {
 		o.PeerOf = peerCred
 	}
-	return &Server{o: o, alg: alg, thumb: thumb, bucket: b,
+	return &Server{o: o, alg: alg, thumb: thumb, buckets: map[uint32]*bucket{},
 		pemKey: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}, nil
 }
 
@@ -176,7 +175,12 @@ func (s *Server) sign(peer Peer, kind Kind, payload []byte) (*response, error) {
 		return nil, refuse(CodeUnavailable, "the journal failed earlier (%v): restart the signer", s.broken)
 	}
 	now := s.o.Clock()
-	if ok, wait := s.bucket.take(now); !ok {
+	b := s.buckets[peer.UID]
+	if b == nil {
+		b, _ = newBucket(s.o.Rate, now) // the rate was checked by NewServer
+		s.buckets[peer.UID] = b
+	}
+	if ok, wait := b.take(now); !ok {
 		return nil, refuse(CodeRateLimited, "over %s: the next signature in %s", s.o.Rate, wait.Round(time.Millisecond))
 	}
 	sig, err := s.o.Signer.SignRecordBytes(payload)
