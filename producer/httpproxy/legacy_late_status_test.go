@@ -35,19 +35,8 @@ func lateFailureOnce(t *testing.T) {
 	events := make(chan string, 16)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, "event: endpoint\ndata: /msg?s=secret\n\n")
-			w.(http.Flusher).Flush()
-			for {
-				select {
-				case ev := <-events:
-					_, _ = io.WriteString(w, ev)
-					w.(http.Flusher).Flush()
-				case <-r.Context().Done():
-					return
-				}
-			}
+			serveLegacyStream(w, r, "secret", events)
+			return
 		}
 		body, _ := io.ReadAll(r.Body)
 		var m struct {

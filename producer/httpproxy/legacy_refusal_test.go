@@ -28,22 +28,8 @@ func newReviewUpstream(t *testing.T) *reviewUpstream {
 	u := &reviewUpstream{events: make(chan string, 64)}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, "event: endpoint\ndata: /msg?s=secret-session\n\n")
-			w.(http.Flusher).Flush()
-			for {
-				select {
-				case ev := <-u.events:
-					if ev == "" {
-						return
-					}
-					_, _ = io.WriteString(w, ev)
-					w.(http.Flusher).Flush()
-				case <-r.Context().Done():
-					return
-				}
-			}
+			serveLegacyStream(w, r, "secret-session", u.events)
+			return
 		}
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()

@@ -189,26 +189,34 @@ type rawLegacy struct {
 	calls  atomic.Int64
 }
 
+// serveLegacyStream serves a test upstream's HTTP+SSE stream: the
+// endpoint event naming /msg?s=SESSION, then each event sent on events,
+// until "" (the stream ends) or the client goes away.
+func serveLegacyStream(w http.ResponseWriter, r *http.Request, session string, events <-chan string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, "event: endpoint\ndata: /msg?s="+session+"\n\n")
+	w.(http.Flusher).Flush()
+	for {
+		select {
+		case ev := <-events:
+			if ev == "" {
+				return // end the stream
+			}
+			_, _ = io.WriteString(w, ev)
+			w.(http.Flusher).Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
 func newRawLegacy(t *testing.T, mode string) *httptest.Server {
 	u := &rawLegacy{mode: mode, events: make(chan string, 16)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, "event: endpoint\ndata: /msg?s=secret-session\n\n")
-			w.(http.Flusher).Flush()
-			for {
-				select {
-				case ev := <-u.events:
-					if ev == "" {
-						return // end the stream
-					}
-					_, _ = io.WriteString(w, ev)
-					w.(http.Flusher).Flush()
-				case <-r.Context().Done():
-					return
-				}
-			}
+			serveLegacyStream(w, r, "secret-session", u.events)
+			return
 		}
 		body, _ := io.ReadAll(r.Body)
 		var m struct {
