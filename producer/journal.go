@@ -72,6 +72,9 @@ func (j *journal) tapLine(line []byte) {
 	if j.tap == nil {
 		return
 	}
+	if len(j.tap) == cap(j.tap) {
+		return // full: no copy made only to be dropped
+	}
 	select {
 	case j.tap <- bytes.Clone(line):
 	default:

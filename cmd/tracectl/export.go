@@ -96,6 +96,13 @@ tracectl help exit-codes).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.bundle = args[0]
+			if !c.Flags().Changed("timeout") {
+				t, err := otlpEnvTimeout(o.timeout)
+				if err != nil {
+					return usageErr(err, "")
+				}
+				o.timeout = t
+			}
 			return runF(c.Context(), s, o)
 		},
 	}
@@ -105,7 +112,7 @@ tracectl help exit-codes).`,
 	f.StringVar(&o.out, "out", "", "write to this new file (jsonl, csv; created exclusively, mode 0600) instead of stdout")
 	f.StringVar(&o.endpoint, "endpoint", "", "otlp: the collector's OTLP/HTTP base URL (http://host:4318) or traces URL (.../v1/traces)")
 	f.BoolVar(&o.includeArgs, "include-arguments", false, "also export tool arguments and results (may hold secrets)")
-	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "otlp: give up sending after this long")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "otlp: give up sending after this long (default OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, OTEL_EXPORTER_OTLP_TIMEOUT, in ms, else 30s)")
 	f.StringVar(&o.protocol, "protocol", "", "otlp: http/protobuf (port 4318) or grpc (port 4317); default OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf")
 	f.StringVar(&o.signals, "signals", "traces", "otlp: traces, metrics or traces,metrics")
 	return cmd

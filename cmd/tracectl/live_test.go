@@ -6,11 +6,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
@@ -150,4 +153,93 @@ func latestCounts(ms []receivedMetric) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// TestWrapLiveDeadCollector: with a collector that refuses connections or
+// accepts and never answers, wrap answers every call, seals a bundle that
+// verifies, exits 0, and says once, escaped, how many spans did not reach
+// the collector; the SDK's own per-failure log lines never reach stderr.
+// The hung collector holds every request until the test ends, so wrap's
+// exit shows it stopped waiting on its own (within liveHung: live.go).
+func TestWrapLiveDeadCollector(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	srv := mcptest.Build(t, "sdkserver")
+	for _, c := range []struct{ name, endpoint string }{{"refused", refused}, {"hung", hung.URL}} {
+		t.Run(c.name, func(t *testing.T) {
+			k := newKit(t)
+			bundle := filepath.Join(k.dir, "run.trace")
+			outR, outW := io.Pipe()
+			w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", c.endpoint,
+				"--otlp-signals", "traces,metrics", srv)
+			responses := bufio.NewReader(outR)
+			for id := 1; id <= 3; id++ {
+				if _, err := io.WriteString(w.in, modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))); err != nil {
+					t.Fatal(err)
+				}
+				if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
+					t.Fatalf("call %d: %q, %v", id, line, err)
+				}
+			}
+			w.in.Close()
+			if code := w.wait(t); code != 0 {
+				t.Fatalf("wrap exit %d:\n%s", code, w.stderr)
+			}
+			outW.Close()
+			k.verified(t, bundle)
+			stderr := w.stderr.String()
+			if !strings.Contains(stderr, "tracectl: warning: live spans: 4 of 4 not delivered") {
+				t.Errorf("stderr does not count the spans lost:\n%s", stderr)
+			}
+			for _, line := range strings.Split(stderr, "\n") {
+				if !strings.HasPrefix(line, "tracectl: ") {
+					t.Errorf("a line that is not tracectl's reached stderr (the SDK's log?): %q", line)
+				}
+			}
+		})
+	}
+}
+
+// TestOTLPEnvTimeout: the standard variables set the export timeout (the
+// traces-specific one first, in milliseconds); a value that is not a whole
+// number of milliseconds in range is refused, never ignored.
+func TestOTLPEnvTimeout(t *testing.T) {
+	for _, c := range []struct {
+		traces, all string
+		want        time.Duration
+		bad         bool
+	}{
+		{"", "", 7 * time.Second, false},
+		{"", "250", 250 * time.Millisecond, false},
+		{"1500", "250", 1500 * time.Millisecond, false},
+		{"", "2s", 0, true},
+		{"0", "", 0, true},
+		{"-5", "", 0, true},
+		{"", "3600001", 0, true},
+	} {
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", c.traces)
+		t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", c.all)
+		got, err := otlpEnvTimeout(7 * time.Second)
+		if c.bad != (err != nil) || got != c.want {
+			t.Errorf("traces %q, all %q: %v, %v; want %v (refused: %v)", c.traces, c.all, got, err, c.want, c.bad)
+		}
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")
+	if _, stderr, code := runCLI(t, "export", "--format", "otlp", "--endpoint", "http://127.0.0.1:9", "nonexistent.trace"); code != 2 || !strings.Contains(string(stderr), "OTEL_EXPORTER_OTLP_TIMEOUT") {
+		t.Errorf("export with a bad timeout variable: exit %d, %s; want a usage error naming it", code, stderr)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net/url"
 	"os"
 	"strconv"
@@ -150,6 +151,24 @@ func otlpEnvProtocol() string {
 		}
 	}
 	return "http/protobuf"
+}
+
+// otlpEnvTimeout is the export timeout the standard variables name
+// (OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else OTEL_EXPORTER_OTLP_TIMEOUT: a
+// whole number of milliseconds), else def.
+func otlpEnvTimeout(def time.Duration) (time.Duration, error) {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
+		v := os.Getenv(k)
+		if v == "" {
+			continue
+		}
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 || ms > 3_600_000 {
+			return 0, fmt.Errorf("%s=%q: want milliseconds, 1 to 3600000", k, v)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	return def, nil
 }
 
 // otlpExporter is the span exporter for o's protocol and endpoint: OTLP
