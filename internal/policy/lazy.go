@@ -19,8 +19,16 @@ type lazyObject struct {
 	v    canon.Value
 	full traits.Mapper
 	// seen caches the members read so far (conditions often read the same
-	// one: args.text in several rules), absent ones as nil.
+	// one: args.text in several rules), absent ones as nil; in buf until
+	// it outgrows it (growing it from nothing was a tenth of a decision).
 	seen []lazyMember
+	buf  [4]lazyMember
+}
+
+func newLazyObject(v canon.Value) *lazyObject {
+	l := &lazyObject{v: v}
+	l.seen = l.buf[:0]
+	return l
 }
 
 type lazyMember struct {

@@ -434,7 +434,7 @@ func bound(s string) string {
 func jsonValue(v canon.Value) ref.Val {
 	switch v.Kind() {
 	case canon.KindObject:
-		return &lazyObject{v: v}
+		return newLazyObject(v)
 	case canon.KindArray:
 		el := v.Elems()
 		out := make([]ref.Val, len(el))
