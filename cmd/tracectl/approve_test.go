@@ -155,10 +155,10 @@ func TestApprovalStdioGoSDK(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
 	}
-	// show escapes the approver's hostile "by" on a terminal's behalf: the
-	// ESC never reaches it.
-	out, err := exec.Command(k.bin, "show", bundle).CombinedOutput()
-	if err != nil || bytes.ContainsRune(out, 0x1b) {
+	// show names the approval, with the approver's hostile "by" escaped:
+	// the ESC never reaches a terminal.
+	out, err := exec.Command(k.bin, "show", "--attempt", "a1", bundle).CombinedOutput()
+	if err != nil || bytes.ContainsRune(out, 0x1b) || !bytes.Contains(out, []byte(`approval approved by "alice\x1b[31m" via command (arguments `+digest+"): looks fine (line ")) {
 		t.Fatalf("show: %v\n%q", err, out)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,4 +51,18 @@ func (a *approveOptions) load(file string, pol *policy.Policy) error {
 		}
 	}
 	return nil
+}
+
+// approvalText is an approval observation's answer for show (escaped by
+// the caller, as every hostile string on its way to a terminal).
+func approvalText(ap *approval.Evidence) string {
+	s := " " + ap.Outcome
+	if ap.By != "" {
+		s += " by " + strconv.Quote(ap.By)
+	}
+	s += " via " + ap.Via + " (arguments " + ap.ArgsDigest + ")"
+	if ap.Reason != "" {
+		s += ": " + ap.Reason
+	}
+	return s
 }
