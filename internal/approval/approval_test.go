@@ -4,8 +4,8 @@ package approval
 
 import (
 	"context"
-	"io"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
