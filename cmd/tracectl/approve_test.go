@@ -12,6 +12,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tracectl/tracectl/internal/mcptest/tsclient"
 )
 
 // Approval end to end (spec/policy.md, "Approval"): the real tracectl
@@ -249,6 +252,7 @@ func TestApprovalHostileProducer(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, attempt, why string }{
 		{"refusal as approval", `"outcome":"refused"`, `"outcome":"approved"`, "a2", "although its approval approved it"},
 		{"other arguments", "", "", "a1", ""}, // from and to below
+		{"approval as refusal, forwarded", `"outcome":"approved"`, `"outcome":"refused"`, "a1", "but its approval says refused: in enforce mode the call was forwarded without an approval"},
 		{"approval of an allowed call", `"decision":{"action":"approve"`, `"decision":{"action":"allow"`, "a1", "but its decision is not approve"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,5 +316,36 @@ func TestApprovalRedacted(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 || strings.Contains(string(out), "approval_mismatch") || !strings.Contains(string(out), "decision_unverifiable [attempt a1]") {
 		t.Fatalf("verify: %v, want exit 3 (decision_unverifiable), no approval_mismatch\n%s", err, out)
+	}
+}
+
+// TestApprovalStdioTypeScript: the TypeScript SDK v1 client likewise: its
+// approved call runs, and its application sees the refused one rejected
+// with -32094, the rule and the refusal.
+func TestApprovalStdioTypeScript(t *testing.T) {
+	sdk := tsclient.V1(t)
+	k := newApproveKit(t)
+	argv, err := json.Marshal([]string{"/bin/sh", "-c", `case "$(cat)" in *'"message":"through'*) echo '{"approve":true,"by":"frank"}' ;; *) echo '{"approve":false,"by":"frank","reason":"not that"}' ;; esac`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(k.dir, "b.trace")
+	c := tsclient.Start(t, sdk, k.env(), "denied", k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-cmd", string(argv)})...)
+	c.Expect(t, "connected", 30*time.Second)
+	c.Expect(t, "listed", 10*time.Second)
+	c.Expect(t, "echo", 10*time.Second)
+	e := c.Expect(t, "denied", 10*time.Second)
+	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"rule":"needs-ok"`) || !strings.Contains(e.Outcome, `"detail":"approval refused: not that"`) {
+		t.Fatalf("the refused call as the TypeScript client saw it: %s", e.Outcome)
+	}
+	c.Expect(t, "closed", 10*time.Second)
+	if err := c.Wait(t, 10*time.Second); err != nil {
+		t.Fatalf("client: %v\n%s", err, c.Stderr())
+	}
+	if got := k.executed(t); !strings.Contains(got, "through tracectl") || strings.Contains(got, "forbidden") {
+		t.Fatalf("the server executed:\n%s\nwant the approved call only", got)
+	}
+	if rep := k.verified(t, bundle); !strings.Contains(rep, "decisions_verified: 2 decisions (0 deny)") || !strings.Contains(rep, "1 denied)") {
+		t.Errorf("report:\n%s", rep)
 	}
 }
