@@ -158,6 +158,11 @@ func TestApprovalStdioGoSDK(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
 	}
+	// export says why the denied calls were denied.
+	csv, err := exec.Command(k.bin, "export", "--format", "jsonl", bundle).CombinedOutput()
+	if err != nil || !bytes.Contains(csv, []byte(`"outcome":"denied","outcome_class":"denied","outcome_label":"denied (rule needs-ok: approval refused)"`)) || !bytes.Contains(csv, []byte(`"detail":"rule needs-ok: approval failed"`)) {
+		t.Errorf("export: %v\n%s", err, csv)
+	}
 	// show names the approval, with the approver's hostile "by" escaped:
 	// the ESC never reaches a terminal.
 	out, err := exec.Command(k.bin, "show", "--attempt", "a1", bundle).CombinedOutput()
