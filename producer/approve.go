@@ -106,8 +106,9 @@ func (h *Handle) Approve(ask func(tool, digest string) approval.Evidence) (bool,
 		return false, err
 	}
 	defer r.ops.Done()
+	granted := ev.Outcome == approval.Approved
 	r.mu.Lock()
-	if ev.Outcome == approval.Approved {
+	if granted {
 		st.approval = approvalGranted
 	} else {
 		st.approval = approvalWithheld
@@ -118,5 +119,5 @@ func (h *Handle) Approve(ask func(tool, digest string) approval.Evidence) (bool,
 	if err == nil {
 		err = r.j.settle(seq)
 	}
-	return err == nil && st.approval == approvalGranted, err
+	return err == nil && granted, err
 }

@@ -145,6 +145,10 @@ func (g *Gate) Ask(ctx context.Context, attemptID, tool, rule, digest string, li
 	if ev.Outcome == Approved && ev.By == "" {
 		ev = Evidence{Outcome: Failed, Reason: "the approver approved without saying who (by)", ArgsDigest: digest, Via: ev.Via}
 	}
+	if why := ev.Check(); why != "" {
+		// An asker's answer that is not evidence is no approval.
+		ev = Evidence{Outcome: Failed, Reason: bound("the approver's answer is not evidence: "+why, MaxReasonBytes), ArgsDigest: digest, Via: ViaCommand}
+	}
 	return ev
 }
 

@@ -189,3 +189,17 @@ func TestEvidenceCheck(t *testing.T) {
 		t.Error("ArgsDigestOf")
 	}
 }
+
+type fixed Evidence
+
+func (f fixed) Ask(context.Context, *Request) Evidence { return Evidence(f) }
+
+// An asker's answer that is not evidence (an unknown outcome) is a
+// failure, never an approval.
+func TestGateNormalizes(t *testing.T) {
+	g := &Gate{Asker: fixed{Outcome: "yes", By: "x", Via: ViaCommand}}
+	ev := g.Ask(context.Background(), "a1", "t", "r", digest, nil)
+	if ev.Outcome != Failed || !strings.HasPrefix(ev.Reason, "the approver's answer is not evidence: approval.outcome") || ev.Check() != "" {
+		t.Fatalf("%+v", ev)
+	}
+}
