@@ -228,7 +228,7 @@ func TestApprovalNeedsApprover(t *testing.T) {
 		{[]string{"--policy", k.policy}, `rule 0 ("needs-ok"): action "approve" needs an approver: start with --approve-cmd`},
 		{[]string{"--approve-cmd", "/bin/true"}, "--approve-cmd needs --policy"},
 		{[]string{"--policy", k.policy, "--approve-cmd", "[1]"}, "--approve-cmd: approve command: not a JSON array of strings"},
-		{[]string{"--policy", k.policy, "--approve-cmd", "/bin/true", "--approve-timeout", "0s"}, "--approve-timeout 0s"},
+		{[]string{"--policy", k.policy, "--approve-cmd", "/bin/true", "--approve-timeout", "-1s"}, "--approve-timeout -1s"},
 	} {
 		argv := k.wrap(filepath.Join(k.dir, "never.trace"), tc.flags)
 		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()

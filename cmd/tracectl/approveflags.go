@@ -17,21 +17,21 @@ import (
 // forwarded, and how long it has to answer.
 type approveOptions struct {
 	cmd     string
-	timeout time.Duration
-	argv    []string // loaded: cmd as argv
+	timeout time.Duration // 0: approval.DefaultTimeout
+	argv    []string      // loaded: cmd as argv
 }
 
 func (a *approveOptions) flags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&a.cmd, "approve-cmd", "", "ask this command (argv: words, or a JSON array of strings; no shell) before forwarding a call a policy rule with action approve matched: a JSON request on its stdin, {\"approve\":true|false,\"by\":\"...\",\"reason\":\"...\"} on its stdout")
-	f.DurationVar(&a.timeout, "approve-timeout", approval.DefaultTimeout, "how long --approve-cmd has to answer: no answer in time denies the call (the command is killed)")
+	f.DurationVar(&a.timeout, "approve-timeout", 0, "how long --approve-cmd has to answer (0: the default, 60s): no answer in time denies the call (the command is killed)")
 }
 
 // load reads the flags against the policy (nil: none): a policy with an
 // approve rule needs --approve-cmd, and --approve-cmd needs a policy.
 func (a *approveOptions) load(file string, pol *policy.Policy) error {
-	if a.timeout <= 0 {
-		return usageErr(fmt.Errorf("--approve-timeout %s", a.timeout), "give a positive duration, e.g. 60s")
+	if a.timeout < 0 {
+		return usageErr(fmt.Errorf("--approve-timeout %s", a.timeout), "give a positive duration, e.g. 60s (0: the default, 60s)")
 	}
 	if a.cmd != "" {
 		argv, err := approval.ParseArgv(a.cmd)
