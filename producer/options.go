@@ -68,6 +68,13 @@ type Options struct {
 	// attempt (Call.Decide).
 	PolicyFile, LockFile []byte
 	PolicyMode           string
+	// ApproveCommand is the approver of the calls a policy's approve rule
+	// matches (spec/policy.md, "Approval"): argv, run without a shell for
+	// each such call before it is forwarded, with ApproveTimeout (default
+	// 60s) to answer. A policy with an approve rule and no approver is
+	// refused (ErrInvalidOptions).
+	ApproveCommand []string
+	ApproveTimeout time.Duration
 	// ToolUseMeta are _meta keys, beyond the known ones (Claude Code's
 	// claudecode/toolUseId), under which the agent host puts its own id
 	// of the tool use behind a call: recorded as correlation.tool_use_id

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/approval"
 	"github.com/tracectl/tracectl/internal/policy"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/redact"
@@ -130,6 +131,10 @@ type attemptState struct {
 	// decidedDeny: the attempt's line carries a deny decision (Denied is
 	// then its only possible observation in enforce mode).
 	decidedDeny bool
+	// approval: the attempt's line carries an approve decision, and what
+	// its approval observation said (approve.go).
+	approval       uint8
+	approvalDigest string
 }
 
 // Handle is a recorded attempt. Observations on it are appended to the
@@ -161,6 +166,9 @@ func Open(dir string, opts Options) (*Recorder, error) {
 	}
 	engine, err := opts.policyEngine()
 	if err != nil {
+		return nil, err
+	}
+	if err := opts.withApproval(engine); err != nil {
 		return nil, err
 	}
 	rules, policy := opts.redaction()
@@ -484,6 +492,10 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		if c.Decide != nil {
 			a.Decision = c.Decide(a, r.declarations(a.Snapshot.ManifestDigest))
 			st.decidedDeny = a.Decision != nil && a.Decision.Action == policyDeny
+			if a.Decision != nil && a.Decision.Action == policy.Approve {
+				st.approval = approvalPending
+				st.approvalDigest = approval.ArgsDigestOf(a.ArgsDigest, a.Request.Digest, a.Request.Original)
+			}
 		}
 	}, a))
 	if err != nil {
@@ -659,7 +671,7 @@ func (r *Recorder) transition(st *attemptState, o *transcript.Observation, resp 
 		r.hist.set(st, stTransport)
 		r.settled(st)
 	case transcript.ObsDenied:
-		if st.status != stInFlight || !st.decidedDeny {
+		if st.status != stInFlight || !st.decidedDeny && st.approval != approvalWithheld {
 			return fmt.Errorf("%w: only an attempt in flight whose decision is deny can be denied", ErrObservation)
 		}
 		r.hist.set(st, stDenied)

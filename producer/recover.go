@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tracectl/tracectl/internal/approval"
 	"io"
 	"io/fs"
 	"os"
@@ -208,6 +209,8 @@ func (r *Recorder) apply(ev transcript.Event) error {
 			}
 		case transcript.ObsDenied:
 			r.hist.set(st, stDenied)
+		case approval.Kind:
+			// Not an outcome: the call was still to be forwarded or denied.
 		default:
 			if st.status == stInFlight {
 				r.hist.set(st, stUnknown)

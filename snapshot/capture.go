@@ -30,8 +30,8 @@ const (
 
 // Protocol revisions tracectl speaks.
 const (
-	ModernVersion = "2026-07-28"
-	LegacyVersion = "2025-11-25"
+	modernVersion = "2026-07-28"
+	legacyVersion = "2025-11-25"
 )
 
 // Capture defaults. The probe timeout is what a legacy server that ignores
@@ -119,7 +119,7 @@ func NewCaptureID(entropy io.Reader) (string, error) {
 // then SIGKILL, each after ShutdownGrace.
 //
 // With ProtocolAuto it sends server/discover first. A JSON-RPC error, or a
-// result that does not offer ModernVersion, falls back to legacy on the same
+// result that does not offer modernVersion, falls back to legacy on the same
 // process (as a dual-era client does). A timeout, a closed transport or an
 // unreadable answer falls back on a fresh process: the first one may be
 // wedged, and a late answer must not be taken for a page.
@@ -303,12 +303,12 @@ func jsonString(s string) []byte {
 }
 
 func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Duration) (handshake, error) {
-	meta := []byte(`{"io.modelcontextprotocol/protocolVersion":"` + ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":`)
+	meta := []byte(`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":`)
 	meta = append(meta, jsonString(o.ClientName)...)
 	meta = append(meta, `,"version":`...)
 	meta = append(meta, jsonString(o.ClientVersion)...)
 	meta = append(meta, "}}"...)
-	hs := handshake{era: mcpwire.EraModern, protoVersion: ModernVersion, source: "discover_response", meta: meta, watch: watchNotOffered}
+	hs := handshake{era: mcpwire.EraModern, protoVersion: modernVersion, source: "discover_response", meta: meta, watch: watchNotOffered}
 	_, resp, err := s.call(ctx, "server/discover", []byte(`{"_meta":`+string(meta)+`}`), timeout)
 	if err != nil {
 		return hs, err
@@ -329,12 +329,12 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 	sv, _ := member(res, "supportedVersions")
 	offered := false
 	for _, v := range sv.Elems() {
-		if s, _ := v.Str(); s == ModernVersion {
+		if s, _ := v.Str(); s == modernVersion {
 			offered = true
 		}
 	}
 	if !offered {
-		return hs, &notModernError{"server/discover does not offer " + ModernVersion}
+		return hs, &notModernError{"server/discover does not offer " + modernVersion}
 	}
 	meta2, _ := member(res, "_meta")
 	info, _ := member(meta2, "io.modelcontextprotocol/serverInfo")
@@ -372,7 +372,7 @@ func (s *server) modern(ctx context.Context, o CaptureOptions, timeout time.Dura
 
 func (s *server) legacy(ctx context.Context, o CaptureOptions) (handshake, error) {
 	hs := handshake{era: mcpwire.EraLegacy, source: "initialize_response", watch: watchNotOffered}
-	params := []byte(`{"protocolVersion":"` + LegacyVersion + `","capabilities":{},"clientInfo":{"name":` +
+	params := []byte(`{"protocolVersion":"` + legacyVersion + `","capabilities":{},"clientInfo":{"name":` +
 		string(jsonString(o.ClientName)) + `,"version":` + string(jsonString(o.ClientVersion)) + `}}`)
 	_, resp, err := s.call(ctx, "initialize", params, o.RequestTimeout)
 	if err != nil {

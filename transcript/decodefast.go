@@ -718,6 +718,8 @@ func (d *lineDec) observation() *Observation {
 	o := &Observation{}
 	d.object(func(k string) {
 		switch k {
+		case "approval":
+			o.Approval = d.approval()
 		case "at_ms":
 			o.AtMs = d.int()
 		case "attempt_id":

@@ -400,6 +400,9 @@ func (a *Attempt) encode(e *encoder) {
 
 func (o *Observation) encode(e *encoder) {
 	e.open()
+	if o.Approval != nil {
+		encodeApproval(e, o.Approval)
+	}
 	e.int("at_ms", o.AtMs)
 	e.str("attempt_id", o.AttemptID)
 	e.str("basis", o.Basis)

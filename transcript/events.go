@@ -1,6 +1,9 @@
 package transcript
 
-import "github.com/tracectl/tracectl/mcpwire"
+import (
+	"github.com/tracectl/tracectl/internal/approval"
+	"github.com/tracectl/tracectl/mcpwire"
+)
 
 // Format identifiers. Every hashed or signed object names its own format, so
 // a digest of one kind can never be taken for another (spec/transcript.md).
@@ -410,6 +413,9 @@ type Observation struct {
 	Detail     string   `json:"detail,omitempty"`     // e.g. "server exited: signal: killed"
 	Basis      string   `json:"basis"`                // "producer_observation": not authenticated by the server
 	Frame      *int64   `json:"frame,omitempty"`      // v2, with response: the response frame's index (server to client)
+	// Approval (v4, kind "approval" only) is the answer of the human asked
+	// before a call an approve rule matched was forwarded (spec/policy.md).
+	Approval *approval.Evidence `json:"approval,omitempty"`
 }
 
 // Resolution outcomes and reasons.

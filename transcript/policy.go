@@ -1,5 +1,7 @@
 package transcript
 
+import "github.com/tracectl/tracectl/internal/approval"
+
 // Policy evidence (v4, optional; spec/policy.md, "Evidence"): the header
 // commits to the policy file and the lockfile a producer decided calls
 // under, whose exact bytes the pack retains, and each attempt carries the
@@ -14,6 +16,9 @@ const (
 	policyAudit   = "audit"   // shadow: every call was decided and recorded, and forwarded anyway
 	decisionAllow = "allow"
 	decisionDeny  = "deny"
+	// decisionApprove: an approve rule matched; the call went on only with
+	// an approval (an observation of kind approval.Kind).
+	decisionApprove = "approve"
 )
 
 // ObsDenied: the call was denied by the policy or the lock in enforce mode:
@@ -37,7 +42,7 @@ type PolicyRef struct {
 // Its inputs are the attempt's request bytes and the snapshot it bound
 // (whose declaration of the tool has the digest Declaration).
 type Decision struct {
-	Action      string `json:"action"`                // allow | deny
+	Action      string `json:"action"`                // allow | deny | approve
 	Rule        string `json:"rule"`                  // the rule's id, "default", or "pin"
 	Reason      string `json:"reason,omitempty"`      // drifted fields, an evaluation error
 	Declaration string `json:"declaration,omitempty"` // digest of the tool's declaration in the bound snapshot, when it has exactly one
@@ -75,7 +80,7 @@ func (d *Decision) validate() *invalid {
 		return nil
 	}
 	e := first(
-		oneOf("decision.action", d.Action, decisionAllow, decisionDeny),
+		oneOf("decision.action", d.Action, decisionAllow, decisionDeny, decisionApprove),
 		short("decision.rule", d.Rule, maxRuleBytes),
 		short("decision.reason", d.Reason, maxReasonBytes),
 		optDigest("decision.declaration", d.Declaration),
@@ -105,4 +110,54 @@ func (d *Decision) encode(e *encoder) {
 	e.optStr("reason", d.Reason)
 	e.str("rule", d.Rule)
 	e.close()
+}
+
+// An approval observation (kind approval.Kind) carries its approval member
+// and nothing a response or a failure carries; no other kind carries one.
+func validateApproval(o *Observation) *invalid {
+	isApproval := o.Kind == approval.Kind
+	switch {
+	case isApproval != (o.Approval != nil):
+		return bad("kind %s: approval is present iff the kind is %s", o.Kind, approval.Kind)
+	case !isApproval:
+		return nil
+	case o.Detail != "" || o.Response != nil || o.Frame != nil || o.Terminator != "" || o.ResultType != "" || o.IsError || o.ErrorCode != nil:
+		return bad("kind %s: carries only its approval", o.Kind)
+	}
+	if why := o.Approval.Check(); why != "" {
+		return bad("%s", why)
+	}
+	return nil
+}
+
+func encodeApproval(e *encoder, a *approval.Evidence) {
+	e.key("approval")
+	e.open()
+	e.str("args_digest", a.ArgsDigest)
+	e.optStr("by", a.By)
+	e.str("outcome", a.Outcome)
+	e.optStr("reason", a.Reason)
+	e.str("via", a.Via)
+	e.close()
+}
+
+func (d *lineDec) approval() *approval.Evidence {
+	v := &approval.Evidence{}
+	d.object(func(k string) {
+		switch k {
+		case "args_digest":
+			v.ArgsDigest = d.str()
+		case "by":
+			v.By = d.str()
+		case "outcome":
+			v.Outcome = d.str()
+		case "reason":
+			v.Reason = d.str()
+		case "via":
+			v.Via = d.str()
+		default:
+			d.fail()
+		}
+	})
+	return v
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/approval"
 	"github.com/tracectl/tracectl/mcpwire"
 )
 
@@ -507,13 +508,16 @@ func (o *Observation) validate() *invalid {
 	e := first(
 		event(o.Type, typeObservation, o.Seq, o.AtMs),
 		ident("attempt_id", o.AttemptID),
-		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse, ObsDenied),
+		oneOf("kind", o.Kind, ObsResponse, ObsTransportFailure, ObsTimeout, ObsCancelSent, ObsLateResponse, ObsDenied, approval.Kind),
 		oneOf("basis", o.Basis, BasisProducer),
 		short("result_type", o.ResultType, MaxReportedBytes),
 		short("detail", o.Detail, maxDetailBytes),
 		frameIndex(o.Frame),
 	)
 	if e != nil {
+		return e
+	}
+	if e := validateApproval(o); e != nil {
 		return e
 	}
 	withResponse := o.Kind == ObsResponse || o.Kind == ObsLateResponse

@@ -29,6 +29,7 @@ type policyState struct {
 	decls   map[string]*policy.Snapshot
 	denied  map[string]bool // attempts whose recorded decision is deny in enforce mode
 	allowed map[string]bool // attempts whose recorded decision is allow
+	approve approvals       // attempts whose recorded decision is approve (approve.go)
 
 	verified, unverifiable, bad, denies int64
 }
@@ -117,6 +118,9 @@ func (b *bundleCheck) checkDecision(a *transcript.Attempt, body []byte, redacted
 		}
 	} else {
 		st.allowed[a.AttemptID] = true
+		if d.Action == policy.Approve {
+			b.noteApprove(a)
+		}
 	}
 	unverifiable := func(why string) {
 		st.unverifiable++
@@ -205,6 +209,9 @@ func (b *bundleCheck) policySnapshot(digest string) (*policy.Snapshot, string) {
 func (b *bundleCheck) decisionOutcome(o *transcript.Observation) {
 	st := &b.pol
 	subject := "attempt " + o.AttemptID
+	if b.approvalOutcome(o) {
+		return
+	}
 	switch {
 	case o.Kind == transcript.ObsDenied && !st.denied[o.AttemptID]:
 		st.bad++

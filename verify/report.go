@@ -92,6 +92,7 @@ const (
 	CodeDecisionMismatch     Code = "decision_mismatch"     // a recorded decision does not follow from the committed policy and lock, the request and the bound snapshot, or an outcome contradicts it
 	CodeDecisionUnverifiable Code = "decision_unverifiable" // unavailable: the policy, lock, request or declaration bytes a decision was made on are withheld or missing
 	CodeDecisionsVerified    Code = "decisions_verified"    // pass finding: every decision re-derived
+	CodeApprovalMismatch     Code = "approval_mismatch"     // a call an approve rule governs went on without an approval of its exact arguments, or an approval contradicts its attempt's decision or outcome
 )
 
 // AllCodes returns every finding code, in the order spec/verification.md
@@ -114,7 +115,7 @@ func AllCodes() []Code {
 		CodeFrameSequence, CodeFramesAccounted, CodeFramesRefused, CodeFrameMisrecorded, CodeClientGone, CodeResponseAfterSettlement, CodeServerFramesRefused,
 		CodeCheckpointBound, CodeCheckpointInvalid, CodeTailUnsigned,
 		CodeAnchorIncluded, CodeAnchorInvalid, CodeAnchorFork, CodeAnchorOrder, CodeAnchorMissing, CodeAnchorUnchecked,
-		CodeDecisionMismatch, CodeDecisionUnverifiable, CodeDecisionsVerified,
+		CodeDecisionMismatch, CodeDecisionUnverifiable, CodeDecisionsVerified, CodeApprovalMismatch,
 	}
 }
 

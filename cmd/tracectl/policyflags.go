@@ -23,6 +23,7 @@ type policyOptions struct {
 	correlationMeta []string
 	// loaded: the exact bytes, for producer.Options
 	policy, lock []byte
+	approve      approveOptions // --approve-cmd, --approve-timeout (approveflags.go)
 }
 
 func (p *policyOptions) flags(c *cobra.Command) {
@@ -30,6 +31,7 @@ func (p *policyOptions) flags(c *cobra.Command) {
 	f.StringVar(&p.file, "policy", "", "decide every tools/call under this policy file (YAML or JSON; spec/policy.md) before it is forwarded")
 	f.StringVar(&p.pin, "pin", "", "deny calls to tools whose declaration differs from this lockfile (tracectl pin), or that it does not pin")
 	f.StringVar(&p.mode, "policy-mode", "", "enforce (the default: a denied call is not forwarded) or audit (decide and record, forward anyway)")
+	p.approve.flags(c)
 	f.StringArrayVar(&p.correlationMeta, "correlation-meta", nil, "a _meta key under which the agent host puts its own tool-use id (beyond claudecode/toolUseId; repeatable, at most 8): recorded as correlation.tool_use_id, a reused one links a retry")
 }
 
@@ -59,10 +61,16 @@ func (p *policyOptions) load() error {
 		if err != nil {
 			return usageErr(fmt.Errorf("--policy: %w", err), "")
 		}
-		if _, err := policy.Parse(b); err != nil {
+		pol, err := policy.Parse(b)
+		if err != nil {
 			return usageErr(fmt.Errorf("--policy %s: %w", p.file, err), "fix the rule named, then start again: a policy that does not compile never starts")
 		}
+		if err := p.approve.load(p.file, pol); err != nil {
+			return err
+		}
 		p.policy = b
+	} else if err := p.approve.load("", nil); err != nil {
+		return err
 	}
 	if p.pin != "" {
 		b, err := readBounded(p.pin, policy.MaxLockBytes)

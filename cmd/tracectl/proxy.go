@@ -290,6 +290,7 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 				Redact: o.redaction.rules, NoRedaction: o.redaction.off,
 				Producer: prod, Server: srv, Limits: producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout}, FramesCommitted: true,
 				PolicyFile: o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode, ToolUseMeta: o.policy.correlationMeta,
+				ApproveCommand: o.policy.approve.argv, ApproveTimeout: o.policy.approve.timeout,
 			}
 			untap := live.tap(&ropts)
 			rec, err := producer.Open(path, ropts)

@@ -348,6 +348,9 @@ func writeAttempt(w *strings.Builder, fsys fs.FS, b *inspect.Bundle, a *inspect.
 		if o.Detail != "" {
 			line += ": " + o.Detail
 		}
+		if ap := o.Approval; ap != nil {
+			line += approvalText(ap)
+		}
 		fmt.Fprintf(w, "    %s (line %d)\n", escapeTerminal(line), o.Seq)
 	}
 	if r := a.Resolution; r != nil {

@@ -345,6 +345,7 @@ func observe(a *Attempt, o *transcript.Observation) {
 				if d.Reason != "" {
 					a.Outcome.Reason += ": " + d.Reason
 				}
+				a.Outcome.Reason += approvalOf(a)
 			}
 			a.EndMs = o.AtMs
 		}
@@ -446,4 +447,15 @@ func (o Outcome) Label() string {
 		return "late " + label(o.Late, o.LateErrorCode) + " (after " + before + ")"
 	}
 	return s
+}
+
+// approvalOf is ": approval OUTCOME" for an attempt denied after an
+// approval that was not given (its approval observation), else "".
+func approvalOf(a *Attempt) string {
+	for _, o := range a.Observations {
+		if o.Approval != nil {
+			return ": approval " + o.Approval.Outcome
+		}
+	}
+	return ""
 }

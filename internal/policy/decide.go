@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/approval"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -131,8 +132,9 @@ func (in *Input) activation() *activation {
 // Engine decides calls under a policy, a lock, or both (the lock first: a
 // call it denies is denied whatever the policy says).
 type Engine struct {
-	policy *Policy
-	lock   *Lock
+	policy   *Policy
+	lock     *Lock
+	approval *approval.Gate // who approves an approve rule's calls (approve.go)
 }
 
 // NewEngine returns an engine over p and l (either may be nil; both nil

@@ -187,8 +187,8 @@ func Parse(data []byte) (*Policy, error) {
 			return nil, at(fmt.Sprintf("id %q is reserved", fr.ID))
 		case seen[fr.ID]:
 			return nil, at("id repeats an earlier rule's")
-		case fr.Action != Allow && fr.Action != Deny:
-			return nil, at(fmt.Sprintf("action %q: want allow or deny", fr.Action))
+		case fr.Action != Allow && fr.Action != Deny && fr.Action != Approve:
+			return nil, at(fmt.Sprintf("action %q: want allow, deny or approve", fr.Action))
 		}
 		seen[fr.ID] = true
 		r := rule{id: fr.ID, action: fr.Action}
@@ -331,7 +331,7 @@ func (inputSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.A
 
 // Decision is what a policy or lock decided for one call.
 type Decision struct {
-	Action string // Allow or Deny
+	Action string // Allow, Deny or Approve
 	Rule   string // the rule's id, RuleDefault, or RulePin
 	Reason string // why, when the rule alone does not say: drifted fields, an evaluation error
 }

@@ -109,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown variable", "version: 1\ndefault: deny\nrules:\n  - id: n\n    when: 'foo == 1'\n    action: deny\n", 0, 4, "undeclared reference"},
 		{"unknown member", "version: 1\ndefault: deny\nrules:\n  - id: a\n    action: allow\n    actoin: deny\n", -1, 6, "not found"},
 		{"duplicate key", "version: 1\ndefault: deny\ndefault: allow\n", -1, 3, "already defined"},
-		{"bad action", "version: 1\ndefault: deny\nrules:\n  - id: a\n    action: approve\n", 0, 4, "want allow or deny"},
+		{"bad action", "version: 1\ndefault: deny\nrules:\n  - id: a\n    action: ask\n", 0, 4, "want allow, deny or approve"},
 		{"reserved id", "version: 1\ndefault: deny\nrules:\n  - id: pin\n    action: allow\n", 0, 4, "reserved"},
 		{"repeated id", "version: 1\ndefault: deny\nrules:\n  - id: a\n    action: allow\n  - id: a\n    action: deny\n", 1, 6, "repeats"},
 		{"bad glob", "version: 1\ndefault: deny\nrules:\n  - id: a\n    tool: '[x'\n    action: allow\n", 0, 4, "glob"},

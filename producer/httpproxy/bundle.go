@@ -86,6 +86,8 @@ type call struct {
 	settled  bool // response or transport failure recorded
 	timedOut bool
 	canceled bool
+	// approving: the approver is asked about the call: not forwarded yet.
+	approving bool
 }
 
 func (p *Proxy) newBundle(kind string) (*bundle, error) {

@@ -497,6 +497,7 @@ type exchange struct {
 	refusedRule  mcpwire.Rule         // and its rule
 	denied       *transcript.Decision // the policy denied the exchange's call: the proxy answers it
 	durable      func() error         // the attempt line's durable wait: forward only after it returned nil
+	approving    *pendingApproval     // an approve rule matched the exchange's call: asked once the frame order is released (approve.go)
 
 	// The deprecated HTTP+SSE transport (legacy.go): the session of a
 	// POST or of the stream (stream), the POST's writer, whether the
@@ -624,6 +625,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if x.approving != nil && !x.approve() {
+		return // denied (answered) or an audit failure
+	}
 	if x.legacy != nil && g.msg != nil && g.msg.Kind == mcpwire.KindRequest && !x.legacy.register(x) {
 		x.noAnswer("not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
 		writeRPCError(x.w, http.StatusOK, x.answerID(x.msg), codeRefused, "tracectl: not forwarded: a request with this id is open in the HTTP+SSE session already, or too many are")
@@ -736,16 +740,7 @@ func (x *exchange) commit(g gated) (reply func(), err error) {
 			return err
 		}
 		if d := x.denied; d != nil {
-			reply = func() {
-				if m.Kind != mcpwire.KindRequest {
-					w.WriteHeader(http.StatusAccepted)
-					return
-				}
-				w.Header().Del("Content-Length")
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusOK)
-				_, _ = w.Write(session.DeniedResponse(idOf(m), d))
-			}
+			reply = func() { writeDenied(w, m, d) }
 		}
 		return nil
 	})
@@ -775,8 +770,11 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 			return b.sink.Denied(a)
 		}
 		x.durable = wait
+		if session.Approving(decision) {
+			x.approving = &pendingApproval{ref: a, line: line, decision: decision}
+		}
 		if m.Kind == mcpwire.KindRequest {
-			x.call = &call{ref: a, key: x.callKey(mcpwire.Key(m.ID)), match: mcpwire.MatchKey(m.ID), token: progressToken(m.Params)}
+			x.call = &call{ref: a, key: x.callKey(mcpwire.Key(m.ID)), match: mcpwire.MatchKey(m.ID), token: progressToken(m.Params), approving: x.approving != nil}
 			b.track(x.call)
 		}
 		return nil
@@ -788,7 +786,7 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		}
 		if c != nil {
 			c.mu.Lock()
-			dup := c.canceled || c.settled
+			dup := c.canceled || c.settled || c.approving // a call awaiting approval is not in flight yet: the cancellation is a plain frame
 			c.canceled = true
 			c.mu.Unlock()
 			if !dup {

@@ -53,6 +53,7 @@ type harness struct {
 	// (policy_test.go).
 	policy     []byte
 	policyMode string
+	approve    []string // the recorders' approve command (approve_test.go)
 }
 
 func newHarness(t *testing.T, upstream string, mod func(*Config), set ...func(*harness)) *harness {
@@ -83,7 +84,7 @@ func newHarness(t *testing.T, upstream string, mod func(*Config), set ...func(*h
 				Clock: time.Now, Entropy: rand.Reader, Producer: transcript.Producer{Name: "tracectl-test", Version: "0"},
 				Server: sv, FramesCommitted: true, Durability: transcript.DurabilityBatch,
 				Retention: h.retain, NoRedaction: h.noRedaction,
-				PolicyFile: h.policy, PolicyMode: h.policyMode,
+				PolicyFile: h.policy, PolicyMode: h.policyMode, ApproveCommand: h.approve,
 			})
 		},
 		Seal: func(r *producer.Recorder) error {

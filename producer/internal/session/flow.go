@@ -178,6 +178,15 @@ func (s *session) fromClient(f frame, index int64) error {
 		// durable wait) can share the same fsync.
 		decide, decision := s.decider(m)
 		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index, Decide: decide})
+		if err == nil && Approving(decision) {
+			// An approve rule matched: asked before anything else; a
+			// refusal in enforce mode denies the call (approve.go).
+			var refusal *transcript.Decision
+			if refusal, err = s.approveCall(ref, w, line, decision); err == nil && refusal != nil {
+				return s.denyCall(ref, nil, idKey, m.Kind, refusal)
+			}
+			w = nil
+		}
 		if err == nil && s.enforced(decision) {
 			// Denied by the policy or lock: recorded, settled, never
 			// forwarded (policy.go).

@@ -1,0 +1,97 @@
+//go:build unix
+
+package mcpsdk_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/producer"
+	"github.com/tracectl/tracectl/producer/mcpsdk"
+	"github.com/tracectl/tracectl/sign"
+	"github.com/tracectl/tracectl/transcript"
+	"github.com/tracectl/tracectl/verify"
+)
+
+// TestAdapterApproval: the in-process adapter with an approve rule and the
+// recorder's approve command (producer.Options.ApproveCommand). Without an
+// approver the recorder does not open, naming the rule; with one, the
+// approved call runs, the refused one never does and the client gets
+// -32094 with the refusal; the bundle verifies.
+func TestAdapterApproval(t *testing.T) {
+	ctx := context.Background()
+	var ran atomic.Int64
+	server := mcp.NewServer(&mcp.Implementation{Name: "calculator", Version: "1.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct{ A, B int }) (*mcp.CallToolResult, any, error) {
+		ran.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
+	})
+	serverInR, serverIn := io.Pipe()
+	serverOut, serverOutW := io.Pipe()
+	if _, err := server.Connect(ctx, &mcp.IOTransport{Reader: serverInR, Writer: serverOutW}, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := producer.Options{
+		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
+		Producer:   transcript.Producer{Name: "my-agent", Version: "1.0"},
+		Server:     transcript.Server{Transport: transcript.TransportInProcess, Name: "calculator"},
+		PolicyFile: []byte("version: 1\ndefault: allow\nrules:\n  - id: big-sums\n    tool: add\n    when: 'args.A > 100'\n    action: approve\n"),
+	}
+	if _, err := producer.Open(filepath.Join(t.TempDir(), "no.trace"), opts); !errors.Is(err, producer.ErrInvalidOptions) || !strings.Contains(err.Error(), `rule 0 ("big-sums"): action "approve" needs an approver`) {
+		t.Fatalf("an approve rule without an approver: %v", err)
+	}
+	opts.ApproveCommand = []string{"/bin/sh", "-c", `case "$(cat)" in *'"A":1000,'*) echo '{"approve":true,"by":"dave"}' ;; *) echo '{"approve":false,"by":"dave","reason":"too big"}' ;; esac`}
+	rec, err := producer.Open(filepath.Join(t.TempDir(), "run.trace"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &mcpsdk.Transport{Recorder: rec, ServerIn: serverIn, ServerOut: serverOut}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "my-agent", Version: "1.0"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1000, "B": 2}}); err != nil {
+		t.Fatalf("the approved call: %v", err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 5000, "B": 2}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32094 || we.Message != "tracectl: denied by policy rule big-sums: approval refused: too big" {
+		t.Fatalf("the refused call: %v", err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1, "B": 2}}); err != nil {
+		t.Fatalf("a call no approve rule matched: %v", err)
+	}
+	cs.Close()
+	if _, err := tr.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 2 {
+		t.Fatalf("the server ran %d calls, want 2", n)
+	}
+	key, _ := sign.Generate(sign.Ed25519, rand.Reader)
+	signer, _ := sign.NewSigner(key)
+	if _, err := rec.Seal(ctx, sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("t"))}}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
+	rep, err := v.Bundle(ctx, os.DirFS(rec.Dir()))
+	if err != nil || rep.Verdict != verify.Verified || rep.Counts.Denied != 1 || rep.Counts.Responses != 2 {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}

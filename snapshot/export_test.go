@@ -1,0 +1,7 @@
+package snapshot
+
+// The protocol revisions the capture speaks, for the external tests.
+const (
+	ModernVersion = modernVersion
+	LegacyVersion = legacyVersion
+)
