@@ -28,6 +28,7 @@ type Snapshot struct {
 	name     *string
 	version  *string
 	tools    map[string][]*tool
+	plans    planCache // plan.go
 }
 
 type tool struct {

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
@@ -56,6 +58,68 @@ func FuzzParseLock(f *testing.F) {
 		b2, _ := l2.Encode()
 		if !bytes.Equal(b, b2) {
 			t.Fatalf("encode not stable:\n%s\n%s", b, b2)
+		}
+	})
+}
+
+// planConds are conditions FuzzPlan builds policies from: ones that read
+// only the tool, server or declaration (folded by a plan), ones that read
+// the arguments, and mixtures, including ones that fail to evaluate.
+var planConds = []string{
+	`tool == "shell" && size(args) > 0`, `tool == "echo" || args.n > 1`, `has(server.name) && server.name == "srv"`,
+	`server.name == "evil"`, `has(declaration.annotations) && declaration.annotations.destructiveHint == true`,
+	`declaration.annotations.readOnlyHint`, `declaration.description.contains("moves")`, `args.n > 1`,
+	`has(args.n) && args.n > 100`, `args.text == "x" || true`, `false && args.text == "x"`, `size(args) > 1`,
+	`args.text.startsWith("rm")`, `server.name == "srv" ? args.n > 1 : false`, `server.version == "1"`,
+	`tool.startsWith("e") && !has(args.path)`, `declaration.inputSchema.type == "object" && args.n == 2`,
+	`[1, 2].exists(x, x == 2) && server.name == "srv"`, `args.xs.all(x, x > 0)`, `int(server.name) > 1`,
+	`true`, `false`, `server.name`, `args.n`,
+}
+
+// FuzzPlan: a plan decides every call as evaluating every rule does
+// (plan.go): the same action, rule and reason, for tools the snapshot
+// declares and ones it does not, with arguments of any shape.
+func FuzzPlan(f *testing.F) {
+	f.Add([]byte{0, 7, 3, 12, 1, 4}, []byte(`{"n":2,"text":"rm -rf"}`), uint8(0))
+	f.Add([]byte{2, 5, 9, 17, 22}, []byte(`{"xs":[1,-1],"path":"/etc"}`), uint8(1))
+	f.Add([]byte{20, 1}, []byte(`{}`), uint8(2))
+	m, load := testManifest(&testing.T{}, "srv",
+		`{"name":"echo","description":"echoes","inputSchema":{"type":"object"}}`,
+		`{"name":"transfer","description":"moves money","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true}}`,
+		`{"name":"eraser","description":"erases","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false}}`)
+	tools := []string{"echo", "transfer", "eraser", "shell", ""}
+	f.Fuzz(func(t *testing.T, picks, args []byte, toolPick uint8) {
+		if len(picks) > 12 {
+			picks = picks[:12]
+		}
+		var b strings.Builder
+		b.WriteString("version: 1\ndefault: allow\nrules:\n")
+		for i, k := range picks {
+			fmt.Fprintf(&b, "  - id: r%d\n", i)
+			switch k % 4 {
+			case 1:
+				b.WriteString("    tool: echo\n")
+			case 2:
+				b.WriteString("    tool: \"e*\"\n")
+			}
+			if k%5 != 4 {
+				fmt.Fprintf(&b, "    when: %q\n", planConds[int(k)%len(planConds)])
+			}
+			fmt.Fprintf(&b, "    action: %s\n", []string{"deny", "allow", "approve"}[int(k)%3])
+		}
+		p, err := Parse([]byte(b.String()))
+		if err != nil {
+			t.Fatalf("policy: %v\n%s", err, b.String())
+		}
+		in := Input{Tool: tools[int(toolPick)%len(tools)], Snapshot: NewSnapshot(m, load)}
+		if doc, err := canon.Parse(args, canon.ParseOptions{}); err == nil {
+			in.Args = doc.Root()
+		}
+		for range 2 { // the second call through the cached plan
+			got, want := p.decide(&in), p.decideAll(&in)
+			if got != want {
+				t.Fatalf("tool %q args %s\n%s\nplan: %+v\nall:  %+v", in.Tool, args, b.String(), got, want)
+			}
 		}
 	})
 }

@@ -111,6 +111,9 @@ type rule struct {
 	prefix string // a glob's literal prefix: a name without it cannot match
 	action string
 	prg    cel.Program // nil: no condition
+	// partial is prg compiled for partial evaluation with the arguments
+	// unknown (plan.go); nil for a metered condition, which is never folded.
+	partial cel.Program
 }
 
 // file and fileRule are the policy file's shape (spec/policy.md).
@@ -205,11 +208,11 @@ func Parse(data []byte) (*Policy, error) {
 			}
 		}
 		if fr.When != nil {
-			prg, err := compile(env, *fr.When)
+			prg, partial, err := compile(env, *fr.When)
 			if err != nil {
 				return nil, at(err.Error())
 			}
-			r.prg = prg
+			r.prg, r.partial = prg, partial
 		}
 		p.rules = append(p.rules, r)
 	}
@@ -277,36 +280,42 @@ func newEnv() (*cel.Env, error) {
 	)
 }
 
-func compile(env *cel.Env, expr string) (cel.Program, error) {
+func compile(env *cel.Env, expr string) (prg, partial cel.Program, err error) {
 	if len(expr) > MaxWhenBytes {
-		return nil, fmt.Errorf("when: %d bytes, limit %d", len(expr), MaxWhenBytes)
+		return nil, nil, fmt.Errorf("when: %d bytes, limit %d", len(expr), MaxWhenBytes)
 	}
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		errs := iss.Errors()
 		if len(errs) > 0 {
 			e := errs[0]
-			return nil, fmt.Errorf("when: CEL error at %d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message)
+			return nil, nil, fmt.Errorf("when: CEL error at %d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message)
 		}
-		return nil, fmt.Errorf("when: %v", iss.Err())
+		return nil, nil, fmt.Errorf("when: %v", iss.Err())
 	}
 	if !ast.OutputType().IsExactType(cel.BoolType) && !ast.OutputType().IsExactType(cel.DynType) {
-		return nil, fmt.Errorf("when: the condition is %s, want bool", ast.OutputType())
+		return nil, nil, fmt.Errorf("when: the condition is %s, want bool", ast.OutputType())
 	}
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	// Metering costs more than most conditions (about half of a call's
 	// decision): a condition whose worst case over any input the gate
 	// admits is within linearCost is evaluated unmetered; any other (a
 	// comprehension over the arguments, say) is metered and stopped at
-	// CostLimit.
+	// CostLimit, and never folded (plan.go).
+	metered := false
 	if est, err := env.EstimateCost(ast, inputSizes{}); err != nil || est.Max > linearCost {
 		opts = append(opts, cel.CostLimit(CostLimit))
+		metered = true
 	}
-	prg, err := env.Program(ast, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("when: %w", err)
+	if prg, err = env.Program(ast, opts...); err != nil {
+		return nil, nil, fmt.Errorf("when: %w", err)
 	}
-	return prg, nil
+	if !metered {
+		if partial, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize, cel.OptPartialEval)); err != nil {
+			return nil, nil, fmt.Errorf("when: %w", err)
+		}
+	}
+	return prg, partial, nil
 }
 
 // maxInputBytes bounds any string, list or map a condition reads: a
@@ -366,44 +375,66 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// decide evaluates p's rules in order for one call.
+// decide evaluates p's rules in order for one call: through the plan of
+// the call's tool in its snapshot when there is one (plan.go), which
+// decides alike.
 func (p *Policy) decide(in *Input) Decision {
+	if pl := in.Snapshot.plan(p, in.Tool); pl != nil {
+		return p.run(pl, in)
+	}
+	return p.decideAll(in)
+}
+
+// decideAll evaluates every rule in order.
+func (p *Policy) decideAll(in *Input) Decision {
 	var act *activation
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.tool != "" {
-			if r.glob {
-				if !strings.HasPrefix(in.Tool, r.prefix) {
-					continue
-				}
-				if ok, _ := path.Match(r.tool, in.Tool); !ok {
-					continue
-				}
-			} else if r.tool != in.Tool {
-				continue
-			}
+		if !r.matchesTool(in.Tool) {
+			continue
 		}
 		if r.prg != nil {
 			if act == nil {
 				act = in.activation()
 			}
-			out, _, err := r.prg.Eval(act)
-			if err == nil {
-				if b, ok := out.(types.Bool); ok {
-					if !b {
-						continue
-					}
-				} else {
-					err = fmt.Errorf("the condition gave %s, not a bool", typeName(out))
-				}
-			}
-			if err != nil {
-				return Decision{Action: Deny, Rule: r.id, Reason: bound("condition failed: " + err.Error())}
+			if d, matched := r.eval(act); !matched {
+				continue
+			} else if d != nil {
+				return *d
 			}
 		}
 		return Decision{Action: r.action, Rule: r.id}
 	}
 	return Decision{Action: p.def, Rule: RuleDefault}
+}
+
+// matchesTool reports whether r applies to a call of tool.
+func (r *rule) matchesTool(tool string) bool {
+	if r.tool == "" {
+		return true
+	}
+	if !r.glob {
+		return r.tool == tool
+	}
+	if !strings.HasPrefix(tool, r.prefix) {
+		return false
+	}
+	ok, _ := path.Match(r.tool, tool)
+	return ok
+}
+
+// eval evaluates r's condition: matched false when it is false; matched
+// true with a nil decision when it is true; a deny naming r when it
+// cannot be evaluated.
+func (r *rule) eval(act *activation) (d *Decision, matched bool) {
+	out, _, err := r.prg.Eval(act)
+	if err == nil {
+		if b, ok := out.(types.Bool); ok {
+			return nil, bool(b)
+		}
+		err = fmt.Errorf("the condition gave %s, not a bool", typeName(out))
+	}
+	return &Decision{Action: Deny, Rule: r.id, Reason: bound("condition failed: " + err.Error())}, true
 }
 
 func typeName(v ref.Val) string {
