@@ -1,0 +1,265 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracectl/tracectl/internal/anchor/rekor"
+	"github.com/tracectl/tracectl/internal/anchor/rekor/rekortest"
+	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/sign"
+)
+
+// rekorKit records wrap sessions anchored with --anchor rekor:URL in an
+// in-memory Rekor v2 log (rekortest: rekor-tiles' own entry construction
+// and checkpoint signing) served on loopback over rekor-tiles' write API.
+type rekorKit struct {
+	*anchorKit
+	log      *rekortest.Log
+	url      string
+	rootFile string
+}
+
+func newRekorKit(t *testing.T) *rekorKit {
+	t.Helper()
+	k := &rekorKit{anchorKit: &anchorKit{lifecycleKit: newKit(t), srv: mcptest.Build(t, "sdkserver")}}
+	hs := httptest.NewUnstartedServer(nil)
+	k.url = "http://" + hs.Listener.Addr().String()
+	host, _, err := net.SplitHostPort(hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.log, err = rekortest.New(k.url, host, bytes.Repeat([]byte{7}, ed25519.SeedSize)); err != nil {
+		t.Fatal(err)
+	}
+	k.log.AddLeaf([]byte("an entry before ours"))
+	hs.Config.Handler = k.log
+	hs.Start()
+	t.Cleanup(hs.Close)
+	k.rootFile = filepath.Join(k.dir, "trusted_root.json")
+	root, err := k.log.TrustedRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k.rootFile, root, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestRekorAnchoredSession: a wrap session sealed with --anchor rekor:URL
+// keeps the anchored record and its Rekor entry, record.json names the
+// entry, and verify --rekor-root checks it offline (anchor_included);
+// without --rekor-root the entry is reported unchecked; under another
+// log's trusted root it fails.
+func TestRekorAnchoredSession(t *testing.T) {
+	k := newRekorKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	stderr := k.session(t, bundle, 3, "--anchor", rekor.Scheme+k.url)
+	if !strings.Contains(stderr, "tracectl: anchored anchors/record.json: Rekor entry 1 of 2") {
+		t.Fatalf("wrap stderr:\n%s", stderr)
+	}
+	for _, f := range []string{"anchors/record.json", "anchors/rekor/record.json"} {
+		if !fileExists(filepath.Join(bundle, f)) {
+			t.Fatalf("%s missing", f)
+		}
+	}
+	rb, err := os.ReadFile(filepath.Join(bundle, "record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := sign.ParseRecord(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := k.url + "/entries/1"; rec.Transparency != want {
+		t.Fatalf("transparency %q, want %q", rec.Transparency, want)
+	}
+	code, out := k.verify(t, "--rekor-root", k.rootFile, bundle)
+	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") || !strings.Contains(out, "Rekor entry 1 of "+k.url) {
+		t.Fatalf("verify --rekor-root: exit %d\n%s", code, out)
+	}
+	code, out = k.verify(t, bundle)
+	if code != 0 || !strings.Contains(out, "anchor_unchecked [anchors/rekor]") || !strings.Contains(out, "--rekor-root") {
+		t.Fatalf("verify without --rekor-root: exit %d\n%s", code, out)
+	}
+	// JSON names the code and file, as every finding does.
+	jout, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", "--rekor-root", k.rootFile, "--format", "json", bundle).Output()
+	if err != nil {
+		t.Fatalf("verify --format json: %v\n%s", err, jout)
+	}
+	var rep struct {
+		Findings []struct{ Code, Subject string }
+	}
+	if err := json.Unmarshal(jout, &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		found = found || f.Code == "anchor_included" && f.Subject == "anchors/rekor/record.json"
+	}
+	if !found {
+		t.Fatalf("no anchor_included at anchors/rekor/record.json in %s", jout)
+	}
+
+	// Another log's trusted root: the entry's log is not trusted.
+	other, err := rekortest.New(k.url, k.log.Origin, bytes.Repeat([]byte{8}, ed25519.SeedSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherRoot, err := other.TrustedRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherFile := filepath.Join(k.dir, "other_root.json")
+	if err := os.WriteFile(otherFile, otherRoot, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out = k.verify(t, "--rekor-root", otherFile, bundle)
+	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [anchors/rekor/record.json]") || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("verify under another log's root: exit %d\n%s", code, out)
+	}
+}
+
+// TestRekorRewriteDetected: a session cut and sealed again with the
+// producer's own key after its record was in Rekor verifies without
+// --rekor-root and fails with it (record.json is not the anchored
+// record); an entry edited on disk fails too.
+func TestRekorRewriteDetected(t *testing.T) {
+	k := newRekorKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	k.session(t, bundle, 4, "--anchor", rekor.Scheme+k.url)
+	entryFile := filepath.Join(bundle, "anchors", "rekor", "record.json")
+	orig, err := os.ReadFile(entryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The entry's log index moved: its inclusion proof no longer holds.
+	tampered := bytes.Replace(orig, []byte(`"logIndex": "1"`), []byte(`"logIndex": "0"`), 1)
+	if bytes.Equal(tampered, orig) {
+		t.Fatalf("no logIndex to tamper with in %s", orig)
+	}
+	if err := os.WriteFile(entryFile, tampered, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := k.verify(t, "--rekor-root", k.rootFile, bundle)
+	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [anchors/rekor/record.json]") {
+		t.Fatalf("tampered entry: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(entryFile, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	k.rewrite(t, bundle)
+	if code, out := k.verify(t, bundle); code != 0 {
+		t.Fatalf("the rewritten bundle should verify without Rekor (it is re-signed): exit %d\n%s", code, out)
+	}
+	code, out = k.verify(t, "--rekor-root", k.rootFile, bundle)
+	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [record.json]") || !strings.Contains(out, "rewritten after anchoring") {
+		t.Fatalf("rewritten: exit %d\n%s", code, out)
+	}
+	if err := os.RemoveAll(filepath.Join(bundle, "anchors")); err != nil {
+		t.Fatal(err)
+	}
+	code, out = k.verify(t, "--rekor-root", k.rootFile, bundle)
+	if code != exitIncomplete || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("without anchors/: exit %d\n%s", code, out)
+	}
+}
+
+// TestRekorUnreachable: a Rekor log that refuses connections leaves the
+// session sealed and signed, its record unanchored and the failure on
+// stderr; verify --rekor-root says anchor_missing.
+func TestRekorUnreachable(t *testing.T) {
+	k := &anchorKit{lifecycleKit: newKit(t), srv: mcptest.Build(t, "sdkserver")}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	bundle := filepath.Join(k.dir, "run.trace")
+	stderr := k.session(t, bundle, 2, "--anchor", rekor.Scheme+dead)
+	if !strings.Contains(stderr, "tracectl: anchor failed: record: rekor "+dead) {
+		t.Fatalf("wrap stderr:\n%s", stderr)
+	}
+	if fileExists(filepath.Join(bundle, "anchors", "rekor")) {
+		t.Fatal("anchors/rekor/ written without an entry")
+	}
+	if code, out := k.verify(t, bundle); code != 0 {
+		t.Fatalf("the unanchored bundle is signed and sealed: exit %d\n%s", code, out)
+	}
+	root, err := rekortest.TrustedRoot(dead, ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)).Public(), []byte{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootFile := filepath.Join(k.dir, "root.json")
+	if err := os.WriteFile(rootFile, root, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := k.verify(t, "--rekor-root", rootFile, bundle)
+	if code != exitIncomplete || !strings.Contains(out, "unavailable anchor_missing [record.json]") || !strings.Contains(out, "no valid Rekor entry") {
+		t.Fatalf("verify --rekor-root: exit %d\n%s", code, out)
+	}
+}
+
+// TestRekorUsage: --anchor rekor:URL refuses --anchor-key, a URL that is
+// not http(s), no key, and a signer process (which signs only Trust
+// Records, not a digest), each before anything is recorded.
+func TestRekorUsage(t *testing.T) {
+	k := newKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--key", k.key, "--anchor", "rekor:http://127.0.0.1:1", "--anchor-key", k.key + ".pub"}, "--anchor-key with --anchor rekor:URL"},
+		{[]string{"--key", k.key, "--anchor", "rekor:ftp://x"}, "want http(s)://HOST[:PORT]"},
+		{[]string{"--anchor", "rekor:http://127.0.0.1:1"}, "--anchor needs --key"},
+	} {
+		out, err := exec.Command(k.bin, append(append([]string{"wrap", "--bundle", bundle}, tc.args...), "--", "true")...).CombinedOutput()
+		if procExit(err) != exitUsage || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q\n%s", tc.args, procExit(err), exitUsage, tc.want, out)
+		}
+		if fileExists(bundle) {
+			t.Fatalf("%v: a bundle was created", tc.args)
+		}
+	}
+}
+
+// recordOnlySigner is a signer that signs Trust Records only, as a signer
+// process (--signer unix:PATH) does: no SignDigest.
+type recordOnlySigner struct{ sign.Signer }
+
+// TestRekorCheckSigner: --anchor rekor:URL takes a key that signs a digest
+// (--key FILE) and refuses one that signs only records, with a usage error
+// naming --key; without rekor: anything goes.
+func TestRekorCheckSigner(t *testing.T) {
+	s, err := sign.NewSigner(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := anchorOptions{url: "rekor:http://127.0.0.1:1"}
+	if err := a.checkSigner(s); err != nil {
+		t.Fatalf("a file key: %v", err)
+	}
+	err = a.checkSigner(recordOnlySigner{s})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "needs --key FILE") {
+		t.Fatalf("a record-only signer: %v", err)
+	}
+	if err := (&anchorOptions{url: "http://127.0.0.1:1"}).checkSigner(recordOnlySigner{s}); err != nil {
+		t.Fatalf("a tracectl log takes any signer: %v", err)
+	}
+}
