@@ -3,10 +3,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -261,5 +263,52 @@ func TestRekorCheckSigner(t *testing.T) {
 	}
 	if err := (&anchorOptions{url: "http://127.0.0.1:1"}).checkSigner(recordOnlySigner{s}); err != nil {
 		t.Fatalf("a tracectl log takes any signer: %v", err)
+	}
+}
+
+// TestRekorSealRecover: a wrap killed before its seal, then sealed with
+// seal --recover --anchor rekor:URL: the record is anchored in Rekor as
+// wrap's seal would have, and the bundle verifies under --rekor-root.
+func TestRekorSealRecover(t *testing.T) {
+	k := newRekorKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	outR, outW := io.Pipe()
+	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--checkpoint-every", "2", "--", k.srv)
+	listAndCall(t, w, bufio.NewReader(outR), 2)
+	w.stderr.waitFor(t, "2 attempts signed")
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(t)
+	outW.Close()
+	out, err := exec.Command(k.bin, "seal", "--bundle", bundle, "--key", k.key, "--recover", "--anchor", rekor.Scheme+k.url).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "anchored anchors/record.json: Rekor entry 1 of 2") {
+		t.Fatalf("seal --recover --anchor rekor: %v\n%s", err, out)
+	}
+	code, rep := k.verify(t, "--rekor-root", k.rootFile, bundle)
+	if code != 0 || !strings.Contains(rep, "pass anchor_included [anchors/rekor/record.json]") {
+		t.Fatalf("verify: exit %d\n%s", code, rep)
+	}
+}
+
+// TestRekorProxy: tracectl proxy --anchor rekor:URL in front of a Go SDK
+// Streamable HTTP server: the session's sealed record is in Rekor and the
+// bundle verifies under --rekor-root.
+func TestRekorProxy(t *testing.T) {
+	k := newRekorKit(t)
+	url, _ := cliServer(t)
+	p := startProxy(t, k.lifecycleKit, url, "--anchor", rekor.Scheme+k.url)
+	cs := p.session(t)
+	cs.Close() // DELETE: the session's bundle is sealed
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(); err != nil {
+		t.Fatalf("tracectl proxy: %v\n%s", err, strings.Join(p.log, "\n"))
+	}
+	b := sessionBundle(t, k.lifecycleKit)
+	code, out := k.verify(t, "--rekor-root", k.rootFile, b)
+	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
+		t.Fatalf("verify: exit %d\n%s\nproxy:\n%s", code, out, strings.Join(p.log, "\n"))
 	}
 }
