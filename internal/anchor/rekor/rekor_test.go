@@ -204,3 +204,34 @@ func TestRekorEd25519ph(t *testing.T) {
 		t.Fatalf("digest of %d bytes, want SHA-512's 64", len(req.Digest))
 	}
 }
+
+// TestRekorCheckECDSA: a P-256 producer key signs SHA-256(statement),
+// ECDSA, and the entry checks like an Ed25519 one.
+func TestRekorCheckECDSA(t *testing.T) {
+	priv, err := sign.Generate(sign.P256, bytes.NewReader(bytes.Repeat([]byte{4}, 256)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sign.NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	req, err := rekor.Request(f.stmt, p.Public(), p.(rekor.DigestSigner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Digest) != 32 {
+		t.Fatalf("digest of %d bytes, want SHA-256's", len(req.Digest))
+	}
+	e, err := f.log.Add(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.check(t, e, f.stmt, p.Public(), f.root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.check(t, e, f.stmt, f.producer.Public(), f.root); err == nil {
+		t.Fatal("a P-256 entry checked under the Ed25519 producer key")
+	}
+}
