@@ -34,7 +34,7 @@ type anchorOptions struct {
 const anchorSealTimeout = 15 * time.Second
 
 func (a *anchorOptions) flags(c *cobra.Command) {
-	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key or --signer, and --anchor-key); rekor:URL anchors the sealed record in the Rekor v2 log at URL (needs --key)")
+	c.Flags().StringVar(&a.url, "anchor", "", "anchor the first checkpoint, every checkpoint and the sealed record in the transparency log at URL (tracectl log serve; needs --key or --signer, and --anchor-key); rekor:URL anchors the sealed record in the Rekor v2 log at URL (needs --key or --signer)")
 	c.Flags().StringVar(&a.key, "anchor-key", "", "the log's signed-note verifier key file (log.pub of tracectl log serve)")
 }
 
@@ -50,17 +50,19 @@ func (a *anchorOptions) rekorURL() string {
 }
 
 // checkSigner refuses, before anything is recorded, a key that cannot
-// sign what --anchor rekor:URL submits: a digest (Ed25519ph or ECDSA).
-// A signer process (--signer unix:PATH) signs only Trust Records, and a
-// KMS key is not given the digest either.
+// sign what --anchor rekor:URL submits: a digest (Ed25519ph or ECDSA). A
+// key file signs it; a signer process (--signer unix:PATH) signs the
+// digest of a record its key signed (kind rekor); a KMS key is not given
+// the digest.
 func (a *anchorOptions) checkSigner(s sign.Signer) error {
 	if a.rekorURL() == "" || s == nil {
 		return nil
 	}
-	if _, ok := s.(rekor.DigestSigner); !ok {
-		return usageErr(errors.New("--anchor rekor:URL needs --key FILE: a Rekor hashedrekord entry is a signature over the record's digest (Ed25519ph), which a signer process or KMS key does not make"), "record with --key FILE, or anchor in a tracectl log (--anchor URL --anchor-key FILE), whose entries are the signed records themselves")
+	switch s.(type) {
+	case rekor.DigestSigner, rekor.RecordDigestSigner:
+		return nil
 	}
-	return nil
+	return usageErr(errors.New("--anchor rekor:URL needs --key FILE or --signer unix:PATH: a Rekor hashedrekord entry is a signature over the record's digest (Ed25519ph), which a KMS key is not asked to make"), "anchor in a tracectl log (--anchor URL --anchor-key FILE), whose entries are the signed records themselves")
 }
 
 func (a *anchorOptions) validate(signs bool) error {
@@ -77,7 +79,7 @@ func (a *anchorOptions) validate(signs bool) error {
 			return usageErr(fmt.Errorf("--anchor: %w", err), "")
 		}
 		if !signs {
-			return usageErr(errors.New("--anchor needs --key: what is anchored is signed"), "")
+			return usageErr(errors.New("--anchor needs --key or --signer: what is anchored is signed"), "")
 		}
 		return nil
 	case a.key == "":

@@ -148,9 +148,14 @@ func TestRekorRewriteDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The entry's log index moved: its inclusion proof no longer holds.
-	tampered := bytes.Replace(orig, []byte(`"logIndex": "1"`), []byte(`"logIndex": "0"`), 1)
-	if bytes.Equal(tampered, orig) {
-		t.Fatalf("no logIndex to tamper with in %s", orig)
+	e, err := rekor.ParseEntry(orig)
+	if err != nil || e.LogIndex != 1 {
+		t.Fatalf("entry %v: %v", e, err)
+	}
+	e.LogIndex = 0
+	tampered, err := rekor.MarshalEntry(e)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(entryFile, tampered, 0o600); err != nil {
 		t.Fatal(err)
@@ -228,7 +233,7 @@ func TestRekorUsage(t *testing.T) {
 	}{
 		{[]string{"--key", k.key, "--anchor", "rekor:http://127.0.0.1:1", "--anchor-key", k.key + ".pub"}, "--anchor-key with --anchor rekor:URL"},
 		{[]string{"--key", k.key, "--anchor", "rekor:ftp://x"}, "want http(s)://HOST[:PORT]"},
-		{[]string{"--anchor", "rekor:http://127.0.0.1:1"}, "--anchor needs --key"},
+		{[]string{"--anchor", "rekor:http://127.0.0.1:1"}, "--anchor needs --key or --signer"},
 	} {
 		out, err := exec.Command(k.bin, append(append([]string{"wrap", "--bundle", bundle}, tc.args...), "--", "true")...).CombinedOutput()
 		if procExit(err) != exitUsage || !strings.Contains(string(out), tc.want) {
@@ -240,8 +245,8 @@ func TestRekorUsage(t *testing.T) {
 	}
 }
 
-// recordOnlySigner is a signer that signs Trust Records only, as a signer
-// process (--signer unix:PATH) does: no SignDigest.
+// recordOnlySigner is a signer that signs Trust Records only, as a KMS
+// key does: no SignDigest, no SignRekorDigest.
 type recordOnlySigner struct{ sign.Signer }
 
 // TestRekorCheckSigner: --anchor rekor:URL takes a key that signs a digest
@@ -258,7 +263,7 @@ func TestRekorCheckSigner(t *testing.T) {
 	}
 	err = a.checkSigner(recordOnlySigner{s})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "needs --key FILE") {
+	if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "needs --key FILE or --signer unix:PATH") {
 		t.Fatalf("a record-only signer: %v", err)
 	}
 	if err := (&anchorOptions{url: "http://127.0.0.1:1"}).checkSigner(recordOnlySigner{s}); err != nil {
@@ -310,5 +315,33 @@ func TestRekorProxy(t *testing.T) {
 	code, out := k.verify(t, "--rekor-root", k.rootFile, b)
 	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
 		t.Fatalf("verify: exit %d\n%s\nproxy:\n%s", code, out, strings.Join(p.log, "\n"))
+	}
+}
+
+// TestRekorThroughSigner: a session signing through tracectl signer serve
+// (--signer unix:PATH, no key in the recorder) anchored with --anchor
+// rekor:URL: the signer signs the anchored record's digest (kind rekor,
+// journaled) and the bundle verifies under --rekor-root.
+func TestRekorThroughSigner(t *testing.T) {
+	k := newRekorKit(t)
+	sock := filepath.Join(k.dir, "run", "signer.sock")
+	if err := os.Mkdir(filepath.Dir(sock), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(k.dir, "signer.journal")
+	k.startSigner(t, k.bin, sock, "--journal", journal)
+	k.signer = sock
+	bundle := filepath.Join(k.dir, "run.trace")
+	stderr := k.session(t, bundle, 3, "--anchor", rekor.Scheme+k.url)
+	if !strings.Contains(stderr, "tracectl: anchored anchors/record.json: Rekor entry 1 of 2") || strings.Contains(stderr, "failed") {
+		t.Fatalf("wrap stderr:\n%s", stderr)
+	}
+	code, out := k.verify(t, "--rekor-root", k.rootFile, bundle)
+	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
+		t.Fatalf("verify --rekor-root: exit %d\n%s", code, out)
+	}
+	data, _ := os.ReadFile(journal)
+	if n := strings.Count(string(data), `"kind":"rekor"`); n != 1 || strings.Count(string(data), `"kind":"record"`) != 2 {
+		t.Fatalf("journal: %d rekor lines, want 1 (and 2 records):\n%s", n, data)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -63,6 +64,14 @@ type DigestSigner interface {
 	SignDigest(digest []byte, h crypto.Hash) ([]byte, error)
 }
 
+// RecordDigestSigner signs the digest of a signed record it is given whole,
+// with the hash Algorithm names: a signer process that checks what it
+// signs (internal/signer's Client, KindRekor) and so never signs a bare
+// digest.
+type RecordDigestSigner interface {
+	SignRekorDigest(record []byte) ([]byte, error)
+}
+
 // Algorithm is how a key signs a hashedrekord entry: the hash of the
 // statement and the sigstore key details Rekor v2 registers. Rekor v2
 // (v2.3.0) verifies an Ed25519 hashedrekord signature only as Ed25519ph
@@ -89,9 +98,14 @@ func Digest(statement []byte, h crypto.Hash) []byte {
 	return d.Sum(nil)
 }
 
-// Request signs the statement's digest with s, whose public key is pub,
-// and returns Rekor v2's hashedrekord v0.0.2 request.
-func Request(statement []byte, pub crypto.PublicKey, s DigestSigner) (*pb.HashedRekordRequestV002, error) {
+// ErrNoDigestSigner is returned for a signer that is neither a
+// DigestSigner nor a RecordDigestSigner (a KMS key).
+var ErrNoDigestSigner = errors.New("the signing key cannot sign a digest for a Rekor hashedrekord entry (a key file or a tracectl signer can)")
+
+// Request signs the statement's digest with s (a DigestSigner or a
+// RecordDigestSigner), whose public key is pub, and returns Rekor v2's
+// hashedrekord v0.0.2 request. The signature is checked under pub.
+func Request(statement []byte, pub crypto.PublicKey, s any) (*pb.HashedRekordRequestV002, error) {
 	h, details, err := Algorithm(pub)
 	if err != nil {
 		return nil, err
@@ -101,7 +115,15 @@ func Request(statement []byte, pub crypto.PublicKey, s DigestSigner) (*pb.Hashed
 		return nil, fmt.Errorf("producer key: %w", err)
 	}
 	digest := Digest(statement, h)
-	sig, err := s.SignDigest(digest, h)
+	var sig []byte
+	switch s := s.(type) {
+	case RecordDigestSigner:
+		sig, err = s.SignRekorDigest(statement)
+	case DigestSigner:
+		sig, err = s.SignDigest(digest, h)
+	default:
+		return nil, ErrNoDigestSigner
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sign the record's digest: %w", err)
 	}
@@ -128,9 +150,23 @@ func verifyDigest(pub crypto.PublicKey, h crypto.Hash, digest, sig []byte) error
 	return v.VerifySignature(bytes.NewReader(sig), nil, options.WithDigest(digest), options.WithCryptoSignerOpts(h))
 }
 
-// MarshalEntry encodes an entry as the bundle keeps it (protojson).
+// MarshalEntry encodes an entry as the bundle keeps it: protojson,
+// indented by encoding/json so the bytes are stable (protojson's own
+// whitespace is deliberately not).
 func MarshalEntry(e *pbs.TransparencyLogEntry) ([]byte, error) {
-	return protojson.MarshalOptions{Multiline: true}.Marshal(e)
+	b, err := protojson.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	var c, out bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return nil, err
+	}
+	if err := json.Indent(&out, c.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
 }
 
 // ParseEntry reads a kept entry strictly: bounded, no unknown fields.

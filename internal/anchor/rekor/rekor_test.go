@@ -235,3 +235,22 @@ func TestRekorCheckECDSA(t *testing.T) {
 		t.Fatal("a P-256 entry checked under the Ed25519 producer key")
 	}
 }
+
+// TestRekorMarshalEntryStable: the kept entry's bytes do not depend on
+// protojson's randomized whitespace.
+func TestRekorMarshalEntryStable(t *testing.T) {
+	f := newFixture(t)
+	a, err := rekor.MarshalEntry(f.entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		b, err := rekor.MarshalEntry(proto.Clone(f.entry).(*pbs.TransparencyLogEntry))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("two encodings differ:\n%s\n%s", a, b)
+		}
+	}
+	if !bytes.Contains(a, []byte("\n  \"logIndex\": \"5\",\n")) {
+		t.Fatalf("not indented JSON:\n%s", a)
+	}
+}

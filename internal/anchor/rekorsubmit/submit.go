@@ -7,7 +7,6 @@ package rekorsubmit
 import (
 	"context"
 	"crypto"
-	"errors"
 	"fmt"
 	"net/url"
 
@@ -40,20 +39,14 @@ func New(rawURL, userAgent string) (*Client, error) {
 	return &Client{URL: rawURL, w: w}, nil
 }
 
-// ErrNoDigestSigner is returned for a producer key that cannot sign a
-// digest (a signer process that signs only Trust Records).
-var ErrNoDigestSigner = errors.New("the signing key cannot sign a digest for Rekor (hashedrekord needs --key FILE)")
-
-// Add submits statement: its digest signed by s (whose public key is pub),
+// Add submits statement: its digest signed by s (whose public key is pub;
+// a rekor.DigestSigner or rekor.RecordDigestSigner, else
+// rekor.ErrNoDigestSigner),
 // as a hashedrekord entry. It returns once the log has integrated the
 // entry and answered with its inclusion proof, or ctx ends. The entry is
 // checked to be for this statement and key before it is returned.
 func (c *Client) Add(ctx context.Context, statement []byte, pub crypto.PublicKey, s any) (*pbs.TransparencyLogEntry, error) {
-	ds, ok := s.(rekor.DigestSigner)
-	if !ok {
-		return nil, ErrNoDigestSigner
-	}
-	req, err := rekor.Request(statement, pub, ds)
+	req, err := rekor.Request(statement, pub, s)
 	if err != nil {
 		return nil, err
 	}

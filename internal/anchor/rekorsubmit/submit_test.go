@@ -51,7 +51,7 @@ func TestAdd(t *testing.T) {
 
 	// A signer that signs only records cannot make the entry.
 	type recordOnly struct{ sign.Signer }
-	if _, err := c.Add(context.Background(), stmt, p.Public(), recordOnly{p}); !errors.Is(err, rekorsubmit.ErrNoDigestSigner) {
+	if _, err := c.Add(context.Background(), stmt, p.Public(), recordOnly{p}); !errors.Is(err, rekor.ErrNoDigestSigner) {
 		t.Fatalf("record-only signer: %v", err)
 	}
 }
