@@ -345,3 +345,33 @@ func TestRekorThroughSigner(t *testing.T) {
 		t.Fatalf("journal: %d rekor lines, want 1 (and 2 records):\n%s", n, data)
 	}
 }
+
+// TestRekorEntrySwapped: another session's Rekor entry copied into a
+// bundle (a valid entry of the trusted log, for a different record) fails:
+// it anchors a different record, and the bundle's own record is missing.
+func TestRekorEntrySwapped(t *testing.T) {
+	k := newRekorKit(t)
+	a, b := filepath.Join(k.dir, "a.trace"), filepath.Join(k.dir, "b.trace")
+	k.session(t, a, 1, "--anchor", rekor.Scheme+k.url)
+	k.session(t, b, 2, "--anchor", rekor.Scheme+k.url)
+	entryA, err := os.ReadFile(filepath.Join(a, "anchors", "rekor", "record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "anchors", "rekor", "record.json"), entryA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := k.verify(t, "--rekor-root", k.rootFile, b)
+	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [anchors/rekor/record.json]") || !strings.Contains(out, "anchors a different record") ||
+		!strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("swapped entry: exit %d\n%s", code, out)
+	}
+	// A name in anchors/rekor/ that is not the record's entry is refused.
+	if err := os.WriteFile(filepath.Join(a, "anchors", "rekor", "extra.json"), entryA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out = k.verify(t, "--rekor-root", k.rootFile, a)
+	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [anchors/rekor/extra.json]") || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
+		t.Fatalf("extra file: exit %d\n%s", code, out)
+	}
+}
