@@ -21,12 +21,12 @@ import (
 // the library's exported surface within its bound (internal/apisurface):
 // callers compare a Finding's Code with Code("anchor_included").
 const (
-	CodeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold)
+	CodeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold); or the record's Rekor entry checks under the trusted root
 	CodeAnchorInvalid   Code = "anchor_invalid"   // a receipt fails: bad checkpoint signature, too few cosignatures, leaf or path mismatch, a statement it names is absent, or record.json is not the anchored record plus transparency
 	CodeAnchorFork      Code = "anchor_fork"      // two roots for one tree size, or a consistency proof between successive receipts that fails
 	CodeAnchorOrder     Code = "anchor_order"     // receipts out of log order, or statements anchored out of the order they were made
-	CodeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt
-	CodeAnchorUnchecked Code = "anchor_unchecked" // info: receipts present, not checked (no log key given)
+	CodeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt; with a Rekor root, the record no valid Rekor entry
+	CodeAnchorUnchecked Code = "anchor_unchecked" // info: receipts (or Rekor entries) present, not checked (no log key, or no Rekor root, given)
 )
 
 // checkAnchor is the check anchors belong to.
