@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -318,13 +319,33 @@ func NewSigner(priv crypto.PrivateKey) (Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load signer: %w", err)
 	}
-	return &keySigner{alg: alg, pub: cs.Public(), sv: sv}, nil
+	return &keySigner{alg: alg, pub: cs.Public(), sv: sv, priv: cs}, nil
 }
 
 type keySigner struct {
-	alg Alg
-	pub crypto.PublicKey
-	sv  signature.Signer
+	alg  Alg
+	pub  crypto.PublicKey
+	sv   signature.Signer
+	priv crypto.Signer
+}
+
+// SignDigest signs a digest h made, as crypto.Signer does: Ed25519ph for
+// an Ed25519 key (h must be SHA-512), ASN.1 DER ECDSA otherwise. It is what
+// a Rekor v2 hashedrekord entry needs (internal/anchor/rekor); it is a
+// method of the unexported key type only, so the Signer interface, and a
+// signer that signs only records, are unchanged.
+func (k *keySigner) SignDigest(digest []byte, h crypto.Hash) ([]byte, error) {
+	if len(digest) != h.Size() {
+		return nil, fmt.Errorf("sign digest: %d bytes, want %d for %v", len(digest), h.Size(), h)
+	}
+	if k.alg == Ed25519 && h != crypto.SHA512 {
+		return nil, fmt.Errorf("sign digest: Ed25519ph signs a SHA-512 digest, not %v", h)
+	}
+	sig, err := k.priv.Sign(rand.Reader, digest, h)
+	if err != nil {
+		return nil, fmt.Errorf("sign digest: %w", err)
+	}
+	return sig, nil
 }
 
 func (k *keySigner) Alg() Alg                 { return k.alg }

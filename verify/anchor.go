@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/internal/anchor/rekor"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -20,12 +21,12 @@ import (
 // the library's exported surface within its bound (internal/apisurface):
 // callers compare a Finding's Code with Code("anchor_included").
 const (
-	CodeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold)
+	CodeAnchorIncluded  Code = "anchor_included"  // pass: a statement's receipt proves it is in the log, under a checkpoint signed by the log key (and the witness threshold); or the record's Rekor entry checks under the trusted root
 	CodeAnchorInvalid   Code = "anchor_invalid"   // a receipt fails: bad checkpoint signature, too few cosignatures, leaf or path mismatch, a statement it names is absent, or record.json is not the anchored record plus transparency
 	CodeAnchorFork      Code = "anchor_fork"      // two roots for one tree size, or a consistency proof between successive receipts that fails
 	CodeAnchorOrder     Code = "anchor_order"     // receipts out of log order, or statements anchored out of the order they were made
-	CodeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt
-	CodeAnchorUnchecked Code = "anchor_unchecked" // info: receipts present, not checked (no log key given)
+	CodeAnchorMissing   Code = "anchor_missing"   // unavailable: with a log key, a signed statement has no valid receipt; with a Rekor root, the record no valid Rekor entry
+	CodeAnchorUnchecked Code = "anchor_unchecked" // info: receipts (or Rekor entries) present, not checked (no log key, or no Rekor root, given)
 )
 
 // checkAnchor is the check anchors belong to.
@@ -41,6 +42,7 @@ type anchorStatement struct {
 // record.json's bytes (nil for a bundle without it); checkpoints the
 // bundle's checkpoint files in prefix order.
 func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoints []string) {
+	v.checkRekor(r, fsys, record)
 	seqs, other, over := listReceipts(fsys)
 	if v.keys == nil {
 		if len(seqs) > 0 || len(other) > 0 {
@@ -132,7 +134,7 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 				// The receipt came after the seal had stopped waiting:
 				// record.json is the anchored record itself.
 				detail += "; record.json is the anchored record itself (its transparency was not set)"
-			case !v.anchoredRecord(r, record, stmt, rc):
+			case !v.anchoredRecord(r, record, stmt, rc.Log, rc.LeafIndex):
 				continue
 			}
 		}
@@ -158,7 +160,7 @@ func (v *Verifier) checkAnchors(r *Report, fsys fs.FS, record []byte, checkpoint
 // record with transparency naming the receipt's entry, signed again by
 // the same key (trace-spec's order: sign, anchor, set transparency,
 // re-sign).
-func (v *Verifier) anchoredRecord(r *Report, final, anchored []byte, rc *anchor.Receipt) bool {
+func (v *Verifier) anchoredRecord(r *Report, final, anchored []byte, log string, index uint64) bool {
 	fail := func(detail string) bool {
 		r.add(CodeAnchorInvalid, checkAnchor, StatusFail, transcript.RecordFile, detail)
 		return false
@@ -181,7 +183,7 @@ func (v *Verifier) anchoredRecord(r *Report, final, anchored []byte, rc *anchor.
 	if err1 != nil || err2 != nil || !bytes.Equal(ba, bf) || a.Transparency != "" {
 		return fail("record.json is not the anchored record (" + anchor.RecordFile + ") plus transparency: it was rewritten after anchoring")
 	}
-	if want := anchor.EntryURI(rc.Log, rc.LeafIndex); f.Transparency != want {
+	if want := anchor.EntryURI(log, index); f.Transparency != want {
 		return fail(fmt.Sprintf("transparency is %.120q, want %q: the anchored entry", f.Transparency, want))
 	}
 	return true
@@ -199,7 +201,7 @@ func listReceipts(fsys fs.FS) (seqs []int, other []string, over bool) {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if name == "record.json" {
+		if name == "record.json" || name == "rekor" && e.IsDir() {
 			continue
 		}
 		n, ok := strings.CutSuffix(name, ".json")
@@ -212,4 +214,88 @@ func listReceipts(fsys fs.FS) (seqs []int, other []string, over bool) {
 	}
 	slices.Sort(seqs)
 	return seqs, other, false
+}
+
+// checkRekor judges anchors/rekor/ (spec/anchoring.md, "Rekor v2"): the
+// sealed record's Rekor v2 entry, checked offline against the trusted
+// root (Options.RekorRoot) with sigstore-go, and record.json as the
+// anchored record plus transparency naming that entry. record is
+// record.json's bytes (nil for a bundle without it: nothing was sealed,
+// so nothing was submitted to Rekor).
+func (v *Verifier) checkRekor(r *Report, fsys fs.FS, record []byte) {
+	ents, err := fs.ReadDir(fsys, rekor.Dir)
+	present := err == nil
+	if v.rekorRoot == nil {
+		if present {
+			r.add(CodeAnchorUnchecked, checkAnchor, StatusInfo, rekor.Dir,
+				fmt.Sprintf("%d Rekor entries present, not checked: give a sigstore trusted root (--rekor-root) to check them", len(ents)))
+		}
+		return
+	}
+	if record == nil {
+		return
+	}
+	covered := false
+	for i, e := range ents {
+		name := rekor.Dir + "/" + e.Name()
+		if i >= 16 {
+			r.add(CodeLimitExceeded, checkAnchor, StatusUnsupported, rekor.Dir, fmt.Sprintf("%d names in %s: the rest were not read", len(ents), rekor.Dir))
+			break
+		}
+		if name != rekor.EntryFile || e.IsDir() {
+			r.add(CodeAnchorInvalid, checkAnchor, StatusFail, name, "not a Rekor entry of this bundle (only "+rekor.EntryFile+", the sealed record's)")
+			continue
+		}
+		if v.rekorEntry(r, fsys, record) {
+			covered = true
+		}
+	}
+	if !covered {
+		r.add(CodeAnchorMissing, checkAnchor, StatusUnavailable, transcript.RecordFile,
+			"the sealed record has no valid Rekor entry in "+rekor.Dir+"/: nothing shows a Rekor log of the trusted root holds it")
+	}
+}
+
+// rekorEntry checks anchors/rekor/record.json and reports it; true when
+// it proves the sealed record is in a trusted Rekor log.
+func (v *Verifier) rekorEntry(r *Report, fsys fs.FS, record []byte) bool {
+	fail := func(loc, detail string) bool {
+		r.add(CodeAnchorInvalid, checkAnchor, StatusFail, loc, detail)
+		return false
+	}
+	data, err := readFile(fsys, rekor.EntryFile, rekor.MaxEntryBytes)
+	if err != nil {
+		return fail(rekor.EntryFile, "cannot be read: "+err.Error())
+	}
+	te, err := rekor.ParseEntry(data)
+	if err != nil {
+		return fail(rekor.EntryFile, err.Error())
+	}
+	anchored, err := readFile(fsys, anchor.RecordFile, sign.MaxRecordBytes)
+	if err != nil {
+		return fail(rekor.EntryFile, "the anchored record "+anchor.RecordFile+" cannot be read: "+err.Error())
+	}
+	a, err := sign.ParseRecord(anchored)
+	if err != nil {
+		return fail(anchor.RecordFile, "the anchored record does not parse: "+err.Error())
+	}
+	if err := sign.VerifySignature(anchored, a); err != nil {
+		return fail(anchor.RecordFile, "the anchored record's signature: "+err.Error())
+	}
+	pub, err := a.Cnf.JWK.PublicKey()
+	if err != nil {
+		return fail(anchor.RecordFile, "the anchored record's cnf.jwk: "+err.Error())
+	}
+	ck, err := rekor.Check(te, anchored, pub, v.rekorRoot)
+	if err != nil {
+		return fail(rekor.EntryFile, err.Error())
+	}
+	detail := fmt.Sprintf("Rekor entry %d of %s (origin %.100q), under a checkpoint of size %d signed by the trusted root's log key", ck.Index, ck.BaseURL, ck.Origin, ck.Size)
+	if bytes.Equal(record, anchored) {
+		detail += "; record.json is the anchored record itself (its transparency was not set)"
+	} else if !v.anchoredRecord(r, record, anchored, ck.BaseURL, ck.Index) {
+		return false
+	}
+	r.add(CodeAnchorIncluded, checkAnchor, StatusPass, rekor.EntryFile, detail)
+	return true
 }

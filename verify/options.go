@@ -82,6 +82,12 @@ type Options struct {
 	// checkpoint. Both need LogKey.
 	WitnessKeys      []string
 	WitnessThreshold int
+	// RekorRoot is a sigstore TrustedRoot (JSON). With it, a Rekor v2 entry
+	// of the sealed record (anchors/rekor/record.json) is checked offline
+	// against the Rekor logs it names, and a sealed record without one is
+	// anchor_missing; without it, Rekor entries are reported present and
+	// unchecked (spec/anchoring.md, "Rekor v2").
+	RekorRoot []byte
 
 	// Limits bound what is read; zero members take their defaults.
 	Limits Limits

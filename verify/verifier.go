@@ -7,7 +7,10 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
+
 	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/internal/anchor/rekor"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -17,6 +20,8 @@ import (
 type Verifier struct {
 	o    Options
 	keys *anchor.Keys // Options.LogKey parsed: anchors are checked (anchor.go)
+	// rekorRoot is Options.RekorRoot parsed: Rekor entries are checked.
+	rekorRoot *root.TrustedRoot
 }
 
 // New validates the options together and returns a Verifier. Every
@@ -35,6 +40,13 @@ func New(o Options) (*Verifier, error) {
 		v.keys = &k
 	} else if len(o.WitnessKeys) > 0 || o.WitnessThreshold != 0 {
 		return nil, fmt.Errorf("%w: witness keys and a threshold need LogKey", ErrOptions)
+	}
+	if o.RekorRoot != nil {
+		tr, err := rekor.ParseTrustedRoot(o.RekorRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Rekor %w", ErrOptions, err)
+		}
+		v.rekorRoot = tr
 	}
 	return v, nil
 }

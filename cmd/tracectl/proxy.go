@@ -267,6 +267,9 @@ func runProxy(ctx context.Context, s streams, o *proxyOptions) error {
 	if signer != nil {
 		rs = trustRecordSigner{signer: signer, identity: o.record, now: time.Now}
 	}
+	if err := o.anchor.checkSigner(signer); err != nil {
+		return err
+	}
 	anchored, err := newProxyAnchors(o.anchor)
 	if err != nil {
 		return err

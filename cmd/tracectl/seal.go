@@ -153,6 +153,9 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 	}
 	var ac *submit.Client
 	if o.anchor.set() {
+		if err := o.anchor.checkSigner(signer); err != nil {
+			return err
+		}
 		var err error
 		if ac, err = o.anchor.client(); err != nil {
 			return err
@@ -171,7 +174,7 @@ func runSeal(ctx context.Context, s streams, o *sealOptions) error {
 		fmt.Fprintln(s.out, escapeTerminal(recoverySummary(rep)))
 	}
 	var sa *sessionAnchor
-	if ac != nil {
+	if o.anchor.set() {
 		if sa, err = newSessionAnchor(rec, o.anchor, ac, signer, o.record, o.now, s.err); err != nil {
 			rec.Close()
 			return err

@@ -156,6 +156,9 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	}
 	var ac *submit.Client // the log key is read before the bundle is created
 	if o.anchor.set() {
+		if err := o.anchor.checkSigner(signer); err != nil {
+			return nil, err
+		}
 		var err error
 		if ac, err = o.anchor.client(); err != nil {
 			return nil, err
@@ -194,7 +197,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 	}
 	defer untap() // after the seal or close below: the follower sends the session's span
 	var sa *sessionAnchor
-	if ac != nil {
+	if o.anchor.set() {
 		if sa, err = startAnchoring(ctx, rec, o.anchor, ac, signer, o.record, o.checkpoint, s.err); err != nil {
 			rec.Close()
 			return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracectl/tracectl/internal/anchor/rekor"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
@@ -44,6 +45,8 @@ type verifyOptions struct {
 	logKey           string
 	witnessKeys      []string
 	witnessThreshold int
+	// --rekor-root: check anchors/rekor/ against a sigstore trusted root
+	rekorRoot string
 }
 
 func init() {
@@ -131,6 +134,7 @@ with its "input". The exit status is the worst: failed (1), then unreadable
 	f.StringVar(&o.logKey, "log-key", "", "the transparency log's verifier key file (log.pub): check anchors/ and require a receipt for every signed statement")
 	f.StringArrayVar(&o.witnessKeys, "witness-key", nil, "a witness's verifier key file (repeatable; needs --log-key)")
 	f.IntVar(&o.witnessThreshold, "witness-threshold", 0, "how many --witness-key witnesses must have cosigned each receipt's checkpoint")
+	f.StringVar(&o.rekorRoot, "rekor-root", "", "a sigstore trusted root (JSON) file: check the sealed record's Rekor v2 entry (anchors/rekor/) offline and require one")
 	f.StringArrayVar(&o.recursive, "recursive", nil, "verify every bundle under this directory (repeatable)")
 	f.Var(&failOnFlag{&o.failOnWarning}, "fail-on", "also fail the exit status on this: warning (a verified bundle with warnings exits 4)")
 	f.Int64Var(&o.maxTranscriptL, "max-transcript-lines", verify.DefaultMaxTranscriptLines, "read at most this many transcript lines (beyond: limit_exceeded, incomplete)")
@@ -198,6 +202,13 @@ func (o *verifyOptions) options() (verify.Options, error) {
 		vo.WitnessKeys = append(vo.WitnessKeys, string(b))
 	}
 	vo.WitnessThreshold = o.witnessThreshold
+	if o.rekorRoot != "" {
+		b, err := readBounded(o.rekorRoot, rekor.MaxRootBytes)
+		if err != nil {
+			return vo, usageErr(fmt.Errorf("--rekor-root: %w", err), "")
+		}
+		vo.RekorRoot = b
+	}
 	return vo, nil
 }
 

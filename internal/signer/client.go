@@ -3,6 +3,8 @@ package signer
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -76,6 +78,31 @@ func (c *Client) SignRecordBytes(preimage []byte) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("signer unix:%s: the signature returned does not verify: %w", c.path, err)
+	}
+	return resp.Signature, nil
+}
+
+// SignRekorDigest has the server sign the digest of record, a record it
+// signed (anchors/record.json), for a Rekor v2 hashedrekord entry: the
+// server checks the record (CheckSignedRecord) and signs RekorDigest's
+// digest (Ed25519ph over SHA-512 for an Ed25519 key, ECDSA DER
+// otherwise). The signature is checked under the server's key before it
+// is returned.
+func (c *Client) SignRekorDigest(record []byte) ([]byte, error) {
+	resp, err := c.roundTrip(context.Background(), &request{Op: opSign, Kind: KindRekor, Payload: record})
+	if err != nil {
+		return nil, err
+	}
+	digest, h := RekorDigest(c.alg, record)
+	ok := false
+	switch k := c.pub.(type) {
+	case ed25519.PublicKey:
+		ok = ed25519.VerifyWithOptions(k, digest, resp.Signature, &ed25519.Options{Hash: h}) == nil
+	case *ecdsa.PublicKey:
+		ok = ecdsa.VerifyASN1(k, digest, resp.Signature)
+	}
+	if !ok {
+		return nil, fmt.Errorf("signer unix:%s: the digest signature returned does not verify", c.path)
 	}
 	return resp.Signature, nil
 }

@@ -123,7 +123,7 @@ func parseEntry(line []byte) (Entry, string) {
 	if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
 		return e, "time: " + err.Error()
 	}
-	if e.Kind != KindRecord && e.Kind != KindCheckpoint {
+	if e.Kind != KindRecord && e.Kind != KindCheckpoint && e.Kind != KindRekor {
 		return e, fmt.Sprintf("kind %q", string(e.Kind))
 	}
 	if !isHex64(e.SHA256) || !isHex64(e.Prev) {

@@ -30,14 +30,20 @@ const (
 	opPublicKey = "public_key"
 )
 
-// Kind says what a statement is. Both kinds are Trust Records; the kind is
-// journaled, and a checkpoint never names a log entry.
+// Kind says what a statement is. Record and checkpoint are Trust Record
+// preimages, and a checkpoint never names a log entry; rekor is a signed
+// record whose digest is signed for a Rekor v2 entry. The kind is
+// journaled.
 type Kind string
 
 // The kinds a server signs.
 const (
 	KindRecord     Kind = "record"     // record.json (or anchors/record.json)
 	KindCheckpoint Kind = "checkpoint" // checkpoints/<N>.json
+	// KindRekor: the payload is anchors/record.json, a record the server's
+	// key signed; the server signs its digest (RekorDigest) for a Rekor v2
+	// hashedrekord entry (spec/anchoring.md, "Rekor v2").
+	KindRekor Kind = "rekor"
 )
 
 // Code is a refusal's stable code (spec/signer.md).

@@ -183,7 +183,19 @@ func (s *Server) sign(peer Peer, kind Kind, payload []byte) (*response, error) {
 	if ok, wait := b.take(now); !ok {
 		return nil, refuse(CodeRateLimited, "over %s: the next signature in %s", s.o.Rate, wait.Round(time.Millisecond))
 	}
-	sig, err := s.o.Signer.SignRecordBytes(payload)
+	var sig []byte
+	var err error
+	if kind == KindRekor {
+		ds, ok := s.o.Signer.(interface {
+			SignDigest([]byte, crypto.Hash) ([]byte, error)
+		})
+		if !ok {
+			return nil, refuse(CodeUnavailable, "this server's key cannot sign a digest (a key file can; a KMS key cannot)")
+		}
+		sig, err = ds.SignDigest(RekorDigest(s.alg, payload))
+	} else {
+		sig, err = s.o.Signer.SignRecordBytes(payload)
+	}
 	if err != nil {
 		return nil, refuse(CodeUnavailable, "sign: %v", err)
 	}
