@@ -286,3 +286,30 @@ func TestDecideConcurrently(t *testing.T) {
 		t.Errorf("a concurrent decision by rule %q", r)
 	}
 }
+
+// TestPlanFolds: the bench's any-tool policy reduced for echo keeps the
+// seven conditions that read the arguments; the three that read only the
+// tool, the declaration and the server are decided once (false), and the
+// ten rules for other tools are left out.
+func TestPlanFolds(t *testing.T) {
+	p, err := Parse([]byte(benchPolicy20(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, load := testManifest(t, "srv", `{"name":"echo","description":"echoes","inputSchema":{"type":"object"}}`)
+	s := NewSnapshot(m, load)
+	pl := s.plan(p, "echo")
+	if pl == nil {
+		t.Fatal("no plan for a declared tool")
+	}
+	var ids []string
+	for _, st := range pl.steps {
+		ids = append(ids, st.r.id)
+	}
+	if want := "cond-0 cond-1 cond-2 cond-3 cond-5 cond-6 cond-9"; strings.Join(ids, " ") != want || pl.final.Rule != RuleDefault {
+		t.Errorf("plan steps %v final %+v; want %s then default", ids, pl.final, want)
+	}
+	if s.plan(p, "undeclared") != nil || (*Snapshot)(nil).plan(p, "echo") != nil {
+		t.Error("a plan for a tool the snapshot does not declare, or for no snapshot")
+	}
+}
