@@ -20,7 +20,19 @@ import (
 )
 
 type demoOptions struct {
-	dir string // where the key and bundle go (default: a new temporary directory)
+	dir    string // where the key and bundle go (default: a new temporary directory)
+	format string // text or json
+}
+
+// demoMediaType names demo's --format json result: where the bundle and
+// its public key are, and the verification report (verify.MediaType).
+const demoMediaType = "application/vnd.tracectl.demo.v1+json"
+
+type demoResult struct {
+	MediaType string         `json:"media_type"`
+	Bundle    string         `json:"bundle"`
+	PublicKey string         `json:"public_key"`
+	Report    *verify.Report `json:"report"`
 }
 
 func init() {
@@ -30,7 +42,7 @@ func init() {
 func newDemoCmd(s streams, runF func(context.Context, streams, *demoOptions) error) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
-		Use:   "demo [--dir DIR]",
+		Use:   "demo [--dir DIR] [--format text|json]",
 		Short: "Record, sign and verify a scripted MCP session against an embedded server",
 		Long: `demo runs the whole loop with no setup: it generates an ephemeral Ed25519 key,
 starts an embedded MCP server (the Go SDK's, as a real child process) behind the
@@ -45,6 +57,7 @@ then verifies it offline and prints the report.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", "", "directory for the key and the bundle (created; default: a new temporary directory)")
+	formatFlag(cmd, &o.format, demoMediaType)
 	return cmd
 }
 
@@ -54,6 +67,9 @@ const demoCallTimeout = 300 * time.Millisecond
 func runDemo(ctx context.Context, s streams, o *demoOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if err := checkFormat(o.format); err != nil {
+		return err
 	}
 	dir := o.dir
 	if dir == "" {
@@ -125,9 +141,15 @@ func runDemo(ctx context.Context, s streams, o *demoOptions) error {
 	if rep == nil {
 		return verr
 	}
-	fmt.Fprint(s.out, textReport(rep))
-	fmt.Fprintf(s.out, "\nbundle: %s\nverify it again: tracectl verify --trusted-key %s %s\n",
-		escapeTerminal(bundle), escapeTerminal(keyPath+".pub"), escapeTerminal(bundle))
+	if o.format == formatJSON {
+		if err := writeJSON(s.out, demoResult{MediaType: demoMediaType, Bundle: bundle, PublicKey: keyPath + ".pub", Report: rep}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(s.out, textReport(rep))
+		fmt.Fprintf(s.out, "\nbundle: %s\nverify it again: tracectl verify --trusted-key %s %s\n",
+			escapeTerminal(bundle), escapeTerminal(keyPath+".pub"), escapeTerminal(bundle))
+	}
 	if rep.Verdict != verify.Verified {
 		return &exitError{code: exitFailed, err: fmt.Errorf("demo bundle did not verify: %s", rep.Verdict)}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,5 +44,27 @@ func TestDemoEndToEnd(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("demo left no %s: %v", f, err)
 		}
+	}
+	// --format json: one object on stdout, the report whole, the bundle
+	// and the key named.
+	js := exec.Command(bin, "demo", "--dir", filepath.Join(dir, "demo-json"), "--format", "json")
+	var jout strings.Builder
+	js.Stdout = &jout
+	if err := js.Run(); err != nil {
+		t.Fatalf("tracectl demo --format json: %v", err)
+	}
+	var res struct {
+		MediaType string `json:"media_type"`
+		Bundle    string `json:"bundle"`
+		PublicKey string `json:"public_key"`
+		Report    struct {
+			Verdict string `json:"verdict"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(jout.String()), &res); err != nil || strings.Count(jout.String(), "\n") != 1 {
+		t.Fatalf("demo --format json: %v\n%s", err, jout.String())
+	}
+	if res.MediaType != demoMediaType || res.Report.Verdict != "verified" || filepath.Base(res.Bundle) != "demo.trace" || filepath.Base(res.PublicKey) != "demo-key.pem.pub" {
+		t.Errorf("demo --format json: %+v", res)
 	}
 }

@@ -23,6 +23,20 @@ type reportOptions struct {
 	evidenceOptions
 	out         string
 	includeArgs bool
+	format      string // what is printed once the report is written: text (stderr) or json (stdout)
+}
+
+// reportMediaType names report's --format json result: the file written
+// and the verification it shows.
+const reportMediaType = "application/vnd.tracectl.report-result.v1+json"
+
+type reportResult struct {
+	MediaType string   `json:"media_type"`
+	Out       string   `json:"out"`
+	Bundle    string   `json:"bundle"`
+	Verdict   string   `json:"verdict"` // "not verified" without --trusted-key
+	Failures  []string `json:"failures"`
+	Warnings  int64    `json:"warnings"`
 }
 
 func init() {
@@ -61,12 +75,16 @@ hold secrets).`,
 	o.flags(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "the HTML file to create (must not exist)")
 	cmd.Flags().BoolVar(&o.includeArgs, "include-arguments", false, "also show each call's arguments and result, from the retained (redacted) payloads (may hold secrets)")
+	formatFlag(cmd, &o.format, reportMediaType)
 	return cmd
 }
 
 func runReport(ctx context.Context, s streams, o *reportOptions) error {
 	if o.out == "" {
 		return usageErr(errors.New("--out FILE is required"), "tracectl report --out report.html BUNDLE")
+	}
+	if err := checkFormat(o.format); err != nil {
+		return err
 	}
 	o.prog = s.progress()
 	b, err := o.load(ctx)
@@ -79,6 +97,16 @@ func runReport(ctx context.Context, s streams, o *reportOptions) error {
 	}
 	if err := writeNewFile(o.out, page); err != nil {
 		return err
+	}
+	if o.format == formatJSON {
+		res := reportResult{MediaType: reportMediaType, Out: o.out, Bundle: o.bundle, Verdict: "not verified", Failures: []string{}}
+		if r := b.Report; r != nil {
+			res.Verdict, res.Warnings = string(r.Verdict), r.Warnings
+			for _, c := range r.Failures() {
+				res.Failures = append(res.Failures, string(c))
+			}
+		}
+		return writeJSON(s.out, res)
 	}
 	fmt.Fprintf(s.err, "tracectl: report written to %s (%s)\n", escapeTerminal(o.out), escapeTerminal(verificationOf(b)))
 	return nil
