@@ -12,9 +12,13 @@ import (
 )
 
 // benchPolicy is a 20-rule policy none of whose rules denies the bench's
-// echo call: ten apply to any tool and evaluate a CEL condition on every
-// call, ten name other tools (a name compare each).
-func benchPolicy() []byte {
+// echo call (the same as session's benchPolicy20). scoped: every rule
+// names a tool (16 others, 4 echo with a condition on the arguments), as
+// policies usually are; otherwise ten rules apply to any tool, so ten
+// conditions are read on every call (seven of them evaluated: a plan
+// decides the three that do not read the arguments once), and ten name
+// other tools.
+func benchPolicy(scoped bool) []byte {
 	var b strings.Builder
 	b.WriteString("version: 1\ndefault: allow\nrules:\n")
 	conds := []string{
@@ -24,10 +28,18 @@ func benchPolicy() []byte {
 		`has(declaration.annotations) && declaration.annotations.destructiveHint == true`,
 		`has(server.name) && server.name == "evil"`, `size(args) > 64`,
 	}
-	for i, c := range conds {
-		fmt.Fprintf(&b, "  - id: any-%d\n    when: '%s'\n    action: deny\n", i, c)
+	n := len(conds)
+	if scoped {
+		n = 4
 	}
-	for i := range 10 {
+	for i, c := range conds[:n] {
+		tool := ""
+		if scoped {
+			tool = "    tool: echo\n"
+		}
+		fmt.Fprintf(&b, "  - id: cond-%d\n%s    when: '%s'\n    action: deny\n", i, tool, c)
+	}
+	for i := range 20 - n {
 		fmt.Fprintf(&b, "  - id: other-%d\n    tool: \"other_%d*\"\n    when: 'args.x == 1'\n    action: deny\n", i, i)
 	}
 	return []byte(b.String())
@@ -46,10 +58,20 @@ func benchPolicy() []byte {
 // BenchmarkDecide; the session's CPU: session BenchmarkPolicyHop.)
 func BenchmarkPolicyRoundTrip(b *testing.B) {
 	srv := mcptest.Build(b, "sdkserver")
+	for _, scoped := range []bool{true, false} {
+		name := "any-tool-10-conditions"
+		if scoped {
+			name = "scoped"
+		}
+		b.Run(name, func(b *testing.B) { policyRoundTrip(b, srv, benchPolicy(scoped)) })
+	}
+}
+
+func policyRoundTrip(b *testing.B, srv string, policy []byte) {
 	paths := [3]*benchPath{
 		proxyPath(b, srv, benchMode{name: "none", durability: transcript.DurabilityNone}),
 		proxyPath(b, srv, benchMode{name: "none-control", durability: transcript.DurabilityNone}),
-		proxyPath(b, srv, benchMode{name: "policy", durability: transcript.DurabilityNone, policy: benchPolicy()}),
+		proxyPath(b, srv, benchMode{name: "policy", durability: transcript.DurabilityNone, policy: policy}),
 	}
 	for _, p := range paths {
 		defer p.close()
