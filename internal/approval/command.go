@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tracectl/tracectl/canon"
 )
 
 // Command asks by running a command (--approve-cmd): Argv, no shell, with
@@ -128,7 +130,10 @@ type answer struct {
 }
 
 // parseAnswer reads an approver's stdout strictly: one JSON object, no
-// unknown member, approve present, then only white space.
+// unknown member, approve present, then only white space; and in the
+// strict grammar (canon), each member once under its exact name, so that
+// no lenient reading (the last of repeated members, names matched in any
+// letter case, bytes after the object) decides what was answered.
 func parseAnswer(b []byte) (answer, error) {
 	var a answer
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -144,6 +149,15 @@ func parseAnswer(b []byte) (answer, error) {
 	}
 	if a.Approve == nil {
 		return a, errors.New(`"approve" is missing`)
+	}
+	doc, err := canon.Parse(bytes.TrimRight(b, " \t\r\n"), canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxAnswerBytes, MaxDepth: 2}})
+	if err != nil {
+		return a, fmt.Errorf("not strict JSON: %w", err)
+	}
+	for _, m := range doc.Root().Members() {
+		if m.Name != "approve" && m.Name != "by" && m.Name != "reason" {
+			return a, fmt.Errorf("member %q: want approve, by or reason", m.Name)
+		}
 	}
 	return a, nil
 }
