@@ -33,6 +33,15 @@ type Command struct {
 	After func(time.Duration) <-chan time.Time
 }
 
+// MaxPending bounds the approve commands running at once in the process:
+// each may wait a whole timeout for a human, and over HTTP every client's
+// call may be asked about at once. Past it, a call's approval fails at once
+// (the call is denied in enforce mode) and nothing is started.
+const MaxPending = 64
+
+// pending holds a token for each approve command running.
+var pending = make(chan struct{}, MaxPending)
+
 // ParseArgv reads --approve-cmd: a JSON array of strings (for arguments
 // with spaces), or else words separated by white space. No shell.
 func ParseArgv(s string) ([]string, error) {
@@ -59,6 +68,12 @@ func (c *Command) Ask(ctx context.Context, req *Request) Evidence {
 	fail := func(outcome, why string) Evidence {
 		ev.Outcome, ev.Reason = outcome, why
 		return ev
+	}
+	select {
+	case pending <- struct{}{}:
+		defer func() { <-pending }()
+	default:
+		return fail(Failed, fmt.Sprintf("%d approve commands are running already: no other is started", MaxPending))
 	}
 	in, err := json.Marshal(req)
 	if err != nil {
