@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/tracectl/tracectl/canon"
 )
@@ -79,7 +81,7 @@ func (c *Command) Ask(ctx context.Context, req *Request) Evidence {
 	if err != nil {
 		return fail(Failed, "the request cannot be encoded: "+err.Error())
 	}
-	in = append(in, '\n')
+	in = append(asciiJSON(in), '\n')
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -136,6 +138,31 @@ func (c *Command) Ask(ctx context.Context, req *Request) Evidence {
 		ev.Outcome = Refused
 	}
 	return ev
+}
+
+// asciiJSON escapes every byte of JSON text outside printable ASCII as \u
+// escapes (UTF-16 pairs past the BMP). encoding/json leaves DEL, C1
+// controls, bidi and other format characters raw inside strings (they
+// occur nowhere else): an approver that shows its request on a terminal
+// would show hostile arguments as they pretend to be, not as they are.
+// The text decodes to the same value.
+func asciiJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if c := b[i]; c < 0x7f {
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		i += n
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
 }
 
 type answer struct {
