@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tracectl/tracectl/canon"
 )
 
 // Command asks by running a command (--approve-cmd): Argv, no shell, with
@@ -30,6 +34,15 @@ type Command struct {
 	// After is the timer (nil: time.After); tests inject their own.
 	After func(time.Duration) <-chan time.Time
 }
+
+// MaxPending bounds the approve commands running at once in the process:
+// each may wait a whole timeout for a human, and over HTTP every client's
+// call may be asked about at once. Past it, a call's approval fails at once
+// (the call is denied in enforce mode) and nothing is started.
+const MaxPending = 64
+
+// pending holds a token for each approve command running.
+var pending = make(chan struct{}, MaxPending)
 
 // ParseArgv reads --approve-cmd: a JSON array of strings (for arguments
 // with spaces), or else words separated by white space. No shell.
@@ -58,11 +71,17 @@ func (c *Command) Ask(ctx context.Context, req *Request) Evidence {
 		ev.Outcome, ev.Reason = outcome, why
 		return ev
 	}
+	select {
+	case pending <- struct{}{}:
+		defer func() { <-pending }()
+	default:
+		return fail(Failed, fmt.Sprintf("%d approve commands are running already: no other is started", MaxPending))
+	}
 	in, err := json.Marshal(req)
 	if err != nil {
 		return fail(Failed, "the request cannot be encoded: "+err.Error())
 	}
-	in = append(in, '\n')
+	in = append(asciiJSON(in), '\n')
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -121,6 +140,31 @@ func (c *Command) Ask(ctx context.Context, req *Request) Evidence {
 	return ev
 }
 
+// asciiJSON escapes every byte of JSON text outside printable ASCII as \u
+// escapes (UTF-16 pairs past the BMP). encoding/json leaves DEL, C1
+// controls, bidi and other format characters raw inside strings (they
+// occur nowhere else): an approver that shows its request on a terminal
+// would show hostile arguments as they pretend to be, not as they are.
+// The text decodes to the same value.
+func asciiJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		if c := b[i]; c < 0x7f {
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		i += n
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
+}
+
 type answer struct {
 	Approve *bool  `json:"approve"`
 	By      string `json:"by"`
@@ -128,7 +172,10 @@ type answer struct {
 }
 
 // parseAnswer reads an approver's stdout strictly: one JSON object, no
-// unknown member, approve present, then only white space.
+// unknown member, approve present, then only white space; and in the
+// strict grammar (canon), each member once under its exact name, so that
+// no lenient reading (the last of repeated members, names matched in any
+// letter case, bytes after the object) decides what was answered.
 func parseAnswer(b []byte) (answer, error) {
 	var a answer
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -144,6 +191,15 @@ func parseAnswer(b []byte) (answer, error) {
 	}
 	if a.Approve == nil {
 		return a, errors.New(`"approve" is missing`)
+	}
+	doc, err := canon.Parse(bytes.TrimRight(b, " \t\r\n"), canon.ParseOptions{Limits: canon.Limits{MaxBytes: MaxAnswerBytes, MaxDepth: 2}})
+	if err != nil {
+		return a, fmt.Errorf("not strict JSON: %w", err)
+	}
+	for _, m := range doc.Root().Members() {
+		if m.Name != "approve" && m.Name != "by" && m.Name != "reason" {
+			return a, fmt.Errorf("member %q: want approve, by or reason", m.Name)
+		}
 	}
 	return a, nil
 }

@@ -786,8 +786,11 @@ func (x *exchange) commitFrame(line []byte, m *mcpwire.Message, index int64) err
 		}
 		if c != nil {
 			c.mu.Lock()
-			dup := c.canceled || c.settled || c.approving // a call awaiting approval is not in flight yet: the cancellation is a plain frame
-			c.canceled = true
+			// A call awaiting approval is not in flight yet: the
+			// cancellation is a plain frame, and leaves the call's own
+			// cancellation, once forwarded, to be recorded.
+			dup := c.canceled || c.settled || c.approving
+			c.canceled = c.canceled || !c.approving
 			c.mu.Unlock()
 			if !dup {
 				return b.sink.CancelSent(c.ref, session.NotificationObs{Line: line, Msg: m, Index: index})
