@@ -243,3 +243,65 @@ func TestOTLPEnvTimeout(t *testing.T) {
 		t.Errorf("export with a bad timeout variable: exit %d, %s; want a usage error naming it", code, stderr)
 	}
 }
+
+// signalling forwards to an OTLP receiver and signals each traces export
+// it received.
+type signalling struct {
+	rcv    *otlpReceiver
+	traces chan struct{}
+}
+
+func (s *signalling) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.rcv.ServeHTTP(w, r)
+	if r.URL.Path == "/v1/traces" {
+		select {
+		case s.traces <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// TestWrapLiveSpansWhileRunning: a call's span reaches the collector while
+// wrap still runs (its client has not closed), with the batcher's delay
+// from the standard variable OTEL_BSP_SCHEDULE_DELAY.
+func TestWrapLiveSpansWhileRunning(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	k := newKit(t)
+	srv := mcptest.Build(t, "sdkserver")
+	sig := &signalling{rcv: &otlpReceiver{}, traces: make(chan struct{}, 1)}
+	col := httptest.NewServer(sig)
+	defer col.Close()
+	bundle := filepath.Join(k.dir, "run.trace")
+	outR, outW := io.Pipe()
+	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", col.URL, srv)
+	responses := bufio.NewReader(outR)
+	if _, err := io.WriteString(w.in, modernCall(1, "echo", `{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("call: %q, %v", line, err)
+	}
+	for found := false; !found; {
+		select {
+		case <-sig.traces:
+		case <-w.done:
+			t.Fatalf("wrap exited before its client closed:\n%s", w.stderr)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no span reached the collector while wrap ran; got %v", spanIDs(sig.rcv))
+		}
+		for _, s := range spanIDs(sig.rcv) {
+			found = found || strings.HasSuffix(s, " tools/call echo")
+		}
+	}
+	select {
+	case <-w.done:
+		t.Fatal("wrap exited before its client closed")
+	default:
+	}
+	w.in.Close()
+	if code := w.wait(t); code != 0 {
+		t.Fatalf("wrap exit %d:\n%s", code, w.stderr)
+	}
+	outW.Close()
+	k.verified(t, bundle)
+}
