@@ -33,15 +33,7 @@ func TestWrapLiveSpans(t *testing.T) {
 	bundle := filepath.Join(k.dir, "run.trace")
 	outR, outW := io.Pipe()
 	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", col.URL, srv)
-	responses := bufio.NewReader(outR)
-	for id := 1; id <= 3; id++ {
-		if _, err := io.WriteString(w.in, modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
-			t.Fatalf("call %d: %q, %v", id, line, err)
-		}
-	}
+	echoCalls(t, w.in, bufio.NewReader(outR), 3)
 	w.in.Close()
 	w.wait(t)
 	outW.Close()
@@ -89,15 +81,7 @@ func TestWrapLiveMetrics(t *testing.T) {
 	bundle := filepath.Join(k.dir, "run.trace")
 	outR, outW := io.Pipe()
 	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", col.URL, "--otlp-signals", "traces,metrics", srv)
-	responses := bufio.NewReader(outR)
-	for id := 1; id <= 3; id++ {
-		if _, err := io.WriteString(w.in, modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
-			t.Fatalf("call %d: %q, %v", id, line, err)
-		}
-	}
+	echoCalls(t, w.in, bufio.NewReader(outR), 3)
 	w.in.Close()
 	w.wait(t)
 	outW.Close()
@@ -186,15 +170,7 @@ func TestWrapLiveDeadCollector(t *testing.T) {
 			outR, outW := io.Pipe()
 			w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", c.endpoint,
 				"--otlp-signals", "traces,metrics", srv)
-			responses := bufio.NewReader(outR)
-			for id := 1; id <= 3; id++ {
-				if _, err := io.WriteString(w.in, modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))); err != nil {
-					t.Fatal(err)
-				}
-				if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
-					t.Fatalf("call %d: %q, %v", id, line, err)
-				}
-			}
+			echoCalls(t, w.in, bufio.NewReader(outR), 3)
 			w.in.Close()
 			if code := w.wait(t); code != 0 {
 				t.Fatalf("wrap exit %d:\n%s", code, w.stderr)
@@ -274,13 +250,7 @@ func TestWrapLiveSpansWhileRunning(t *testing.T) {
 	bundle := filepath.Join(k.dir, "run.trace")
 	outR, outW := io.Pipe()
 	w := k.startArgs(t, outW, "wrap", "--bundle", bundle, "--key", k.key, "--otlp-endpoint", col.URL, srv)
-	responses := bufio.NewReader(outR)
-	if _, err := io.WriteString(w.in, modernCall(1, "echo", `{"n":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
-		t.Fatalf("call: %q, %v", line, err)
-	}
+	echoCalls(t, w.in, bufio.NewReader(outR), 1)
 	for found := false; !found; {
 		select {
 		case <-sig.traces:
@@ -304,4 +274,18 @@ func TestWrapLiveSpansWhileRunning(t *testing.T) {
 	}
 	outW.Close()
 	k.verified(t, bundle)
+}
+
+// echoCalls makes n echo calls (ids 1..n) one at a time through a wrap's
+// stdin, each answered before the next.
+func echoCalls(t *testing.T, in io.Writer, responses *bufio.Reader, n int) {
+	t.Helper()
+	for id := 1; id <= n; id++ {
+		if _, err := io.WriteString(in, modernCall(id, "echo", fmt.Sprintf(`{"n":%d}`, id))); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := responses.ReadString('\n'); err != nil || !strings.Contains(line, fmt.Sprintf(`"id":%d`, id)) {
+			t.Fatalf("call %d: %q, %v", id, line, err)
+		}
+	}
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,17 +28,7 @@ import (
 // compile refuses to open the recorder.
 func TestAdapterPolicy(t *testing.T) {
 	ctx := context.Background()
-	var ran atomic.Int64
-	server := mcp.NewServer(&mcp.Implementation{Name: "calculator", Version: "1.0"}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct{ A, B int }) (*mcp.CallToolResult, any, error) {
-		ran.Add(1)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
-	})
-	serverInR, serverIn := io.Pipe()
-	serverOut, serverOutW := io.Pipe()
-	if _, err := server.Connect(ctx, &mcp.IOTransport{Reader: serverInR, Writer: serverOutW}, nil); err != nil {
-		t.Fatal(err)
-	}
+	ran, serverIn, serverOut := calculator(t, ctx)
 	opts := producer.Options{
 		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
 		Producer: transcript.Producer{Name: "my-agent", Version: "1.0"},
