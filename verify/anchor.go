@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/anchor"
@@ -286,7 +287,7 @@ func (v *Verifier) rekorEntry(r *Report, fsys fs.FS, record []byte) bool {
 	if err != nil {
 		return fail(anchor.RecordFile, "the anchored record's cnf.jwk: "+err.Error())
 	}
-	ck, err := rekor.Check(te, anchored, pub, v.rekorRoot)
+	ck, err := rekor.Check(te, anchored, pub, v.rekorRoot, time.Unix(a.IAT, 0))
 	if err != nil {
 		return fail(rekor.EntryFile, err.Error())
 	}

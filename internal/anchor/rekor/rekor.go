@@ -213,9 +213,10 @@ const producerHint = "tracectl-producer"
 // statement's digest signed by producer (its signature verifies over that
 // digest), and sigstore-go's VerifyTlogEntry proves the entry rebuilt from
 // those (digest, signature, key) is included, by its inclusion proof, in
-// a checkpoint signed by a Rekor log of tr. Every failure wraps
-// anchor.ErrInvalid.
-func Check(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.PublicKey, tr *root.TrustedRoot) (*Checked, error) {
+// a checkpoint signed by a Rekor log of tr whose key the trusted root
+// holds valid at at (the anchored record's iat: a Rekor v2 entry carries
+// no signed time). Every failure wraps anchor.ErrInvalid.
+func Check(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.PublicKey, tr *root.TrustedRoot, at time.Time) (*Checked, error) {
 	fail := func(format string, a ...any) (*Checked, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{anchor.ErrInvalid}, a...)...)
 	}
@@ -257,6 +258,12 @@ func Check(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.Public
 	tl := tr.RekorLogs()[fmt.Sprintf("%x", e.GetLogId().GetKeyId())]
 	if tl == nil {
 		return fail("the entry's log is not in the trusted root")
+	}
+	// VerifyTlogEntry does not read the log key's validity window for a
+	// Rekor v2 entry (it has no signed time): the key must be valid at at.
+	if at.Before(tl.ValidityPeriodStart) || !tl.ValidityPeriodEnd.IsZero() && at.After(tl.ValidityPeriodEnd) {
+		return fail("the log key of %s is not valid at %s in the trusted root (validity %s to %s)", tl.BaseURL, at.UTC().Format(time.RFC3339),
+			tl.ValidityPeriodStart.UTC().Format(time.RFC3339), validityEnd(tl.ValidityPeriodEnd))
 	}
 	cp, err := parseCheckpointUnverified(e.GetInclusionProof().GetCheckpoint().GetEnvelope())
 	if err != nil {
@@ -323,6 +330,13 @@ func parseCheckpointUnverified(env string) (*f_log.Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint: %v", err)
 	}
 	return &cp, nil
+}
+
+func validityEnd(t time.Time) string {
+	if t.IsZero() {
+		return "open"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func keyEqual(a, b crypto.PublicKey) bool {
