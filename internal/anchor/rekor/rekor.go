@@ -26,6 +26,7 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	pbs "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	pb "github.com/sigstore/rekor-tiles/v2/pkg/generated/protobuf"
+	"github.com/sigstore/rekor-tiles/v2/pkg/types/hashedrekord"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
@@ -33,6 +34,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/options"
 	f_log "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tracectl/tracectl/internal/anchor"
@@ -318,8 +321,46 @@ func matches(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.Publ
 	return h, digest, sig, nil
 }
 
+// CheckAnswer checks the entry a log answered to req at host (the host of
+// the URL submitted to) as far as it can be without a trusted root: its
+// encoding within MaxEntryBytes (what verify reads), its checkpoint's
+// origin host (a Rekor v2 origin is its host; verify requires it), and its
+// inclusion proof of the leaf rebuilt from req at the entry's log index
+// against the checkpoint's size and root hash (the checkpoint's signature
+// is verify's to check). Every failure wraps anchor.ErrInvalid.
+func CheckAnswer(e *pbs.TransparencyLogEntry, req *pb.HashedRekordRequestV002, host string) error {
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{anchor.ErrInvalid}, a...)...)
+	}
+	b, err := MarshalEntry(e)
+	if err != nil {
+		return fail("Rekor entry: %v", err)
+	}
+	if len(b) > MaxEntryBytes {
+		return fail("Rekor entry of %d bytes, more than %d", len(b), MaxEntryBytes)
+	}
+	cp, err := parseCheckpointUnverified(e.GetInclusionProof().GetCheckpoint().GetEnvelope())
+	if err != nil {
+		return fail("%v", err)
+	}
+	if cp.Origin != host {
+		return fail("the checkpoint's origin %.100q is not the log's host %.100q: an answer of another log", cp.Origin, host)
+	}
+	leaf, err := hashedrekord.ToEntryHash(req.GetDigest(), req.GetSignature())
+	if err != nil {
+		return fail("%v", err)
+	}
+	if e.GetLogIndex() < 0 {
+		return fail("log index %d", e.GetLogIndex())
+	}
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.GetLogIndex()), cp.Size, leaf, e.GetInclusionProof().GetHashes(), cp.Hash); err != nil {
+		return fail("the inclusion proof does not verify against its checkpoint: %v", err)
+	}
+	return nil
+}
+
 // parseCheckpointUnverified reads the body of a checkpoint whose signature
-// VerifyTlogEntry has verified.
+// VerifyTlogEntry has verified (or, for CheckAnswer, verify will).
 func parseCheckpointUnverified(env string) (*f_log.Checkpoint, error) {
 	body, _, ok := strings.Cut(env, "\n\n")
 	if !ok {
