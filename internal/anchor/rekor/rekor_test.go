@@ -32,7 +32,7 @@ type fixture struct {
 
 func seed(b byte) []byte { return bytes.Repeat([]byte{b}, ed25519.SeedSize) }
 
-func producerKey(t *testing.T, b byte) sign.Signer {
+func producerKey(t testing.TB, b byte) sign.Signer {
 	t.Helper()
 	s, err := sign.NewSigner(ed25519.NewKeyFromSeed(seed(b)))
 	if err != nil {
@@ -41,7 +41,7 @@ func producerKey(t *testing.T, b byte) sign.Signer {
 	return s
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	l, err := rekortest.New("https://rekor.test", "rekor.test", seed(1))
 	if err != nil {
