@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	pbs "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	pb "github.com/sigstore/rekor-tiles/v2/pkg/generated/protobuf"
@@ -177,5 +178,69 @@ func TestAddChecksProof(t *testing.T) {
 				t.Fatalf("err = %v, want anchor.ErrInvalid mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAddHostileTransport: a log that never answers costs the caller's
+// deadline, not more; an answer past the write client's 10 MiB bound, a
+// malformed one, or a redirect to another log's host is an error, never
+// an entry.
+func TestAddHostileTransport(t *testing.T) {
+	p := key(t, 2)
+	stmt := []byte(`{"record":1}`)
+	add := func(h http.HandlerFunc, ctx context.Context) error {
+		t.Helper()
+		hs := httptest.NewServer(h)
+		t.Cleanup(hs.Close)
+		c, err := rekorsubmit.New(hs.URL, "tracectl/test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Add(ctx, stmt, p.Public(), p)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	// The silent log holds its handler until the test returns (deferred
+	// calls run before the servers' cleanups close them).
+	stop := make(chan struct{})
+	defer close(stop)
+	start := time.Now()
+	if err := add(func(w http.ResponseWriter, r *http.Request) { <-stop }, ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a log that never answers: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("a log that never answers held Add %s past a 200ms deadline", d)
+	}
+	huge := func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"logIndex":"1","canonicalizedBody":"`))
+		chunk := bytes.Repeat([]byte("A"), 1<<20)
+		for range 11 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		w.Write([]byte(`"}`))
+	}
+	if err := add(huge, context.Background()); err == nil || !strings.Contains(err.Error(), "unmarshal") {
+		t.Fatalf("an 11 MiB answer: %v", err)
+	}
+	if err := add(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"logIndex":`))
+	}, context.Background()); err == nil {
+		t.Fatal("a malformed answer was accepted")
+	}
+	other, err := rekortest.New("http://other.test", "other.test", bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := httptest.NewServer(other)
+	t.Cleanup(elsewhere.Close)
+	if err := add(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}, context.Background()); !errors.Is(err, anchor.ErrInvalid) || !strings.Contains(err.Error(), "origin") {
+		t.Fatalf("a redirect to another log: %v", err)
 	}
 }
