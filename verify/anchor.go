@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/internal/anchor"
@@ -256,6 +257,15 @@ func (v *Verifier) checkRekor(r *Report, fsys fs.FS, record []byte) {
 	}
 }
 
+// noRekorEntry reports, under a Rekor trusted root, that a record given
+// alone (or with a proof) comes without its Rekor entry: never verified.
+func (v *Verifier) noRekorEntry(r *Report) {
+	if v.rekorRoot != nil {
+		r.add(CodeAnchorMissing, checkAnchor, StatusUnavailable, transcript.RecordFile,
+			"a record alone carries no Rekor entry: verify its bundle or its disclosure (tracectl disclose), which keep "+rekor.EntryFile)
+	}
+}
+
 // rekorEntry checks anchors/rekor/record.json and reports it; true when
 // it proves the sealed record is in a trusted Rekor log.
 func (v *Verifier) rekorEntry(r *Report, fsys fs.FS, record []byte) bool {
@@ -286,7 +296,7 @@ func (v *Verifier) rekorEntry(r *Report, fsys fs.FS, record []byte) bool {
 	if err != nil {
 		return fail(anchor.RecordFile, "the anchored record's cnf.jwk: "+err.Error())
 	}
-	ck, err := rekor.Check(te, anchored, pub, v.rekorRoot)
+	ck, err := rekor.Check(te, anchored, pub, v.rekorRoot, time.Unix(a.IAT, 0))
 	if err != nil {
 		return fail(rekor.EntryFile, err.Error())
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/internal/anchor/rekor"
 	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -53,12 +55,15 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 	if err := b.proofLines(ctx, p); err != nil {
 		return nil, err
 	}
+	// The disclosed record is anchored like a bundle's: with a Rekor
+	// trusted root, its entry is required (Disclose keeps it).
+	v.checkRekor(r, fsys, record)
 	return result(r)
 }
 
 // Disclosure is a disclosed bundle's files (tracectl disclose).
 type Disclosure struct {
-	Files    map[string][]byte // transcript.RecordFile, DisclosureFile, PackFile
+	Files    map[string][]byte // transcript.RecordFile, DisclosureFile, PackFile; anchor.RecordFile and rekor.EntryFile for a record anchored in Rekor
 	Lines    int               // disclosed lines
 	TreeSize int64             // lines of the transcript
 	Payloads int               // disclosed payloads of those lines (snapshot pages and manifests aside)
@@ -177,5 +182,14 @@ func Disclose(fsys fs.FS, attemptID string) (*Disclosure, error) {
 		}
 	}
 	d.Files = map[string][]byte{transcript.RecordFile: record, transcript.DisclosureFile: proof, transcript.PackFile: pack}
+	// The record's Rekor anchoring, if any, goes with it: verify
+	// --rekor-root requires it of a disclosure as of a bundle.
+	if entry, err := readFile(fsys, rekor.EntryFile, rekor.MaxEntryBytes); err == nil {
+		anchored, err := readFile(fsys, anchor.RecordFile, sign.MaxRecordBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", anchor.RecordFile, err)
+		}
+		d.Files[anchor.RecordFile], d.Files[rekor.EntryFile] = anchored, entry
+	}
 	return d, nil
 }

@@ -35,6 +35,7 @@ func (v *Verifier) Proof(ctx context.Context, record, proof []byte) (*Report, er
 	if err := b.proofLines(ctx, p); err != nil {
 		return nil, err
 	}
+	v.noRekorEntry(r)
 	return result(r)
 }
 

@@ -65,6 +65,7 @@ func (v *Verifier) Record(ctx context.Context, record []byte) (*Report, error) {
 		r.add(CodeEvidenceUnavailable, checkTranscript, StatusUnavailable, transcript.TranscriptFile,
 			"the record commits to a transcript ("+rec.ToolTranscript.Hash+") that was not given: verify the bundle directory to check the calls")
 	}
+	v.noRekorEntry(r)
 	return result(r)
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tracectl/tracectl/internal/anchor"
+	"github.com/tracectl/tracectl/internal/anchor/rekor"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -87,8 +89,16 @@ func runDisclose(s streams, o *discloseOptions) error {
 	if err := os.Mkdir(o.out, 0o700); err != nil {
 		return usageErr(fmt.Errorf("disclose: %w", err), "--out must not exist yet")
 	}
-	for _, name := range []string{transcript.RecordFile, transcript.DisclosureFile, transcript.PackFile} {
-		if err := writeExclusive(filepath.Join(o.out, name), d.Files[name]); err != nil {
+	for _, name := range []string{transcript.RecordFile, transcript.DisclosureFile, transcript.PackFile, anchor.RecordFile, rekor.EntryFile} {
+		data, ok := d.Files[name]
+		if !ok {
+			continue
+		}
+		err := os.MkdirAll(filepath.Dir(filepath.Join(o.out, filepath.FromSlash(name))), 0o700)
+		if err == nil {
+			err = writeExclusive(filepath.Join(o.out, filepath.FromSlash(name)), data)
+		}
+		if err != nil {
 			// The directory was created just now: a half-written
 			// disclosure is removed, never left to be mistaken for one.
 			os.RemoveAll(o.out)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -373,5 +374,46 @@ func TestRekorEntrySwapped(t *testing.T) {
 	code, out = k.verify(t, "--rekor-root", k.rootFile, a)
 	if code != exitFailed || !strings.Contains(out, "fail anchor_invalid [anchors/rekor/extra.json]") || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
 		t.Fatalf("extra file: exit %d\n%s", code, out)
+	}
+}
+
+// TestRekorDisclosure: a disclosure (tracectl disclose) of a session cut
+// and sealed again, its Rekor entry dropped, is not verified under
+// --rekor-root: the disclosed record needs its Rekor entry as a bundle's
+// does; a disclosure of the anchored session, which keeps the anchored
+// record and its entry, verifies with anchor_included.
+func TestRekorDisclosure(t *testing.T) {
+	k := newRekorKit(t)
+	disclose := func(bundle, out string) {
+		t.Helper()
+		tr, err := os.ReadFile(filepath.Join(bundle, "transcript.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`"attempt_id":"([^"]+)"`).FindSubmatch(tr)
+		if m == nil {
+			t.Fatalf("no attempt in %s", tr)
+		}
+		if b, err := exec.Command(k.bin, "disclose", "--bundle", bundle, "--attempt", string(m[1]), "--out", out).CombinedOutput(); err != nil {
+			t.Fatalf("disclose: %v\n%s", err, b)
+		}
+	}
+	bundle := filepath.Join(k.dir, "run.trace")
+	k.session(t, bundle, 3, "--anchor", rekor.Scheme+k.url)
+	honest := filepath.Join(k.dir, "honest.disclosed")
+	disclose(bundle, honest)
+
+	k.rewrite(t, bundle)
+	if err := os.RemoveAll(filepath.Join(bundle, "anchors")); err != nil {
+		t.Fatal(err)
+	}
+	rewritten := filepath.Join(k.dir, "rewritten.disclosed")
+	disclose(bundle, rewritten)
+	code, out := k.verify(t, "--rekor-root", k.rootFile, rewritten)
+	if code == 0 || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("disclosure of a rewritten session without its Rekor entry: exit %d\n%s", code, out)
+	}
+	if code, out := k.verify(t, "--rekor-root", k.rootFile, honest); code != 0 || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
+		t.Fatalf("disclosure of the anchored session: exit %d\n%s", code, out)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	pbs "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	pb "github.com/sigstore/rekor-tiles/v2/pkg/generated/protobuf"
+	"github.com/sigstore/rekor-tiles/v2/pkg/types/hashedrekord"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
@@ -33,6 +34,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/options"
 	f_log "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tracectl/tracectl/internal/anchor"
@@ -213,9 +216,10 @@ const producerHint = "tracectl-producer"
 // statement's digest signed by producer (its signature verifies over that
 // digest), and sigstore-go's VerifyTlogEntry proves the entry rebuilt from
 // those (digest, signature, key) is included, by its inclusion proof, in
-// a checkpoint signed by a Rekor log of tr. Every failure wraps
-// anchor.ErrInvalid.
-func Check(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.PublicKey, tr *root.TrustedRoot) (*Checked, error) {
+// a checkpoint signed by a Rekor log of tr whose key the trusted root
+// holds valid at at (the anchored record's iat: a Rekor v2 entry carries
+// no signed time). Every failure wraps anchor.ErrInvalid.
+func Check(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.PublicKey, tr *root.TrustedRoot, at time.Time) (*Checked, error) {
 	fail := func(format string, a ...any) (*Checked, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{anchor.ErrInvalid}, a...)...)
 	}
@@ -257,6 +261,12 @@ func Check(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.Public
 	tl := tr.RekorLogs()[fmt.Sprintf("%x", e.GetLogId().GetKeyId())]
 	if tl == nil {
 		return fail("the entry's log is not in the trusted root")
+	}
+	// VerifyTlogEntry does not read the log key's validity window for a
+	// Rekor v2 entry (it has no signed time): the key must be valid at at.
+	if at.Before(tl.ValidityPeriodStart) || !tl.ValidityPeriodEnd.IsZero() && at.After(tl.ValidityPeriodEnd) {
+		return fail("the log key of %s is not valid at %s in the trusted root (validity %s to %s)", tl.BaseURL, at.UTC().Format(time.RFC3339),
+			tl.ValidityPeriodStart.UTC().Format(time.RFC3339), validityEnd(tl.ValidityPeriodEnd))
 	}
 	cp, err := parseCheckpointUnverified(e.GetInclusionProof().GetCheckpoint().GetEnvelope())
 	if err != nil {
@@ -311,8 +321,46 @@ func matches(e *pbs.TransparencyLogEntry, statement []byte, producer crypto.Publ
 	return h, digest, sig, nil
 }
 
+// CheckAnswer checks the entry a log answered to req at host (the host of
+// the URL submitted to) as far as it can be without a trusted root: its
+// encoding within MaxEntryBytes (what verify reads), its checkpoint's
+// origin host (a Rekor v2 origin is its host; verify requires it), and its
+// inclusion proof of the leaf rebuilt from req at the entry's log index
+// against the checkpoint's size and root hash (the checkpoint's signature
+// is verify's to check). Every failure wraps anchor.ErrInvalid.
+func CheckAnswer(e *pbs.TransparencyLogEntry, req *pb.HashedRekordRequestV002, host string) error {
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{anchor.ErrInvalid}, a...)...)
+	}
+	b, err := MarshalEntry(e)
+	if err != nil {
+		return fail("Rekor entry: %v", err)
+	}
+	if len(b) > MaxEntryBytes {
+		return fail("Rekor entry of %d bytes, more than %d", len(b), MaxEntryBytes)
+	}
+	cp, err := parseCheckpointUnverified(e.GetInclusionProof().GetCheckpoint().GetEnvelope())
+	if err != nil {
+		return fail("%v", err)
+	}
+	if cp.Origin != host {
+		return fail("the checkpoint's origin %.100q is not the log's host %.100q: an answer of another log", cp.Origin, host)
+	}
+	leaf, err := hashedrekord.ToEntryHash(req.GetDigest(), req.GetSignature())
+	if err != nil {
+		return fail("%v", err)
+	}
+	if e.GetLogIndex() < 0 {
+		return fail("log index %d", e.GetLogIndex())
+	}
+	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.GetLogIndex()), cp.Size, leaf, e.GetInclusionProof().GetHashes(), cp.Hash); err != nil {
+		return fail("the inclusion proof does not verify against its checkpoint: %v", err)
+	}
+	return nil
+}
+
 // parseCheckpointUnverified reads the body of a checkpoint whose signature
-// VerifyTlogEntry has verified.
+// VerifyTlogEntry has verified (or, for CheckAnswer, verify will).
 func parseCheckpointUnverified(env string) (*f_log.Checkpoint, error) {
 	body, _, ok := strings.Cut(env, "\n\n")
 	if !ok {
@@ -323,6 +371,13 @@ func parseCheckpointUnverified(env string) (*f_log.Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint: %v", err)
 	}
 	return &cp, nil
+}
+
+func validityEnd(t time.Time) string {
+	if t.IsZero() {
+		return "open"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func keyEqual(a, b crypto.PublicKey) bool {

@@ -7,9 +7,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	pbs "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
+	prototrustroot "github.com/sigstore/protobuf-specs/gen/pb-go/trustroot/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tracectl/tracectl/internal/anchor"
 	"github.com/tracectl/tracectl/internal/anchor/rekor"
@@ -27,7 +32,7 @@ type fixture struct {
 
 func seed(b byte) []byte { return bytes.Repeat([]byte{b}, ed25519.SeedSize) }
 
-func producerKey(t *testing.T, b byte) sign.Signer {
+func producerKey(t testing.TB, b byte) sign.Signer {
 	t.Helper()
 	s, err := sign.NewSigner(ed25519.NewKeyFromSeed(seed(b)))
 	if err != nil {
@@ -36,7 +41,7 @@ func producerKey(t *testing.T, b byte) sign.Signer {
 	return s
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	l, err := rekortest.New("https://rekor.test", "rekor.test", seed(1))
 	if err != nil {
@@ -62,7 +67,16 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// fixtureTime is when the fixture's record was made, inside the fixture
+// log key's window (rekortest's, from 2025-01-01, open).
+var fixtureTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func (f *fixture) check(t *testing.T, e *pbs.TransparencyLogEntry, stmt []byte, pub crypto.PublicKey, root []byte) (*rekor.Checked, error) {
+	t.Helper()
+	return f.checkAt(t, e, stmt, pub, root, fixtureTime)
+}
+
+func (f *fixture) checkAt(t *testing.T, e *pbs.TransparencyLogEntry, stmt []byte, pub crypto.PublicKey, root []byte, at time.Time) (*rekor.Checked, error) {
 	t.Helper()
 	tr, err := rekor.ParseTrustedRoot(root)
 	if err != nil {
@@ -77,7 +91,7 @@ func (f *fixture) check(t *testing.T, e *pbs.TransparencyLogEntry, stmt []byte, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rekor.Check(e, stmt, pub, tr)
+	return rekor.Check(e, stmt, pub, tr, at)
 }
 
 func TestRekorCheckValid(t *testing.T) {
@@ -252,5 +266,53 @@ func TestRekorMarshalEntryStable(t *testing.T) {
 	}
 	if !bytes.Contains(a, []byte("\n  \"logIndex\": \"5\",\n")) {
 		t.Fatalf("not indented JSON:\n%s", a)
+	}
+}
+
+// withValidity is root with its one log key valid from start to end (a
+// zero end: open).
+func withValidity(t *testing.T, root []byte, start, end time.Time) []byte {
+	t.Helper()
+	var tr prototrustroot.TrustedRoot
+	if err := protojson.Unmarshal(root, &tr); err != nil {
+		t.Fatal(err)
+	}
+	vf := &protocommon.TimeRange{Start: timestamppb.New(start)}
+	if !end.IsZero() {
+		vf.End = timestamppb.New(end)
+	}
+	tr.Tlogs[0].PublicKey.ValidFor = vf
+	b, err := protojson.Marshal(&tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRekorLogKeyValidity: sigstore-go checks a Rekor v2 checkpoint under
+// the log key whatever its validity window in the trusted root; Check
+// holds the window to the time it is given (the anchored record's iat).
+func TestRekorLogKeyValidity(t *testing.T) {
+	f := newFixture(t)
+	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		start, end time.Time
+		ok         bool
+	}{
+		{"open window", at.AddDate(-1, 0, 0), time.Time{}, true},
+		{"window covers", at.AddDate(-1, 0, 0), at.AddDate(0, 0, 1), true},
+		{"key retired before", at.AddDate(-1, 0, 0), at.AddDate(0, 0, -1), false},
+		{"key not yet valid", at.AddDate(0, 0, 1), time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.checkAt(t, f.entry, f.stmt, f.producer.Public(), withValidity(t, f.root, tc.start, tc.end), at)
+			if tc.ok && err != nil {
+				t.Fatalf("err = %v, want nil", err)
+			}
+			if !tc.ok && (err == nil || !errors.Is(err, anchor.ErrInvalid) || !strings.Contains(err.Error(), "validity")) {
+				t.Fatalf("err = %v, want anchor.ErrInvalid naming the log key's validity", err)
+			}
+		})
 	}
 }

@@ -19,8 +19,9 @@ import (
 
 // Client adds entries to one Rekor v2 log.
 type Client struct {
-	URL string
-	w   write.Client
+	URL  string
+	host string // the checkpoint origin the log's answers must have
+	w    write.Client
 }
 
 // New returns the client of the Rekor v2 log at rawURL (http or https).
@@ -36,7 +37,7 @@ func New(rawURL, userAgent string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{URL: rawURL, w: w}, nil
+	return &Client{URL: rawURL, host: u.Hostname(), w: w}, nil
 }
 
 // Add submits statement: its digest signed by s (whose public key is pub;
@@ -44,7 +45,8 @@ func New(rawURL, userAgent string) (*Client, error) {
 // rekor.ErrNoDigestSigner),
 // as a hashedrekord entry. It returns once the log has integrated the
 // entry and answered with its inclusion proof, or ctx ends. The entry is
-// checked to be for this statement and key before it is returned.
+// checked to be for this statement and key, and its proof against its
+// checkpoint (rekor.CheckAnswer), before it is returned.
 func (c *Client) Add(ctx context.Context, statement []byte, pub crypto.PublicKey, s any) (*pbs.TransparencyLogEntry, error) {
 	req, err := rekor.Request(statement, pub, s)
 	if err != nil {
@@ -55,6 +57,9 @@ func (c *Client) Add(ctx context.Context, statement []byte, pub crypto.PublicKey
 		return nil, fmt.Errorf("rekor %s: %w", c.URL, err)
 	}
 	if err := rekor.Matches(e, statement, pub); err != nil {
+		return nil, fmt.Errorf("rekor %s answered %w", c.URL, err)
+	}
+	if err := rekor.CheckAnswer(e, req, c.host); err != nil {
 		return nil, fmt.Errorf("rekor %s answered %w", c.URL, err)
 	}
 	return e, nil
