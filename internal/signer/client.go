@@ -88,8 +88,8 @@ func (c *Client) SignRecordBytes(preimage []byte) ([]byte, error) {
 // digest (Ed25519ph over SHA-512 for an Ed25519 key, ECDSA DER
 // otherwise). The signature is checked under the server's key before it
 // is returned.
-func (c *Client) SignRekorDigest(record []byte) ([]byte, error) {
-	resp, err := c.roundTrip(context.Background(), &request{Op: opSign, Kind: KindRekor, Payload: record})
+func (c *Client) SignRekorDigest(ctx context.Context, record []byte) ([]byte, error) {
+	resp, err := c.roundTrip(ctx, &request{Op: opSign, Kind: KindRekor, Payload: record})
 	if err != nil {
 		return nil, err
 	}

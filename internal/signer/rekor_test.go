@@ -7,6 +7,8 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"errors"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,7 +84,7 @@ func TestServerSignsRekorDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	signed, pre := signedRecord(t, key)
-	sig, err := c.SignRekorDigest(signed)
+	sig, err := c.SignRekorDigest(context.Background(), signed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,41 @@ func TestServerSignsRekorDigest(t *testing.T) {
 	if ed25519.Verify(pub, signed, sig) {
 		t.Fatal("a pure Ed25519 signature over the record")
 	}
-	if _, err := c.SignRekorDigest(pre); !errors.Is(err, ErrNotAStatement) {
+	if _, err := c.SignRekorDigest(context.Background(), pre); !errors.Is(err, ErrNotAStatement) {
 		t.Fatalf("a preimage as kind rekor: %v", err)
+	}
+}
+
+// TestSignRekorDigestContext: the seal's bound on the log reaches the
+// signer: a context that has ended stops the request at once, where the
+// client's own timeout (30 s) would have waited on a signer that accepts
+// and never answers.
+func TestSignRekorDigestContext(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "hung.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // open, never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	c := &Client{path: sock, kind: KindRecord}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.SignRekorDigest(ctx, []byte(`{}`)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("an ended context: %v, want context.Canceled", err)
 	}
 }

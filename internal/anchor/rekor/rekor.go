@@ -11,6 +11,7 @@ package rekor
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -67,12 +68,13 @@ type DigestSigner interface {
 	SignDigest(digest []byte, h crypto.Hash) ([]byte, error)
 }
 
-// RecordDigestSigner signs the digest of a signed record it is given whole,
+// RecordDigestSigner signs the digest of a signed record it is given whole
+// (within ctx: the seal's wait for the log bounds it too),
 // with the hash Algorithm names: a signer process that checks what it
 // signs (internal/signer's Client, KindRekor) and so never signs a bare
 // digest.
 type RecordDigestSigner interface {
-	SignRekorDigest(record []byte) ([]byte, error)
+	SignRekorDigest(ctx context.Context, record []byte) ([]byte, error)
 }
 
 // Algorithm is how a key signs a hashedrekord entry: the hash of the
@@ -108,7 +110,7 @@ var ErrNoDigestSigner = errors.New("the signing key cannot sign a digest for a R
 // Request signs the statement's digest with s (a DigestSigner or a
 // RecordDigestSigner), whose public key is pub, and returns Rekor v2's
 // hashedrekord v0.0.2 request. The signature is checked under pub.
-func Request(statement []byte, pub crypto.PublicKey, s any) (*pb.HashedRekordRequestV002, error) {
+func Request(ctx context.Context, statement []byte, pub crypto.PublicKey, s any) (*pb.HashedRekordRequestV002, error) {
 	h, details, err := Algorithm(pub)
 	if err != nil {
 		return nil, err
@@ -121,7 +123,7 @@ func Request(statement []byte, pub crypto.PublicKey, s any) (*pb.HashedRekordReq
 	var sig []byte
 	switch s := s.(type) {
 	case RecordDigestSigner:
-		sig, err = s.SignRekorDigest(statement)
+		sig, err = s.SignRekorDigest(ctx, statement)
 	case DigestSigner:
 		sig, err = s.SignDigest(digest, h)
 	default:

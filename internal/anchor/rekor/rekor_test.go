@@ -2,6 +2,7 @@ package rekor_test
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ed25519"
 	"errors"
@@ -56,7 +57,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{log: l, root: root, producer: producerKey(t, 2), stmt: []byte(`{"a":1}`)}
-	req, err := rekor.Request(f.stmt, f.producer.Public(), f.producer.(rekor.DigestSigner))
+	req, err := rekor.Request(context.Background(), f.stmt, f.producer.Public(), f.producer.(rekor.DigestSigner))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestRekorCheckFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An entry the same log made for the same record signed by another key.
-	req, err := rekor.Request(f.stmt, other.Public(), other.(rekor.DigestSigner))
+	req, err := rekor.Request(context.Background(), f.stmt, other.Public(), other.(rekor.DigestSigner))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestRekorEd25519ph(t *testing.T) {
 	// pure Ed25519 over the statement: a verifier must use the ph variant.
 	p := producerKey(t, 2)
 	stmt := []byte(`{"a":1}`)
-	req, err := rekor.Request(stmt, p.Public(), p.(rekor.DigestSigner))
+	req, err := rekor.Request(context.Background(), stmt, p.Public(), p.(rekor.DigestSigner))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestRekorCheckECDSA(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t)
-	req, err := rekor.Request(f.stmt, p.Public(), p.(rekor.DigestSigner))
+	req, err := rekor.Request(context.Background(), f.stmt, p.Public(), p.(rekor.DigestSigner))
 	if err != nil {
 		t.Fatal(err)
 	}

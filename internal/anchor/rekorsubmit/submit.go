@@ -48,7 +48,7 @@ func New(rawURL, userAgent string) (*Client, error) {
 // checked to be for this statement and key, and its proof against its
 // checkpoint (rekor.CheckAnswer), before it is returned.
 func (c *Client) Add(ctx context.Context, statement []byte, pub crypto.PublicKey, s any) (*pbs.TransparencyLogEntry, error) {
-	req, err := rekor.Request(statement, pub, s)
+	req, err := rekor.Request(ctx, statement, pub, s)
 	if err != nil {
 		return nil, err
 	}

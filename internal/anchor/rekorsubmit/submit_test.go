@@ -69,7 +69,7 @@ func TestAddChecksAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := key(t, 2)
-	wrong, err := rekor.Request([]byte(`{"other":1}`), p.Public(), p.(rekor.DigestSigner))
+	wrong, err := rekor.Request(context.Background(), []byte(`{"other":1}`), p.Public(), p.(rekor.DigestSigner))
 	if err != nil {
 		t.Fatal(err)
 	}
