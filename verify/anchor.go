@@ -257,12 +257,17 @@ func (v *Verifier) checkRekor(r *Report, fsys fs.FS, record []byte) {
 	}
 }
 
-// noRekorEntry reports, under a Rekor trusted root, that a record given
-// alone (or with a proof) comes without its Rekor entry: never verified.
+// noRekorEntry reports, under a Rekor trusted root or a log key, that a
+// record given alone (or with a proof) comes without its Rekor entry or
+// its receipt: never verified.
 func (v *Verifier) noRekorEntry(r *Report) {
 	if v.rekorRoot != nil {
 		r.add(CodeAnchorMissing, checkAnchor, StatusUnavailable, transcript.RecordFile,
 			"a record alone carries no Rekor entry: verify its bundle or its disclosure (tracectl disclose), which keep "+rekor.EntryFile)
+	}
+	if v.keys != nil {
+		r.add(CodeAnchorMissing, checkAnchor, StatusUnavailable, transcript.RecordFile,
+			"a record alone carries no receipt: verify its bundle or its disclosure (tracectl disclose), which keep the record's receipt in "+anchor.Dir+"/")
 	}
 }
 

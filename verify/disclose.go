@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"github.com/tracectl/tracectl/internal/anchor"
 	"github.com/tracectl/tracectl/internal/anchor/rekor"
@@ -55,9 +56,11 @@ func (v *Verifier) disclosure(ctx context.Context, fsys fs.FS, record []byte) (*
 	if err := b.proofLines(ctx, p); err != nil {
 		return nil, err
 	}
-	// The disclosed record is anchored like a bundle's: with a Rekor
-	// trusted root, its entry is required (Disclose keeps it).
-	v.checkRekor(r, fsys, record)
+	// The disclosed record is anchored like a bundle's: with a log key
+	// its receipt, with a Rekor trusted root its entry, is required
+	// (Disclose keeps both). Checkpoints are not disclosed, so none is
+	// wanted.
+	v.checkAnchors(r, fsys, record, nil)
 	return result(r)
 }
 
@@ -182,6 +185,17 @@ func Disclose(fsys fs.FS, attemptID string) (*Disclosure, error) {
 		}
 	}
 	d.Files = map[string][]byte{transcript.RecordFile: record, transcript.DisclosureFile: proof, transcript.PackFile: pack}
+	// The record's receipt from a C2SP log, if any, goes with it and the
+	// anchored record: verify --log-key requires it of a disclosure as
+	// of a bundle. The checkpoints' receipts stay behind (no checkpoint is
+	// disclosed).
+	if name, receipt, ok := recordReceipt(fsys); ok {
+		anchored, err := readFile(fsys, anchor.RecordFile, sign.MaxRecordBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", anchor.RecordFile, err)
+		}
+		d.Files[anchor.RecordFile], d.Files[name] = anchored, receipt
+	}
 	// The record's Rekor anchoring, if any, goes with it: verify
 	// --rekor-root requires it of a disclosure as of a bundle.
 	if entry, err := readFile(fsys, rekor.EntryFile, rekor.MaxEntryBytes); err == nil {
@@ -192,4 +206,24 @@ func Disclose(fsys fs.FS, attemptID string) (*Disclosure, error) {
 		d.Files[anchor.RecordFile], d.Files[rekor.EntryFile] = anchored, entry
 	}
 	return d, nil
+}
+
+// recordReceipt finds the receipt in anchors/ that names the sealed
+// record (anchors/record.json), if one parses.
+func recordReceipt(fsys fs.FS) (name string, data []byte, ok bool) {
+	seqs, _, over := listReceipts(fsys)
+	if over {
+		return "", nil, false
+	}
+	for _, seq := range seqs {
+		name := anchor.Dir + "/" + strconv.Itoa(seq) + ".json"
+		data, err := readFile(fsys, name, anchor.MaxReceiptBytes)
+		if err != nil {
+			continue
+		}
+		if rc, err := anchor.ParseReceipt(data); err == nil && rc.Statement == anchor.RecordFile {
+			return name, data, true
+		}
+	}
+	return "", nil, false
 }

@@ -678,3 +678,56 @@ func TestAnchoredKilled(t *testing.T) {
 		t.Fatalf("verify after seal --recover --anchor: exit %d\n%s", code, out)
 	}
 }
+
+// TestAnchoredDisclosure: a disclosure keeps the sealed record's receipt
+// and the anchored record, so it verifies with --log-key
+// (anchor_included); a disclosure of a session rewritten and re-signed by
+// the producer, its anchors/ removed, is not verified with --log-key, and
+// neither is a record given alone.
+func TestAnchoredDisclosure(t *testing.T) {
+	k := newAnchorKit(t)
+	bundle := filepath.Join(k.dir, "run.trace")
+	k.anchoredSession(t, bundle, 3)
+	disclose := func(out string) {
+		t.Helper()
+		tr, err := os.ReadFile(filepath.Join(bundle, "transcript.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`"attempt_id":"([^"]+)"`).FindSubmatch(tr)
+		if m == nil {
+			t.Fatalf("no attempt in %s", tr)
+		}
+		if b, err := exec.Command(k.bin, "disclose", "--bundle", bundle, "--attempt", string(m[1]), "--out", out).CombinedOutput(); err != nil {
+			t.Fatalf("disclose: %v\n%s", err, b)
+		}
+	}
+	honest := filepath.Join(k.dir, "honest.disclosed")
+	disclose(honest)
+	ents, err := os.ReadDir(filepath.Join(honest, "anchors"))
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("the disclosure's anchors/: %v %v, want the anchored record and its receipt", ents, err)
+	}
+	if code, out := k.verify(t, "--log-key", k.logPub, honest); code != 0 || !strings.Contains(out, "pass anchor_included [anchors/record.json]") {
+		t.Fatalf("disclosure of the anchored session: exit %d\n%s", code, out)
+	}
+	if _, out := k.verify(t, filepath.Join(honest, "record.json")); strings.Contains(out, "anchor_missing") {
+		t.Fatalf("the record alone, no --log-key:\n%s", out)
+	}
+	if code, out := k.verify(t, "--log-key", k.logPub, filepath.Join(honest, "record.json")); code == 0 || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("the record alone with --log-key: exit %d\n%s", code, out)
+	}
+
+	k.rewrite(t, bundle)
+	if err := os.RemoveAll(filepath.Join(bundle, "anchors")); err != nil {
+		t.Fatal(err)
+	}
+	rewritten := filepath.Join(k.dir, "rewritten.disclosed")
+	disclose(rewritten)
+	if code, out := k.verify(t, rewritten); code != 0 {
+		t.Fatalf("the rewritten disclosure verifies without the log (it is re-signed): exit %d\n%s", code, out)
+	}
+	if code, out := k.verify(t, "--log-key", k.logPub, rewritten); code == 0 || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
+		t.Fatalf("disclosure of a rewritten session with --log-key: exit %d\n%s", code, out)
+	}
+}

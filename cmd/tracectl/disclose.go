@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tracectl/tracectl/internal/anchor"
-	"github.com/tracectl/tracectl/internal/anchor/rekor"
-	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -89,11 +88,11 @@ func runDisclose(s streams, o *discloseOptions) error {
 	if err := os.Mkdir(o.out, 0o700); err != nil {
 		return usageErr(fmt.Errorf("disclose: %w", err), "--out must not exist yet")
 	}
-	for _, name := range []string{transcript.RecordFile, transcript.DisclosureFile, transcript.PackFile, anchor.RecordFile, rekor.EntryFile} {
-		data, ok := d.Files[name]
-		if !ok {
-			continue
-		}
+	// The files verify.Disclose chose: the record, the proof, the pack,
+	// and the record's anchoring (anchors/record.json with its receipt
+	// anchors/<seq>.json, its Rekor entry anchors/rekor/record.json).
+	for _, name := range slices.Sorted(maps.Keys(d.Files)) {
+		data := d.Files[name]
 		err := os.MkdirAll(filepath.Dir(filepath.Join(o.out, filepath.FromSlash(name))), 0o700)
 		if err == nil {
 			err = writeExclusive(filepath.Join(o.out, filepath.FromSlash(name)), data)
