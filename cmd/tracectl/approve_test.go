@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -353,4 +355,59 @@ func TestApprovalStdioTypeScript(t *testing.T) {
 	if rep := k.verified(t, bundle); !strings.Contains(rep, "decisions_verified: 2 decisions (0 deny)") || !strings.Contains(rep, "1 denied)") {
 		t.Errorf("report:\n%s", rep)
 	}
+}
+
+// TestApprovalSIGTERM: SIGTERM while the approver is still deciding (it
+// never answers; the approval timeout is the default 60 s) gives the
+// approver up: wrap exits 0 at once, the call is denied and never
+// executed, the approval is recorded as failed, and the bundle verifies.
+func TestApprovalSIGTERM(t *testing.T) {
+	k := newApproveKit(t)
+	// The approver appends its request to a FIFO: reading it is the event
+	// that the approver was asked.
+	if err := syscall.Mkfifo(k.approverLog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(k.approverLog) // until the approver's write ends
+		asked <- string(b)
+	}()
+	bundle := filepath.Join(k.dir, "b.trace")
+	outR, outW := io.Pipe()
+	defer outW.Close()
+	w := k.startArgs(t, outW, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-cmd", k.approveCmd})[1:]...)
+	go io.Copy(io.Discard, outR)
+	if _, err := io.WriteString(w.in, modernCall(1, "echo", `{"message":"hang on"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case req := <-asked:
+		if !strings.Contains(req, `"rule":"needs-ok"`) {
+			t.Fatalf("the approver was asked %q", req)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the approver was never asked; stderr:\n%s", w.stderr)
+	}
+	t0 := time.Now()
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.wait(t); code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, w.stderr)
+	}
+	if took := time.Since(t0); took >= 5*time.Second {
+		t.Errorf("SIGTERM to exit took %s: the session waited for the approver", took)
+	}
+	if got := k.executed(t); strings.Contains(got, "hang") {
+		t.Fatalf("the server executed:\n%s", got)
+	}
+	tr, err := os.ReadFile(filepath.Join(bundle, "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(tr, []byte(`"outcome":"failed","reason":"the recording ended before the approver answered"`)) {
+		t.Errorf("transcript:\n%s", tr)
+	}
+	k.verified(t, bundle)
 }

@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/tracectl/tracectl/mcpwire"
@@ -23,7 +24,9 @@ type pendingApproval struct {
 // not approve (in enforce mode) is denied and answered here.
 func (x *exchange) approve() bool {
 	pa, m := x.approving, x.msg
-	refusal, err := x.b.sink.Approve(pa.ref, pa.line, pa.decision)
+	// Not the request's context: a client that hangs up does not decide
+	// for the approver.
+	refusal, err := x.b.sink.Approve(context.Background(), pa.ref, pa.line, pa.decision)
 	if err == nil && refusal != nil {
 		if err = x.b.sink.Denied(pa.ref); err == nil {
 			writeDenied(x.w, m, refusal)

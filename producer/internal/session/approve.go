@@ -27,12 +27,14 @@ func Approving(d *transcript.Decision) bool {
 // Approve asks the approver about the call ref (line, its exact bytes),
 // decided d, and records the answer. It returns nil when the call goes on
 // (approved, or audit mode), else the decision to deny it with (d, with
-// the reason the client is told).
-func (s *RecordingSink) Approve(ref AttemptRef, line []byte, d *transcript.Decision) (*transcript.Decision, error) {
+// the reason the client is told). An approver still deciding when ctx
+// ends is given up: the approval failed ("the recording ended before the
+// approver answered").
+func (s *RecordingSink) Approve(ctx context.Context, ref AttemptRef, line []byte, d *transcript.Decision) (*transcript.Decision, error) {
 	gate := s.engine.Approval()
 	var ev approval.Evidence
 	ok, err := handleOf(ref).Approve(func(tool, digest string) approval.Evidence {
-		ev = gate.Ask(context.Background(), ref.AttemptID(), tool, d.Rule, digest, line)
+		ev = gate.Ask(ctx, ref.AttemptID(), tool, d.Rule, digest, line)
 		return ev
 	})
 	if err != nil || ok || s.audit {
@@ -68,5 +70,5 @@ func (s *session) approveCall(ref AttemptRef, wait func() error, line []byte, d 
 			return nil, err
 		}
 	}
-	return s.cfg.policy.Approve(ref, line, d)
+	return s.cfg.policy.Approve(s.ending, ref, line, d)
 }

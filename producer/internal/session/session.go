@@ -42,6 +42,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -194,12 +195,18 @@ type session struct {
 	// proxy's answers to the client), sq what server frames cause, each in
 	// read order.
 	cq, sq *outQueue
+	// ending is cancelled when the session stops (stop): an approver
+	// still deciding then is given up, so a session ending (the client
+	// gone, SIGTERM) never waits out the approval timeout (approve.go).
+	ending    context.Context
+	endAsking context.CancelFunc
 }
 
 func (s *session) stop() {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
+	s.endAsking()
 }
 
 // waitIdle waits until no client frame is being handled; after stop no

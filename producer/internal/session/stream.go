@@ -42,6 +42,7 @@ func newSession(cfg Config, st Streams) *session {
 	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{},
 		clientIn: &countingReader{r: st.ClientIn}, clientOut: st.ClientOut, serverIn: st.ServerIn}
 	s.idle = sync.NewCond(&s.mu)
+	s.ending, s.endAsking = context.WithCancel(context.Background())
 	s.pipeline() // pipeline.go
 	return s
 }
