@@ -688,20 +688,7 @@ func TestAnchoredDisclosure(t *testing.T) {
 	k := newAnchorKit(t)
 	bundle := filepath.Join(k.dir, "run.trace")
 	k.anchoredSession(t, bundle, 3)
-	disclose := func(out string) {
-		t.Helper()
-		tr, err := os.ReadFile(filepath.Join(bundle, "transcript.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := regexp.MustCompile(`"attempt_id":"([^"]+)"`).FindSubmatch(tr)
-		if m == nil {
-			t.Fatalf("no attempt in %s", tr)
-		}
-		if b, err := exec.Command(k.bin, "disclose", "--bundle", bundle, "--attempt", string(m[1]), "--out", out).CombinedOutput(); err != nil {
-			t.Fatalf("disclose: %v\n%s", err, b)
-		}
-	}
+	disclose := func(out string) { discloseFirst(t, k.bin, bundle, out) }
 	honest := filepath.Join(k.dir, "honest.disclosed")
 	disclose(honest)
 	ents, err := os.ReadDir(filepath.Join(honest, "anchors"))
@@ -729,5 +716,22 @@ func TestAnchoredDisclosure(t *testing.T) {
 	}
 	if code, out := k.verify(t, "--log-key", k.logPub, rewritten); code == 0 || !strings.Contains(out, "unavailable anchor_missing [record.json]") {
 		t.Fatalf("disclosure of a rewritten session with --log-key: exit %d\n%s", code, out)
+	}
+}
+
+// discloseFirst runs tracectl disclose for the first attempt of bundle's
+// transcript into out.
+func discloseFirst(t *testing.T, bin, bundle, out string) {
+	t.Helper()
+	tr, err := os.ReadFile(filepath.Join(bundle, "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`"attempt_id":"([^"]+)"`).FindSubmatch(tr)
+	if m == nil {
+		t.Fatalf("no attempt in %s", tr)
+	}
+	if b, err := exec.Command(bin, "disclose", "--bundle", bundle, "--attempt", string(m[1]), "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("disclose: %v\n%s", err, b)
 	}
 }

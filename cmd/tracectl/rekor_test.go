@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -384,20 +383,7 @@ func TestRekorEntrySwapped(t *testing.T) {
 // record and its entry, verifies with anchor_included.
 func TestRekorDisclosure(t *testing.T) {
 	k := newRekorKit(t)
-	disclose := func(bundle, out string) {
-		t.Helper()
-		tr, err := os.ReadFile(filepath.Join(bundle, "transcript.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := regexp.MustCompile(`"attempt_id":"([^"]+)"`).FindSubmatch(tr)
-		if m == nil {
-			t.Fatalf("no attempt in %s", tr)
-		}
-		if b, err := exec.Command(k.bin, "disclose", "--bundle", bundle, "--attempt", string(m[1]), "--out", out).CombinedOutput(); err != nil {
-			t.Fatalf("disclose: %v\n%s", err, b)
-		}
-	}
+	disclose := func(bundle, out string) { discloseFirst(t, k.bin, bundle, out) }
 	bundle := filepath.Join(k.dir, "run.trace")
 	k.session(t, bundle, 3, "--anchor", rekor.Scheme+k.url)
 	honest := filepath.Join(k.dir, "honest.disclosed")
