@@ -623,16 +623,7 @@ func TestAnchorLogDown(t *testing.T) {
 func TestProxyAnchored(t *testing.T) {
 	k := newAnchorKit(t)
 	url, _ := cliServer(t)
-	p := startProxy(t, k.lifecycleKit, url, "--anchor", k.logURL, "--anchor-key", k.logPub)
-	cs := p.session(t)
-	cs.Close() // DELETE: the session's bundle is sealed
-	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.wait(); err != nil {
-		t.Fatalf("tracectl proxy: %v\n%s", err, strings.Join(p.log, "\n"))
-	}
-	b := sessionBundle(t, k.lifecycleKit)
+	b, p := proxiedSession(t, k.lifecycleKit, url, "--anchor", k.logURL, "--anchor-key", k.logPub)
 	code, out := k.verify(t, "--log-key", k.logPub, b)
 	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/record.json]") || !strings.Contains(out, "pass anchor_included [checkpoints/1.json]") {
 		t.Fatalf("verify: exit %d\n%s\nproxy:\n%s", code, out, strings.Join(p.log, "\n"))
@@ -734,4 +725,21 @@ func discloseFirst(t *testing.T, bin, bundle, out string) {
 	if b, err := exec.Command(bin, "disclose", "--bundle", bundle, "--attempt", string(m[1]), "--out", out).CombinedOutput(); err != nil {
 		t.Fatalf("disclose: %v\n%s", err, b)
 	}
+}
+
+// proxiedSession runs tracectl proxy (with args) in front of url for one
+// client session, ends the session (DELETE) and the proxy (interrupt),
+// and returns the session's sealed bundle.
+func proxiedSession(t *testing.T, k *lifecycleKit, url string, args ...string) (string, *proxyRun) {
+	t.Helper()
+	p := startProxy(t, k, url, args...)
+	cs := p.session(t)
+	cs.Close() // DELETE: the session's bundle is sealed
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(); err != nil {
+		t.Fatalf("tracectl proxy: %v\n%s", err, strings.Join(p.log, "\n"))
+	}
+	return sessionBundle(t, k), p
 }

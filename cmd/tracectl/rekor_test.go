@@ -302,16 +302,7 @@ func TestRekorSealRecover(t *testing.T) {
 func TestRekorProxy(t *testing.T) {
 	k := newRekorKit(t)
 	url, _ := cliServer(t)
-	p := startProxy(t, k.lifecycleKit, url, "--anchor", rekor.Scheme+k.url)
-	cs := p.session(t)
-	cs.Close() // DELETE: the session's bundle is sealed
-	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.wait(); err != nil {
-		t.Fatalf("tracectl proxy: %v\n%s", err, strings.Join(p.log, "\n"))
-	}
-	b := sessionBundle(t, k.lifecycleKit)
+	b, p := proxiedSession(t, k.lifecycleKit, url, "--anchor", rekor.Scheme+k.url)
 	code, out := k.verify(t, "--rekor-root", k.rootFile, b)
 	if code != 0 || !strings.Contains(out, "pass anchor_included [anchors/rekor/record.json]") {
 		t.Fatalf("verify: exit %d\n%s\nproxy:\n%s", code, out, strings.Join(p.log, "\n"))
