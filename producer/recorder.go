@@ -89,6 +89,14 @@ type bindings struct {
 	// decls are the recorded snapshots' declarations by manifest digest,
 	// kept only with a policy, for decisions (Call.Decide).
 	decls map[string]*policy.Snapshot
+	// currentDecls are decls of current, once a call looked them up.
+	currentDecls declsOf
+}
+
+// declsOf are a recorded snapshot's declarations.
+type declsOf struct {
+	ev    *transcript.SnapshotEvent
+	decls *policy.Snapshot
 }
 
 // replayState is what Reopen and Recover found replaying an existing
@@ -482,15 +490,16 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 		return nil, r.auditFail(err)
 	}
 	a.ArgsDigest = transcript.SaltedArgsDigest(salt, q.argsDigest)
+	var decls *policy.Snapshot
 	seq, err := r.j.appendWritten(r.lineOf(func(s, at int64) {
 		a.Seq, a.AtMs = s, at
 		if c.NoSnapshot {
 			a.Snapshot = transcript.SnapshotRef{NoneReason: transcript.NoneNoSnapshot}
 		} else {
-			a.Snapshot = r.snapshotRef(c.Snapshot)
+			a.Snapshot, decls = r.snapshotRef(c.Snapshot, c.Decide != nil)
 		}
 		if c.Decide != nil {
-			a.Decision = c.Decide(a, r.declarations(a.Snapshot.ManifestDigest))
+			a.Decision = c.Decide(a, decls)
 			st.decidedDeny = a.Decision != nil && a.Decision.Action == policyDeny
 			if a.Decision != nil && a.Decision.Action == policy.Approve {
 				st.approval = approvalPending
@@ -507,8 +516,9 @@ func (r *Recorder) attemptWritten(ctx context.Context, c Call, prev *attemptStat
 }
 
 // snapshotRef binds the named snapshot, or the latest, or says there is
-// none. Called from a line builder (under the journal's lock).
-func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
+// none; with decls, it returns that snapshot's declarations too (nil when
+// none were kept). Called from a line builder (under the journal's lock).
+func (r *Recorder) snapshotRef(id string, decls bool) (transcript.SnapshotRef, *policy.Snapshot) {
 	r.bind.mu.Lock()
 	defer r.bind.mu.Unlock()
 	s := r.bind.current
@@ -516,9 +526,18 @@ func (r *Recorder) snapshotRef(id string) transcript.SnapshotRef {
 		s = r.bind.snapshots[id]
 	}
 	if s == nil {
-		return transcript.SnapshotRef{NoneReason: transcript.NoneNoSnapshot}
+		return transcript.SnapshotRef{NoneReason: transcript.NoneNoSnapshot}, nil
 	}
-	return transcript.SnapshotRef{SnapshotID: s.SnapshotID, ManifestDigest: s.ManifestDigest, Complete: s.Complete, ListChangedSince: r.bind.lastChanged > s.Seq}
+	var d *policy.Snapshot
+	if decls {
+		// The current snapshot's are kept beside it: most calls bind it.
+		if c := &r.bind.currentDecls; c.ev == s {
+			d = c.decls
+		} else if d = r.bind.decls[s.ManifestDigest]; s == r.bind.current {
+			*c = declsOf{ev: s, decls: d}
+		}
+	}
+	return transcript.SnapshotRef{SnapshotID: s.SnapshotID, ManifestDigest: s.ManifestDigest, Complete: s.Complete, ListChangedSince: r.bind.lastChanged > s.Seq}, d
 }
 
 // protocolOf decides the revision an attempt was sent under: the request's
@@ -980,15 +999,5 @@ func (r *Recorder) noteDeclarations(s Snapshot) {
 		r.bind.decls = map[string]*policy.Snapshot{}
 	}
 	r.bind.decls[s.Digest] = d
-}
-
-// declarations returns the declarations of the recorded snapshot with the
-// given manifest digest, or nil.
-func (r *Recorder) declarations(digest string) *policy.Snapshot {
-	if digest == "" {
-		return nil
-	}
-	r.bind.mu.Lock()
-	defer r.bind.mu.Unlock()
-	return r.bind.decls[digest]
+	r.bind.currentDecls = declsOf{}
 }

@@ -166,8 +166,8 @@ func (b *bundleCheck) checkDecision(a *transcript.Attempt, body []byte, redacted
 		}
 		in.Snapshot = s
 	}
-	got := st.engine.Decide(in)
-	want := transcript.Decision{Action: got.Action, Rule: got.Rule, Reason: got.Reason, Declaration: in.Snapshot.Declaration(a.Tool)}
+	got, decl := st.engine.DecideDeclared(in)
+	want := transcript.Decision{Action: got.Action, Rule: got.Rule, Reason: got.Reason, Declaration: decl}
 	if want != *d {
 		st.bad++
 		b.r.add(CodeDecisionMismatch, checkPolicy, StatusFail, subject,

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -17,6 +18,18 @@ type Input struct {
 	Tool     string
 	Args     canon.Value // params.arguments; not Valid when absent
 	Snapshot *Snapshot   // nil: the call bound none
+
+	d      *decl // Snapshot's entry for Tool, once looked up (declared)
+	looked bool
+}
+
+// declared returns what the bound snapshot declares of the tool, looked
+// up once per call.
+func (in *Input) declared() *decl {
+	if !in.looked {
+		in.d, in.looked = in.Snapshot.decl(in.Tool), true
+	}
+	return in.d
 }
 
 // Snapshot is what decisions read of one declaration snapshot: the server
@@ -27,8 +40,15 @@ type Snapshot struct {
 	server   ref.Val
 	name     *string
 	version  *string
-	tools    map[string][]*tool
-	plans    planCache // plan.go
+	tools    map[string]*decl
+}
+
+// decl is what a snapshot says of one tool name: its declarations (more
+// than one when the name is repeated) and, once a call has needed it, a
+// policy's plan for it (plan.go).
+type decl struct {
+	ts   []*tool
+	plan atomic.Pointer[plan]
 }
 
 type tool struct {
@@ -43,7 +63,7 @@ type tool struct {
 // (nil, or a page it cannot give, leaves those tools' values unknown:
 // Unavailable then reports it).
 func NewSnapshot(m *snapshot.Manifest, load snapshot.LoadFunc) *Snapshot {
-	s := &Snapshot{Complete: m.Complete, tools: map[string][]*tool{}, name: m.Server.Name, version: m.Server.Version}
+	s := &Snapshot{Complete: m.Complete, tools: map[string]*decl{}, name: m.Server.Name, version: m.Server.Version}
 	srv := map[ref.Val]ref.Val{}
 	if m.Server.Name != nil {
 		srv[types.String("name")] = types.String(*m.Server.Name)
@@ -58,7 +78,12 @@ func NewSnapshot(m *snapshot.Manifest, load snapshot.LoadFunc) *Snapshot {
 			continue
 		}
 		tl := &tool{status: t.Declaration.Status, digest: t.Declaration.Digest}
-		s.tools[*t.Name] = append(s.tools[*t.Name], tl)
+		d := s.tools[*t.Name]
+		if d == nil {
+			d = &decl{}
+			s.tools[*t.Name] = d
+		}
+		d.ts = append(d.ts, tl)
 		el, ok := pages[t.Page]
 		if !ok && load != nil && int(t.Page) < len(m.Pages) {
 			el = pageTools(m.Pages[t.Page], load)
@@ -102,7 +127,7 @@ func (s *Snapshot) Unavailable(toolName string) bool {
 	if s == nil {
 		return false
 	}
-	for _, t := range s.tools[toolName] {
+	for _, t := range s.decl(toolName).list() {
 		if t.value == nil && t.status == snapshot.DeclOK {
 			return true
 		}
@@ -113,17 +138,37 @@ func (s *Snapshot) Unavailable(toolName string) bool {
 // Declaration returns the digest of toolName's declaration in s, or "" when
 // s has none (or more than one) for it.
 func (s *Snapshot) Declaration(toolName string) string {
-	if s == nil || len(s.tools[toolName]) != 1 {
+	return s.decl(toolName).digest()
+}
+
+// decl returns what s declares of a tool name, or nil (s nil included).
+func (s *Snapshot) decl(toolName string) *decl {
+	if s == nil {
+		return nil
+	}
+	return s.tools[toolName]
+}
+
+func (d *decl) list() []*tool {
+	if d == nil {
+		return nil
+	}
+	return d.ts
+}
+
+// digest is the declaration's digest when the name is declared once.
+func (d *decl) digest() string {
+	if d == nil || len(d.ts) != 1 {
 		return ""
 	}
-	return s.tools[toolName][0].digest
+	return d.ts[0].digest
 }
 
 func (in *Input) activation() *activation {
 	a := &activation{tool: types.String(in.Tool), raw: in.Args, server: emptyMap, dec: emptyMap}
 	if in.Snapshot != nil {
 		a.server = in.Snapshot.server
-		if ts := in.Snapshot.tools[in.Tool]; len(ts) == 1 && ts[0].value != nil {
+		if ts := in.declared().list(); len(ts) == 1 && ts[0].value != nil {
 			a.dec = ts[0].value
 		}
 	}
@@ -144,8 +189,20 @@ func NewEngine(p *Policy, l *Lock) *Engine { return &Engine{policy: p, lock: l} 
 
 // Decide decides one call. It never fails: what cannot be evaluated denies.
 func (e *Engine) Decide(in Input) Decision {
+	d, _ := e.DecideDeclared(in)
+	return d
+}
+
+// DecideDeclared is Decide, and the digest of the tool's declaration in
+// the bound snapshot when it declares the name once (else ""), which the
+// decision evidence carries: both from one lookup of the tool.
+func (e *Engine) DecideDeclared(in Input) (Decision, string) {
+	return e.decide(&in), in.declared().digest()
+}
+
+func (e *Engine) decide(in *Input) Decision {
 	if e.lock != nil {
-		if d := e.lock.check(&in); d.Action == Deny {
+		if d := e.lock.check(in); d.Action == Deny {
 			return d
 		}
 		if e.policy == nil {
@@ -155,7 +212,7 @@ func (e *Engine) Decide(in Input) Decision {
 	if e.policy == nil {
 		return Decision{Action: Allow, Rule: RuleDefault}
 	}
-	return e.policy.decide(&in)
+	return e.policy.decide(in)
 }
 
 // HasRule reports whether id could be the rule of one of e's decisions.

@@ -116,7 +116,7 @@ func FuzzPlan(f *testing.F) {
 			in.Args = doc.Root()
 		}
 		for range 2 { // the second call through the cached plan
-			got, want := p.decide(&in), p.decideAll(&in)
+			got, want := p.decide(&in), p.decideAll(&in, false)
 			if got != want {
 				t.Fatalf("tool %q args %s\n%s\nplan: %+v\nall:  %+v", in.Tool, args, b.String(), got, want)
 			}

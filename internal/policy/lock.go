@@ -83,7 +83,8 @@ func NewLock(m *snapshot.Manifest, load snapshot.LoadFunc) (*Lock, error) {
 	}
 	s := NewSnapshot(m, load)
 	l := &Lock{Format: LockFormat, DeclarationPolicy: canon.PolicyMCPDeclID, Server: LockServer{Name: s.name, Version: s.version}, Tools: map[string]LockTool{}}
-	for name, ts := range s.tools {
+	for name, d := range s.tools {
+		ts := d.ts
 		switch {
 		case len(ts) > 1:
 			return nil, fmt.Errorf("%w: tool %q is declared %d times", ErrLock, name, len(ts))
@@ -124,7 +125,7 @@ func (l *Lock) check(in *Input) Decision {
 		return deny("server name %s, pinned %q", got, *l.Server.Name)
 	}
 	pin, pinned := l.Tools[in.Tool]
-	ts := s.tools[in.Tool]
+	ts := in.declared().list()
 	switch {
 	case !pinned:
 		return deny("tool %q is not pinned", in.Tool)

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"sync"
-
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 )
@@ -25,13 +23,13 @@ import (
 // result is an error, or not a bool, or unknown, is evaluated per call,
 // with the same program and so the same reason. FuzzPlan holds it to that.
 //
-// Plans are cached in the snapshot, for tools it declares only (a client
-// choosing tool names cannot grow the cache), and for one policy at a
-// time.
+// Plans are kept in the snapshot, one per tool it declares (a client
+// choosing tool names cannot grow them), for one policy at a time.
 
 // plan is a policy's rules reduced for one tool of one snapshot.
 type plan struct {
-	steps []step
+	policy *Policy // whose plan
+	steps  []step
 	// final is what decides when no step does: a rule that matches
 	// whatever the arguments, or the policy's default.
 	final Decision
@@ -40,36 +38,24 @@ type plan struct {
 // step is a rule whose condition reads the arguments.
 type step struct{ r *rule }
 
-// planCache is a snapshot's plans, per tool, for one policy.
-type planCache struct {
-	mu     sync.Mutex
-	policy *Policy
-	plans  map[string]*plan
-}
-
-// plan returns p's plan for tool in s, built on first use, or nil where
-// there is none to keep (no snapshot, or a tool it does not declare).
-func (s *Snapshot) plan(p *Policy, tool string) *plan {
-	if s == nil || len(s.tools[tool]) == 0 {
+// plan returns p's plan for the call's tool in its snapshot, built on
+// first use, or nil where there is none to keep (no snapshot, or a tool it
+// does not declare). Built twice at worst, by calls racing: alike.
+func (p *Policy) plan(in *Input) *plan {
+	d := in.declared()
+	if d == nil {
 		return nil
 	}
-	c := &s.plans
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.policy != p {
-		c.policy, c.plans = p, map[string]*plan{}
-	}
-	if pl, ok := c.plans[tool]; ok {
+	if pl := d.plan.Load(); pl != nil && pl.policy == p {
 		return pl
 	}
-	pl := p.newPlan(&Input{Tool: tool, Snapshot: s})
-	c.plans[tool] = pl
+	pl := p.newPlan(&Input{Tool: in.Tool, Snapshot: in.Snapshot})
+	d.plan.Store(pl)
 	return pl
 }
 
-// newPlan reduces p's rules for in's tool and snapshot (in.Args unused).
 func (p *Policy) newPlan(in *Input) *plan {
-	pl := &plan{final: Decision{Action: p.def, Rule: RuleDefault}}
+	pl := &plan{policy: p, final: Decision{Action: p.def, Rule: RuleDefault}}
 	act := in.activation()
 	var partial cel.PartialActivation
 	for i := range p.rules {
@@ -110,9 +96,9 @@ func (p *Policy) run(pl *plan, in *Input) Decision {
 	if len(pl.steps) == 0 {
 		return pl.final
 	}
-	act := in.activation()
+	var act *activation
 	for _, st := range pl.steps {
-		d, matched := st.r.eval(act)
+		d, matched := st.r.evalIn(in, &act)
 		if !matched {
 			continue
 		}

@@ -114,6 +114,8 @@ type rule struct {
 	// partial is prg compiled for partial evaluation with the arguments
 	// unknown (plan.go); nil for a metered condition, which is never folded.
 	partial cel.Program
+	// native is the condition compiled to Go (native.go), or nil.
+	native *native
 }
 
 // file and fileRule are the policy file's shape (spec/policy.md).
@@ -208,11 +210,11 @@ func Parse(data []byte) (*Policy, error) {
 			}
 		}
 		if fr.When != nil {
-			prg, partial, err := compile(env, *fr.When)
+			prg, partial, nat, err := compile(env, *fr.When)
 			if err != nil {
 				return nil, at(err.Error())
 			}
-			r.prg, r.partial = prg, partial
+			r.prg, r.partial, r.native = prg, partial, nat
 		}
 		p.rules = append(p.rules, r)
 	}
@@ -280,21 +282,21 @@ func newEnv() (*cel.Env, error) {
 	)
 }
 
-func compile(env *cel.Env, expr string) (prg, partial cel.Program, err error) {
+func compile(env *cel.Env, expr string) (prg, partial cel.Program, nat *native, err error) {
 	if len(expr) > MaxWhenBytes {
-		return nil, nil, fmt.Errorf("when: %d bytes, limit %d", len(expr), MaxWhenBytes)
+		return nil, nil, nil, fmt.Errorf("when: %d bytes, limit %d", len(expr), MaxWhenBytes)
 	}
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		errs := iss.Errors()
 		if len(errs) > 0 {
 			e := errs[0]
-			return nil, nil, fmt.Errorf("when: CEL error at %d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message)
+			return nil, nil, nil, fmt.Errorf("when: CEL error at %d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message)
 		}
-		return nil, nil, fmt.Errorf("when: %v", iss.Err())
+		return nil, nil, nil, fmt.Errorf("when: %v", iss.Err())
 	}
 	if !ast.OutputType().IsExactType(cel.BoolType) && !ast.OutputType().IsExactType(cel.DynType) {
-		return nil, nil, fmt.Errorf("when: the condition is %s, want bool", ast.OutputType())
+		return nil, nil, nil, fmt.Errorf("when: the condition is %s, want bool", ast.OutputType())
 	}
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	// Metering costs more than most conditions (about half of a call's
@@ -308,14 +310,15 @@ func compile(env *cel.Env, expr string) (prg, partial cel.Program, err error) {
 		metered = true
 	}
 	if prg, err = env.Program(ast, opts...); err != nil {
-		return nil, nil, fmt.Errorf("when: %w", err)
+		return nil, nil, nil, fmt.Errorf("when: %w", err)
 	}
 	if !metered {
 		if partial, err = env.Program(ast, cel.EvalOptions(cel.OptOptimize, cel.OptPartialEval)); err != nil {
-			return nil, nil, fmt.Errorf("when: %w", err)
+			return nil, nil, nil, fmt.Errorf("when: %w", err)
 		}
+		nat = compileNative(ast.NativeRep())
 	}
-	return prg, partial, nil
+	return prg, partial, nat, nil
 }
 
 // maxInputBytes bounds any string, list or map a condition reads: a
@@ -379,14 +382,15 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // the call's tool in its snapshot when there is one (plan.go), which
 // decides alike.
 func (p *Policy) decide(in *Input) Decision {
-	if pl := in.Snapshot.plan(p, in.Tool); pl != nil {
+	if pl := p.plan(in); pl != nil {
 		return p.run(pl, in)
 	}
-	return p.decideAll(in)
+	return p.decideAll(in, true)
 }
 
-// decideAll evaluates every rule in order.
-func (p *Policy) decideAll(in *Input) Decision {
+// decideAll evaluates every rule in order: with native false, by CEL
+// alone (the reference FuzzPlan holds plans and native conditions to).
+func (p *Policy) decideAll(in *Input, native bool) Decision {
 	var act *activation
 	for i := range p.rules {
 		r := &p.rules[i]
@@ -394,10 +398,17 @@ func (p *Policy) decideAll(in *Input) Decision {
 			continue
 		}
 		if r.prg != nil {
-			if act == nil {
-				act = in.activation()
+			var d *Decision
+			var matched bool
+			if native {
+				d, matched = r.evalIn(in, &act)
+			} else {
+				if act == nil {
+					act = in.activation()
+				}
+				d, matched = r.eval(act)
 			}
-			if d, matched := r.eval(act); !matched {
+			if !matched {
 				continue
 			} else if d != nil {
 				return *d
@@ -426,6 +437,21 @@ func (r *rule) matchesTool(tool string) bool {
 // eval evaluates r's condition: matched false when it is false; matched
 // true with a nil decision when it is true; a deny naming r when it
 // cannot be evaluated.
+// evalIn evaluates r's condition for in: natively when the native form
+// decides it (native.go), else by CEL, with the activation made at most
+// once per call (*act).
+func (r *rule) evalIn(in *Input, act **activation) (d *Decision, matched bool) {
+	if r.native != nil {
+		if m, ok := r.native.eval(in.Args, in.Tool); ok {
+			return nil, m
+		}
+	}
+	if *act == nil {
+		*act = in.activation()
+	}
+	return r.eval(*act)
+}
+
 func (r *rule) eval(act *activation) (d *Decision, matched bool) {
 	out, _, err := r.prg.Eval(act)
 	if err == nil {

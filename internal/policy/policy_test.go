@@ -298,7 +298,7 @@ func TestPlanFolds(t *testing.T) {
 	}
 	m, load := testManifest(t, "srv", `{"name":"echo","description":"echoes","inputSchema":{"type":"object"}}`)
 	s := NewSnapshot(m, load)
-	pl := s.plan(p, "echo")
+	pl := p.plan(&Input{Tool: "echo", Snapshot: s})
 	if pl == nil {
 		t.Fatal("no plan for a declared tool")
 	}
@@ -309,7 +309,15 @@ func TestPlanFolds(t *testing.T) {
 	if want := "cond-0 cond-1 cond-2 cond-3 cond-5 cond-6 cond-9"; strings.Join(ids, " ") != want || pl.final.Rule != RuleDefault {
 		t.Errorf("plan steps %v final %+v; want %s then default", ids, pl.final, want)
 	}
-	if s.plan(p, "undeclared") != nil || (*Snapshot)(nil).plan(p, "echo") != nil {
+	for _, st := range pl.steps {
+		if st.r.native == nil {
+			t.Errorf("rule %s is not native (native.go): every bench condition that reads the arguments is in the subset", st.r.id)
+		}
+	}
+	if again := p.plan(&Input{Tool: "echo", Snapshot: s}); again != pl {
+		t.Error("the plan was built again for the same policy")
+	}
+	if p.plan(&Input{Tool: "undeclared", Snapshot: s}) != nil || p.plan(&Input{Tool: "echo"}) != nil {
 		t.Error("a plan for a tool the snapshot does not declare, or for no snapshot")
 	}
 }

@@ -37,8 +37,8 @@ func (s *RecordingSink) Decider(m *mcpwire.Message) (func(*transcript.Attempt, *
 		// verifier reads.
 		in := policy.Input{Tool: a.Tool, Snapshot: decls}
 		in.Args, _ = m.Params.Get("arguments")
-		d := s.engine.Decide(in)
-		*out = transcript.Decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Declaration: in.Snapshot.Declaration(in.Tool)}
+		d, decl := s.engine.DecideDeclared(in)
+		*out = transcript.Decision{Action: d.Action, Rule: d.Rule, Reason: d.Reason, Declaration: decl}
 		return out
 	}, out
 }
