@@ -164,6 +164,19 @@ func (d *decl) digest() string {
 	return d.ts[0].digest
 }
 
+// ncall is the call as a native condition reads it (native.go): the same
+// values as activation's, the arguments not converted.
+func (in *Input) ncall() ncall {
+	c := ncall{args: in.Args, tool: in.Tool, server: emptyMap, dec: emptyMap}
+	if in.Snapshot != nil {
+		c.server = in.Snapshot.server
+		if ts := in.declared().list(); len(ts) == 1 && ts[0].value != nil {
+			c.dec = ts[0].value
+		}
+	}
+	return c
+}
+
 func (in *Input) activation() *activation {
 	a := &activation{tool: types.String(in.Tool), raw: in.Args, server: emptyMap, dec: emptyMap}
 	if in.Snapshot != nil {

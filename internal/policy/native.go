@@ -12,6 +12,8 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/tracectl/tracectl/canon"
 )
@@ -20,9 +22,10 @@ import (
 // where cel-go's interpreter, run once per call between other processes'
 // work, costs microseconds in cache misses alone. A condition written in
 // the common subset (the arguments and the tool name read, compared,
-// measured and matched; && || ! and ?:) is compiled, besides its CEL
-// program, into a small tree of Go closures over the arguments as the
-// gate parsed them, with no conversion to CEL values.
+// measured and matched, and the server and declaration read the same way;
+// && || ! and ?:) is compiled, besides its CEL program, into a small tree
+// of Go closures over the arguments as the gate parsed them, with no
+// conversion to CEL values.
 //
 // The native form decides only what it can decide exactly as CEL does:
 // a condition that would be an error in CEL (a missing key, a type
@@ -41,8 +44,9 @@ type nfn func(c ncall) (v nval, ok bool)
 
 // ncall is one call's input to a native condition.
 type ncall struct {
-	args canon.Value // params.arguments; the zero Value: none (an empty map)
-	tool string
+	args        canon.Value // params.arguments; the zero Value: none (an empty map)
+	tool        string
+	server, dec ref.Val // the snapshot's, as CEL reads them (shared maps)
 }
 
 type nkind uint8
@@ -55,6 +59,8 @@ const (
 	nString
 	nObject // v, or none when v is the zero Value
 	nArray  // v
+	nMap    // r, a traits.Mapper (server, declaration)
+	nList   // r, a traits.Lister
 )
 
 type nval struct {
@@ -64,11 +70,12 @@ type nval struct {
 	f float64
 	s string
 	v canon.Value
+	r ref.Val
 }
 
 // eval reports the condition's value, or ok false when CEL must decide.
-func (n *native) eval(args canon.Value, tool string) (matched, ok bool) {
-	v, ok := n.root(ncall{args: args, tool: tool})
+func (n *native) eval(c ncall) (matched, ok bool) {
+	v, ok := n.root(c)
 	if !ok || v.k != nBool {
 		return false, false
 	}
@@ -103,8 +110,12 @@ func nativeExpr(e ast.Expr) nfn {
 			}
 		case "tool":
 			return func(c ncall) (nval, bool) { return nval{k: nString, s: c.tool}, true }
+		case "server":
+			return func(c ncall) (nval, bool) { return fromRef(c.server) }
+		case "declaration":
+			return func(c ncall) (nval, bool) { return fromRef(c.dec) }
 		}
-		return nil // server and declaration: CEL (a plan folds most of them)
+		return nil
 	case ast.SelectKind:
 		return nativeSelect(e.AsSelect())
 	case ast.CallKind:
@@ -135,9 +146,14 @@ func nativeSelect(s ast.SelectExpr) nfn {
 		return nil
 	}
 	name := s.FieldName()
+	key := ref.Val(types.String(name))
 	if s.IsTestOnly() { // has(x.name)
 		return func(c ncall) (nval, bool) {
 			o, ok := op(c)
+			if ok && o.k == nMap {
+				_, found := o.r.(traits.Mapper).Find(key)
+				return nval{k: nBool, b: found}, true
+			}
 			if !ok || o.k != nObject {
 				return nval{}, false
 			}
@@ -150,6 +166,12 @@ func nativeSelect(s ast.SelectExpr) nfn {
 	}
 	return func(c ncall) (nval, bool) {
 		o, ok := op(c)
+		if ok && o.k == nMap {
+			if v, found := o.r.(traits.Mapper).Find(key); found {
+				return fromRef(v)
+			}
+			return nval{}, false
+		}
 		if !ok || o.k != nObject {
 			return nval{}, false
 		}
@@ -175,6 +197,28 @@ func text(v canon.Value) string {
 		return ""
 	}
 	return unsafe.String(&raw[0], len(raw))
+}
+
+// fromRef reads a CEL value natively: ok false for any kind outside the
+// subset.
+func fromRef(v ref.Val) (nval, bool) {
+	switch x := v.(type) {
+	case types.String:
+		return nval{k: nString, s: string(x)}, true
+	case types.Int:
+		return nval{k: nInt, i: int64(x)}, true
+	case types.Double:
+		return nval{k: nDouble, f: float64(x)}, true
+	case types.Bool:
+		return nval{k: nBool, b: bool(x)}, true
+	case types.Null:
+		return nval{k: nNull}, true
+	case traits.Mapper:
+		return nval{k: nMap, r: x}, true
+	case traits.Lister:
+		return nval{k: nList, r: x}, true
+	}
+	return nval{}, false
 }
 
 // fromJSON is jsonValue's reading of a value, natively.
@@ -261,6 +305,10 @@ func nativeCall(call ast.CallExpr) nfn {
 				return nval{k: nInt, i: int64(utf8.RuneCountInString(v.s))}, true
 			case nObject, nArray:
 				return nval{k: nInt, i: int64(v.v.Len())}, true
+			case nMap, nList:
+				if n, ok := v.r.(traits.Sizer).Size().(types.Int); ok {
+					return nval{k: nInt, i: int64(n)}, true
+				}
 			}
 			return nval{}, false
 		}

@@ -57,7 +57,8 @@ func (g *nativeGen) term(depth int) string {
 	case 11:
 		return []string{"true", "false", "null"}[g.pick(3)]
 	case 12:
-		return []string{"1u", `b"a"`, "server.name", "args.n + 1", "[1, 2]", "{'a': 1}", "args"}[g.pick(7)]
+		return []string{"1u", `b"a"`, "server.name", "args.n + 1", "[1, 2]", "{'a': 1}", "args", "server.version",
+			"declaration.description", "declaration.annotations.destructiveHint", "declaration.inputSchema", "declaration.nope", "declaration"}[g.pick(13)]
 	}
 	return "(" + g.cond(depth+1) + " ? " + g.term(depth+1) + " : " + g.term(depth+1) + ")"
 }
@@ -78,7 +79,8 @@ func (g *nativeGen) cond(depth int) string {
 	case 5:
 		return "has(args." + g.field() + ")"
 	case 6:
-		return "has(args.o." + g.field() + ")"
+		return []string{"has(args.o." + g.field() + ")", "has(server.name)", "has(declaration.annotations)",
+			"has(declaration.annotations.readOnlyHint)", "has(declaration." + g.field() + ")"}[g.pick(5)]
 	case 7:
 		return g.term(depth+1) + "." + []string{"startsWith", "endsWith", "contains"}[g.pick(3)] + "(" + g.term(depth+1) + ")"
 	case 8:
@@ -96,10 +98,16 @@ func FuzzNative(f *testing.F) {
 	f.Add([]byte{7, 0, 8, 2}, []byte(`{"text":"rm -rf /","text":"x"}`), "echo")
 	f.Add([]byte{0, 9, 1, 5}, []byte(`5`), "echo")
 	f.Add([]byte{5, 3}, []byte(``), "echo")
+	f.Add([]byte{0, 12, 8, 0, 8, 0}, []byte(`{}`), "transfer")
+	f.Add([]byte{6, 2}, []byte(`{}`), "echo")
 	env, err := newEnv()
 	if err != nil {
 		f.Fatal(err)
 	}
+	m, load := testManifest(&testing.T{}, "srv",
+		`{"name":"echo","description":"echoes","inputSchema":{"type":"object"}}`,
+		`{"name":"transfer","description":"moves money","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true,"readOnlyHint":1.5}}`)
+	snap := NewSnapshot(m, load)
 	f.Fuzz(func(t *testing.T, shape, args []byte, tool string) {
 		g := &nativeGen{b: shape}
 		expr := g.cond(0)
@@ -108,10 +116,13 @@ func FuzzNative(f *testing.F) {
 			return
 		}
 		in := Input{Tool: tool}
+		if len(tool)%2 == 0 {
+			in.Snapshot = snap
+		}
 		if doc, err := canon.Parse(args, canon.ParseOptions{AllowDuplicateKeys: true}); err == nil {
 			in.Args = doc.Root()
 		}
-		got, ok := nat.eval(in.Args, in.Tool)
+		got, ok := nat.eval(in.ncall())
 		out, _, err := prg.Eval(in.activation())
 		want, isBool := out.(types.Bool)
 		if !ok {
@@ -141,7 +152,7 @@ func TestNativeSubset(t *testing.T) {
 		{`args["amount"] >= 100 || tool.endsWith("_admin")`, true},
 		{`args.text.matches("^rm\\s")`, true},
 		{`args.xs[0] == 1 ? true : args.n != 2`, true},
-		{`server.name == "evil"`, false},
+		{`server.name == "evil" || declaration.annotations.destructiveHint == true`, true},
 		{`args.xs.exists(x, x > 1)`, false},
 		{`args.n + 1 > 2`, false},
 		{`args.n == 1u`, false},
@@ -156,18 +167,18 @@ func TestNativeSubset(t *testing.T) {
 	}
 	_, _, nat, _ := compile(env, `args.text == "a"`)
 	doc, _ := canon.Parse([]byte(`{"n":1}`), canon.ParseOptions{})
-	if _, ok := nat.eval(doc.Root(), "echo"); ok {
+	if _, ok := nat.eval((&Input{Tool: "echo", Args: doc.Root()}).ncall()); ok {
 		t.Fatal("a missing key was decided natively; CEL errs (no such key)")
 	}
 	_, _, nat, _ = compile(env, `args.n == 1`)
 	doc, _ = canon.Parse([]byte(`{"n":1.0}`), canon.ParseOptions{})
-	if _, ok := nat.eval(doc.Root(), "echo"); ok {
+	if _, ok := nat.eval((&Input{Tool: "echo", Args: doc.Root()}).ncall()); ok {
 		t.Fatal("a double compared with an int was decided natively; CEL's heterogeneous equality decides it")
 	}
 	_, _, nat, _ = compile(env, `has(args.path) && args.path.startsWith("/etc") || size(args.o) > 1`)
 	for args, want := range map[string]bool{`{"path":"/etc/passwd"}`: true, `{"path":"/tmp","o":{"a":1}}`: false, `{"o":[1,2]}`: true} {
 		doc, _ = canon.Parse([]byte(args), canon.ParseOptions{})
-		if got, ok := nat.eval(doc.Root(), "echo"); !ok || got != want {
+		if got, ok := nat.eval((&Input{Tool: "echo", Args: doc.Root()}).ncall()); !ok || got != want {
 			t.Errorf("%s: native %v (decided %v), want %v", args, got, ok, want)
 		}
 	}
