@@ -95,7 +95,8 @@ func BenchmarkDecide(b *testing.B) {
 func BenchmarkDecideCold(b *testing.B) {
 	req := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"payload-0123456789"}}}`)
 	m, load := testManifest(&testing.T{}, "srv", `{"name":"echo","description":"echoes","inputSchema":{"type":"object"}}`)
-	snap := NewSnapshot(m, load)
+	// A snapshot per engine: a snapshot keeps one policy's plans at a time.
+	snaps := [2]*Snapshot{NewSnapshot(m, load), NewSnapshot(m, load)}
 	evict := make([]byte, 8<<20)
 	for _, scoped := range []bool{true, false} {
 		name := "any-tool-10-conditions"
@@ -127,7 +128,7 @@ func BenchmarkDecideCold(b *testing.B) {
 						evict[o]++
 					}
 					t0 := time.Now()
-					d := engines[j].Decide(Input{Tool: "echo", Args: args, Snapshot: snap})
+					d := engines[j].Decide(Input{Tool: "echo", Args: args, Snapshot: snaps[j]})
 					took[j] = append(took[j], time.Since(t0))
 					if d.Action != Allow {
 						b.Fatal(d)
