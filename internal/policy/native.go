@@ -23,9 +23,11 @@ import (
 // work, costs microseconds in cache misses alone. A condition written in
 // the common subset (the arguments and the tool name read, compared,
 // measured and matched, and the server and declaration read the same way;
-// && || ! and ?:) is compiled, besides its CEL program, into a small tree
-// of Go closures over the arguments as the gate parsed them, with no
-// conversion to CEL values.
+// && || ! and ?:) is compiled, besides its CEL program, into a flat program
+// for a small stack machine over the arguments as the gate parsed them,
+// with no conversion to CEL values. Flat because a decision runs cold: a
+// tree of closures costs a cache miss per node where a program's
+// instructions sit side by side.
 //
 // The native form decides only what it can decide exactly as CEL does:
 // a condition that would be an error in CEL (a missing key, a type
@@ -36,11 +38,53 @@ import (
 // arguments. Metered conditions (plan.go's compile) are never native: their
 // cost limit is CEL's to enforce.
 
-// native is a condition compiled to Go; nil when it is outside the subset.
-type native struct{ root nfn }
+// native is a condition compiled to a program; nil when it is outside
+// the subset.
+type native struct {
+	code   []instr
+	consts []nval
+	keys   []ref.Val // member names as CEL keys, for server and declaration
+	res    []*regexp.Regexp
+	depth  int // the stack the program needs
+}
 
-// nfn evaluates a node: ok false means "not decided natively".
-type nfn func(c ncall) (v nval, ok bool)
+type opcode uint8
+
+const (
+	opArgs      opcode = iota // push the arguments
+	opTool                    // push the tool name
+	opServer                  // push server
+	opDecl                    // push declaration
+	opConst                   // push consts[a]
+	opSelect                  // pop x; push x.name (name: consts[a].s, keys[a])
+	opHas                     // pop x; push has(x.name)
+	opIndex                   // pop k, x; push x[k]
+	opEq                      // pop y, x; push x == y
+	opNe                      // pop y, x; push x != y
+	opLt                      // pop y, x; push x < y
+	opLe                      // pop y, x; push x <= y
+	opGt                      // pop y, x; push x > y
+	opGe                      // pop y, x; push x >= y
+	opNot                     // pop x; push !x
+	opSize                    // pop x; push size(x)
+	opStarts                  // pop y, x; push x.startsWith(y)
+	opEnds                    // pop y, x; push x.endsWith(y)
+	opContains                // pop y, x; push x.contains(y)
+	opMatches                 // pop x; push x.matches(res[a])
+	opAnd                     // top false: jump to a, keeping it; true: pop it
+	opOr                      // top true: jump to a, keeping it; false: pop it
+	opBool                    // the top must be a bool
+	opJumpFalse               // pop a bool; false: jump to a
+	opJump                    // jump to a
+)
+
+type instr struct {
+	op opcode
+	a  int32
+}
+
+// maxDepth bounds a native program's stack (deeper conditions are CEL's).
+const maxDepth = 8
 
 // ncall is one call's input to a native condition.
 type ncall struct {
@@ -75,53 +119,390 @@ type nval struct {
 
 // eval reports the condition's value, or ok false when CEL must decide.
 func (n *native) eval(c ncall) (matched, ok bool) {
-	v, ok := n.root(c)
-	if !ok || v.k != nBool {
+	var st [maxDepth]nval
+	sp := 0 // st[:sp] is the stack
+	code := n.code
+	for pc := 0; pc < len(code); pc++ {
+		in := code[pc]
+		switch in.op {
+		case opArgs:
+			if c.args.Valid() {
+				st[sp] = fromJSON(c.args)
+			} else {
+				st[sp] = nval{k: nObject} // none: the empty map
+			}
+			sp++
+		case opTool:
+			st[sp] = nval{k: nString, s: c.tool}
+			sp++
+		case opServer, opDecl:
+			r := c.server
+			if in.op == opDecl {
+				r = c.dec
+			}
+			v, ok := fromRef(r)
+			if !ok {
+				return false, false
+			}
+			st[sp] = v
+			sp++
+		case opConst:
+			st[sp] = n.consts[in.a]
+			sp++
+		case opSelect, opHas:
+			x := &st[sp-1]
+			var found bool
+			var v nval
+			switch x.k {
+			case nMap:
+				var r ref.Val
+				if r, found = x.r.(traits.Mapper).Find(n.keys[in.a]); found && in.op == opSelect {
+					if v, ok = fromRef(r); !ok {
+						return false, false
+					}
+				}
+			case nObject:
+				var m canon.Value
+				if m, found = x.v.Get(n.consts[in.a].s); !found && x.v.Valid() && x.v.HasDuplicates() {
+					return false, false // a repeated name: CEL's reading, not Get's
+				}
+				if found && in.op == opSelect {
+					v = fromJSON(m)
+				}
+			default:
+				return false, false
+			}
+			switch {
+			case in.op == opHas:
+				*x = nval{k: nBool, b: found}
+			case !found:
+				return false, false // no such key: CEL's error
+			default:
+				*x = v
+			}
+		case opIndex:
+			sp--
+			x, key := &st[sp-1], &st[sp]
+			switch {
+			case x.k == nObject && key.k == nString:
+				m, found := x.v.Get(key.s)
+				if !found {
+					return false, false
+				}
+				*x = fromJSON(m)
+			case x.k == nArray && key.k == nInt && key.i >= 0 && key.i < int64(x.v.Len()):
+				*x = fromJSON(x.v.Elems()[key.i])
+			default:
+				return false, false
+			}
+		case opEq, opNe, opLt, opLe, opGt, opGe:
+			sp--
+			r, ok := compareOp(in.op, &st[sp-1], &st[sp])
+			if !ok {
+				return false, false
+			}
+			st[sp-1] = nval{k: nBool, b: r}
+		case opNot:
+			x := &st[sp-1]
+			if x.k != nBool {
+				return false, false
+			}
+			x.b = !x.b
+		case opSize:
+			x := &st[sp-1]
+			switch x.k {
+			case nString:
+				*x = nval{k: nInt, i: int64(utf8.RuneCountInString(x.s))}
+			case nObject, nArray:
+				*x = nval{k: nInt, i: int64(x.v.Len())}
+			case nMap, nList:
+				m, ok := x.r.(traits.Sizer).Size().(types.Int)
+				if !ok {
+					return false, false
+				}
+				*x = nval{k: nInt, i: int64(m)}
+			default:
+				return false, false
+			}
+		case opStarts, opEnds, opContains:
+			sp--
+			x, y := &st[sp-1], &st[sp]
+			if x.k != nString || y.k != nString {
+				return false, false
+			}
+			var r bool
+			switch in.op {
+			case opStarts:
+				r = strings.HasPrefix(x.s, y.s)
+			case opEnds:
+				r = strings.HasSuffix(x.s, y.s)
+			default:
+				r = strings.Contains(x.s, y.s)
+			}
+			*x = nval{k: nBool, b: r}
+		case opMatches:
+			x := &st[sp-1]
+			if x.k != nString {
+				return false, false
+			}
+			*x = nval{k: nBool, b: n.res[in.a].MatchString(x.s)}
+		case opAnd, opOr:
+			x := &st[sp-1]
+			if x.k != nBool {
+				return false, false
+			}
+			if x.b == (in.op == opOr) {
+				pc = int(in.a) - 1
+			} else {
+				sp--
+			}
+		case opBool:
+			if st[sp-1].k != nBool {
+				return false, false
+			}
+		case opJumpFalse:
+			sp--
+			if st[sp].k != nBool {
+				return false, false
+			}
+			if !st[sp].b {
+				pc = int(in.a) - 1
+			}
+		case opJump:
+			pc = int(in.a) - 1
+		}
+	}
+	if sp != 1 || st[0].k != nBool {
 		return false, false
 	}
-	return v.b, true
+	return st[0].b, true
+}
+
+// compareOp is == != < <= > >= on two values of one kind: == and != among
+// null, bool, int, double and string, the orderings on two ints, two
+// doubles (neither NaN), two strings or two bools. Any other pair is
+// CEL's (ok false): its heterogeneous equality and its errors.
+func compareOp(op opcode, x, y *nval) (r, ok bool) {
+	if x.k != y.k {
+		return false, false
+	}
+	if op == opEq || op == opNe {
+		var eq bool
+		switch x.k {
+		case nNull:
+			eq = true
+		case nBool:
+			eq = x.b == y.b
+		case nInt:
+			eq = x.i == y.i
+		case nDouble:
+			eq = x.f == y.f
+		case nString:
+			eq = x.s == y.s
+		default:
+			return false, false
+		}
+		return eq == (op == opEq), true
+	}
+	var cmp int
+	switch x.k {
+	case nInt:
+		cmp = compare(x.i, y.i)
+	case nDouble:
+		if math.IsNaN(x.f) || math.IsNaN(y.f) {
+			return false, false
+		}
+		cmp = compare(x.f, y.f)
+	case nString:
+		cmp = strings.Compare(x.s, y.s)
+	case nBool:
+		cmp = compare(b2i(x.b), b2i(y.b))
+	default:
+		return false, false
+	}
+	switch op {
+	case opLt:
+		return cmp < 0, true
+	case opLe:
+		return cmp <= 0, true
+	case opGt:
+		return cmp > 0, true
+	}
+	return cmp >= 0, true
+}
+
+func compare[T int64 | float64 | int](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // compileNative returns the native form of a checked expression, or nil.
 func compileNative(a *ast.AST) *native {
-	f := nativeExpr(a.Expr())
-	if f == nil {
+	n := &native{}
+	c := &nativeCompiler{n: n}
+	if !c.expr(a.Expr()) || n.depth > maxDepth {
 		return nil
 	}
-	return &native{root: f}
+	return n
 }
 
-func nativeExpr(e ast.Expr) nfn {
+type nativeCompiler struct {
+	n     *native
+	depth int // the stack at this point of the program
+}
+
+func (c *nativeCompiler) emit(op opcode, a int32, push int) {
+	c.n.code = append(c.n.code, instr{op: op, a: a})
+	c.depth += push
+	c.n.depth = max(c.n.depth, c.depth)
+}
+
+func (c *nativeCompiler) constant(v nval) int32 {
+	c.n.consts = append(c.n.consts, v)
+	c.n.keys = append(c.n.keys, nil)
+	if v.k == nString {
+		c.n.keys[len(c.n.keys)-1] = types.String(v.s)
+	}
+	return int32(len(c.n.consts) - 1)
+}
+
+// here is the address of the next instruction.
+func (c *nativeCompiler) here() int32 { return int32(len(c.n.code)) }
+
+func (c *nativeCompiler) expr(e ast.Expr) bool {
 	switch e.Kind() {
 	case ast.LiteralKind:
 		v, ok := nativeLiteral(e.AsLiteral())
-		if !ok {
-			return nil
+		if ok {
+			c.emit(opConst, c.constant(v), 1)
 		}
-		return func(ncall) (nval, bool) { return v, true }
+		return ok
 	case ast.IdentKind:
-		switch e.AsIdent() {
-		case "args":
-			return func(c ncall) (nval, bool) {
-				if !c.args.Valid() {
-					return nval{k: nObject}, true // none: the empty map
-				}
-				return fromJSON(c.args), true
-			}
-		case "tool":
-			return func(c ncall) (nval, bool) { return nval{k: nString, s: c.tool}, true }
-		case "server":
-			return func(c ncall) (nval, bool) { return fromRef(c.server) }
-		case "declaration":
-			return func(c ncall) (nval, bool) { return fromRef(c.dec) }
+		op, ok := map[string]opcode{"args": opArgs, "tool": opTool, "server": opServer, "declaration": opDecl}[e.AsIdent()]
+		if ok {
+			c.emit(op, 0, 1)
 		}
-		return nil
+		return ok
 	case ast.SelectKind:
-		return nativeSelect(e.AsSelect())
+		s := e.AsSelect()
+		if !c.expr(s.Operand()) {
+			return false
+		}
+		op := opSelect
+		if s.IsTestOnly() { // has(x.name)
+			op = opHas
+		}
+		c.emit(op, c.constant(nval{k: nString, s: s.FieldName()}), 0)
+		return true
 	case ast.CallKind:
-		return nativeCall(e.AsCall())
+		return c.call(e.AsCall())
 	}
-	return nil
+	return false
+}
+
+// binary and unary are the calls that compile to one instruction after
+// their operands (the target first for a member call).
+var (
+	binary = map[string]opcode{
+		operators.Equals: opEq, operators.NotEquals: opNe, operators.Less: opLt, operators.LessEquals: opLe,
+		operators.Greater: opGt, operators.GreaterEquals: opGe, operators.Index: opIndex,
+	}
+	members = map[string]opcode{overloads.StartsWith: opStarts, overloads.EndsWith: opEnds, overloads.Contains: opContains}
+)
+
+func (c *nativeCompiler) call(call ast.CallExpr) bool {
+	fn, args := call.FunctionName(), call.Args()
+	if call.IsMemberFunction() {
+		args = append([]ast.Expr{call.Target()}, args...)
+	}
+	operands := func(es ...ast.Expr) bool {
+		for _, e := range es {
+			if !c.expr(e) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case (fn == operators.LogicalAnd || fn == operators.LogicalOr) && len(args) == 2:
+		op := opAnd
+		if fn == operators.LogicalOr {
+			op = opOr
+		}
+		if !c.expr(args[0]) {
+			return false
+		}
+		at := c.here()
+		c.emit(op, 0, -1) // pops when it does not jump
+		if !c.expr(args[1]) {
+			return false
+		}
+		c.emit(opBool, 0, 0)
+		c.n.code[at].a = c.here()
+		return true
+	case fn == operators.Conditional && len(args) == 3:
+		if !c.expr(args[0]) {
+			return false
+		}
+		at := c.here()
+		c.emit(opJumpFalse, 0, -1)
+		if !c.expr(args[1]) {
+			return false
+		}
+		end := c.here()
+		c.emit(opJump, 0, -1) // the other branch pushes its own
+		c.n.code[at].a = c.here()
+		if !c.expr(args[2]) {
+			return false
+		}
+		c.n.code[end].a = c.here()
+		return true
+	case fn == operators.LogicalNot && len(args) == 1:
+		if !operands(args[0]) {
+			return false
+		}
+		c.emit(opNot, 0, 0)
+		return true
+	case fn == overloads.Size && len(args) == 1:
+		if !operands(args[0]) {
+			return false
+		}
+		c.emit(opSize, 0, 0)
+		return true
+	case fn == overloads.Matches && call.IsMemberFunction() && len(args) == 2:
+		pat, ok := constString(args[1])
+		if !ok {
+			return false
+		}
+		re, err := regexp.Compile(pat)
+		if err != nil || !operands(args[0]) {
+			return false // a bad pattern is CEL's error, at run time
+		}
+		c.n.res = append(c.n.res, re)
+		c.emit(opMatches, int32(len(c.n.res)-1), 0)
+		return true
+	}
+	op, ok := binary[fn]
+	if !ok && call.IsMemberFunction() {
+		op, ok = members[fn]
+	}
+	if !ok || len(args) != 2 || !operands(args...) {
+		return false
+	}
+	c.emit(op, 0, -1)
+	return true
 }
 
 func nativeLiteral(v any) (nval, bool) {
@@ -140,47 +521,12 @@ func nativeLiteral(v any) (nval, bool) {
 	return nval{}, false // uint, bytes: CEL
 }
 
-func nativeSelect(s ast.SelectExpr) nfn {
-	op := nativeExpr(s.Operand())
-	if op == nil {
-		return nil
+func constString(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
 	}
-	name := s.FieldName()
-	key := ref.Val(types.String(name))
-	if s.IsTestOnly() { // has(x.name)
-		return func(c ncall) (nval, bool) {
-			o, ok := op(c)
-			if ok && o.k == nMap {
-				_, found := o.r.(traits.Mapper).Find(key)
-				return nval{k: nBool, b: found}, true
-			}
-			if !ok || o.k != nObject {
-				return nval{}, false
-			}
-			_, found := o.v.Get(name)
-			if !found && o.v.Valid() && o.v.HasDuplicates() {
-				return nval{}, false // a repeated name: CEL's reading, not Get's
-			}
-			return nval{k: nBool, b: found}, true
-		}
-	}
-	return func(c ncall) (nval, bool) {
-		o, ok := op(c)
-		if ok && o.k == nMap {
-			if v, found := o.r.(traits.Mapper).Find(key); found {
-				return fromRef(v)
-			}
-			return nval{}, false
-		}
-		if !ok || o.k != nObject {
-			return nval{}, false
-		}
-		m, found := o.v.Get(name)
-		if !found {
-			return nval{}, false // no such key: CEL's error
-		}
-		return fromJSON(m), true
-	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
 }
 
 // text is a string value's text. One without escapes is its input bytes
@@ -242,254 +588,4 @@ func fromJSON(v canon.Value) nval {
 		}
 	}
 	return nval{k: nNull}
-}
-
-func nativeCall(call ast.CallExpr) nfn {
-	fn := call.FunctionName()
-	var args []nfn
-	if call.IsMemberFunction() {
-		t := nativeExpr(call.Target())
-		if t == nil {
-			return nil
-		}
-		args = append(args, t)
-	}
-	for _, a := range call.Args() {
-		f := nativeExpr(a)
-		if f == nil {
-			return nil
-		}
-		args = append(args, f)
-	}
-	switch {
-	case fn == operators.LogicalAnd && len(args) == 2:
-		return logical(args[0], args[1], false)
-	case fn == operators.LogicalOr && len(args) == 2:
-		return logical(args[0], args[1], true)
-	case fn == operators.LogicalNot && len(args) == 1:
-		x := args[0]
-		return func(c ncall) (nval, bool) {
-			v, ok := x(c)
-			if !ok || v.k != nBool {
-				return nval{}, false
-			}
-			return nval{k: nBool, b: !v.b}, true
-		}
-	case fn == operators.Conditional && len(args) == 3:
-		cond, yes, no := args[0], args[1], args[2]
-		return func(c ncall) (nval, bool) {
-			v, ok := cond(c)
-			if !ok || v.k != nBool {
-				return nval{}, false
-			}
-			if v.b {
-				return yes(c)
-			}
-			return no(c)
-		}
-	case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
-		return equality(args[0], args[1], fn == operators.NotEquals)
-	case len(args) == 2 && (fn == operators.Less || fn == operators.LessEquals || fn == operators.Greater || fn == operators.GreaterEquals):
-		return ordering(args[0], args[1], fn)
-	case fn == operators.Index && len(args) == 2:
-		return index(args[0], args[1])
-	case fn == overloads.Size && len(args) == 1:
-		x := args[0]
-		return func(c ncall) (nval, bool) {
-			v, ok := x(c)
-			if !ok {
-				return nval{}, false
-			}
-			switch v.k {
-			case nString:
-				return nval{k: nInt, i: int64(utf8.RuneCountInString(v.s))}, true
-			case nObject, nArray:
-				return nval{k: nInt, i: int64(v.v.Len())}, true
-			case nMap, nList:
-				if n, ok := v.r.(traits.Sizer).Size().(types.Int); ok {
-					return nval{k: nInt, i: int64(n)}, true
-				}
-			}
-			return nval{}, false
-		}
-	case call.IsMemberFunction() && len(args) == 2 && (fn == overloads.StartsWith || fn == overloads.EndsWith || fn == overloads.Contains):
-		test := strings.HasPrefix
-		switch fn {
-		case overloads.EndsWith:
-			test = strings.HasSuffix
-		case overloads.Contains:
-			test = strings.Contains
-		}
-		return strings2(args[0], args[1], test)
-	case call.IsMemberFunction() && len(args) == 2 && fn == overloads.Matches:
-		pat, ok := constString(call.Args()[0])
-		if !ok {
-			return nil
-		}
-		re, err := regexp.Compile(pat)
-		if err != nil {
-			return nil // CEL's error, at run time
-		}
-		return strings2(args[0], args[1], func(s, _ string) bool { return re.MatchString(s) })
-	}
-	return nil
-}
-
-func constString(e ast.Expr) (string, bool) {
-	if e.Kind() != ast.LiteralKind {
-		return "", false
-	}
-	s, ok := e.AsLiteral().(types.String)
-	return string(s), ok
-}
-
-// logical is && (or false) and || (or true): the first operand that
-// settles it settles it; anything else (an error, a non-bool) is CEL's,
-// whose && and || absorb errors commutatively.
-func logical(x, y nfn, or bool) nfn {
-	return func(c ncall) (nval, bool) {
-		a, ok := x(c)
-		if !ok || a.k != nBool {
-			return nval{}, false
-		}
-		if a.b == or {
-			return a, true
-		}
-		b, ok := y(c)
-		if !ok || b.k != nBool {
-			return nval{}, false
-		}
-		return b, true
-	}
-}
-
-// equality is == and != on operands of the same kind among null, bool,
-// int, double and string; any other pair is CEL's.
-func equality(x, y nfn, negate bool) nfn {
-	return func(c ncall) (nval, bool) {
-		a, ok := x(c)
-		if !ok {
-			return nval{}, false
-		}
-		b, ok := y(c)
-		if !ok || a.k != b.k {
-			return nval{}, false
-		}
-		var eq bool
-		switch a.k {
-		case nNull:
-			eq = true
-		case nBool:
-			eq = a.b == b.b
-		case nInt:
-			eq = a.i == b.i
-		case nDouble:
-			eq = a.f == b.f
-		case nString:
-			eq = a.s == b.s
-		default:
-			return nval{}, false
-		}
-		return nval{k: nBool, b: eq != negate}, true
-	}
-}
-
-// ordering is < <= > >= on two ints, two doubles (neither NaN), two
-// strings or two bools; any other pair is CEL's.
-func ordering(x, y nfn, op string) nfn {
-	return func(c ncall) (nval, bool) {
-		a, ok := x(c)
-		if !ok {
-			return nval{}, false
-		}
-		b, ok := y(c)
-		if !ok || a.k != b.k {
-			return nval{}, false
-		}
-		var cmp int
-		switch a.k {
-		case nInt:
-			cmp = compare(a.i, b.i)
-		case nDouble:
-			if math.IsNaN(a.f) || math.IsNaN(b.f) {
-				return nval{}, false
-			}
-			cmp = compare(a.f, b.f)
-		case nString:
-			cmp = strings.Compare(a.s, b.s)
-		case nBool:
-			cmp = compare(b2i(a.b), b2i(b.b))
-		default:
-			return nval{}, false
-		}
-		var r bool
-		switch op {
-		case operators.Less:
-			r = cmp < 0
-		case operators.LessEquals:
-			r = cmp <= 0
-		case operators.Greater:
-			r = cmp > 0
-		default:
-			r = cmp >= 0
-		}
-		return nval{k: nBool, b: r}, true
-	}
-}
-
-func compare[T int64 | float64 | int](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// strings2 applies a test to two string operands.
-func strings2(x, y nfn, test func(s, t string) bool) nfn {
-	return func(c ncall) (nval, bool) {
-		a, ok := x(c)
-		if !ok || a.k != nString {
-			return nval{}, false
-		}
-		b, ok := y(c)
-		if !ok || b.k != nString {
-			return nval{}, false
-		}
-		return nval{k: nBool, b: test(a.s, b.s)}, true
-	}
-}
-
-// index is x[k]: an object's member by a string, an array's element by an
-// int in range; anything else (a missing key, an index out of range) is
-// CEL's.
-func index(x, k nfn) nfn {
-	return func(c ncall) (nval, bool) {
-		o, ok := x(c)
-		if !ok {
-			return nval{}, false
-		}
-		key, ok := k(c)
-		if !ok {
-			return nval{}, false
-		}
-		switch {
-		case o.k == nObject && key.k == nString:
-			if m, found := o.v.Get(key.s); found {
-				return fromJSON(m), true
-			}
-		case o.k == nArray && key.k == nInt && key.i >= 0 && key.i < int64(o.v.Len()):
-			return fromJSON(o.v.Elems()[key.i]), true
-		}
-		return nval{}, false
-	}
 }
