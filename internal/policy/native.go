@@ -119,10 +119,15 @@ type nval struct {
 
 // eval reports the condition's value, or ok false when CEL must decide.
 func (n *native) eval(c ncall) (matched, ok bool) {
+	return n.run(c, 0, int32(len(n.code)))
+}
+
+// run runs the program n.code[from:to] (a plan's holds many conditions).
+func (n *native) run(c ncall, from, to int32) (matched, ok bool) {
 	var st [maxDepth]nval
 	sp := 0 // st[:sp] is the stack
-	code := n.code
-	for pc := 0; pc < len(code); pc++ {
+	code := n.code[:to]
+	for pc := int(from); pc < len(code); pc++ {
 		in := code[pc]
 		switch in.op {
 		case opArgs:
@@ -346,6 +351,27 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// link appends the program of m to n, for n.run(c, from, to).
+func (n *native) link(m *native) (from, to int32) {
+	from = int32(len(n.code))
+	cb, rb := int32(len(n.consts)), int32(len(n.res))
+	for _, in := range m.code {
+		switch in.op {
+		case opConst, opSelect, opHas:
+			in.a += cb
+		case opMatches:
+			in.a += rb
+		case opAnd, opOr, opJumpFalse, opJump:
+			in.a += from
+		}
+		n.code = append(n.code, in)
+	}
+	n.consts = append(n.consts, m.consts...)
+	n.keys = append(n.keys, m.keys...)
+	n.res = append(n.res, m.res...)
+	return from, int32(len(n.code))
 }
 
 // compileNative returns the native form of a checked expression, or nil.

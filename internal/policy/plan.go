@@ -30,13 +30,20 @@ import (
 type plan struct {
 	policy *Policy // whose plan
 	steps  []step
+	// prog holds the native programs of the steps, side by side (a
+	// decision runs cold: one array to read, not one per rule).
+	prog native
 	// final is what decides when no step does: a rule that matches
 	// whatever the arguments, or the policy's default.
 	final Decision
 }
 
-// step is a rule whose condition reads the arguments.
-type step struct{ r *rule }
+// step is a rule whose condition reads the arguments; its native program,
+// when it has one, is prog.code[from:to].
+type step struct {
+	r        *rule
+	from, to int32
+}
 
 // plan returns p's plan for the call's tool in its snapshot, built on
 // first use, or nil where there is none to keep (no snapshot, or a tool it
@@ -86,7 +93,11 @@ func (p *Policy) newPlan(in *Input) *plan {
 				}
 			}
 		}
-		pl.steps = append(pl.steps, step{r: r})
+		st := step{r: r}
+		if r.native != nil {
+			st.from, st.to = pl.prog.link(r.native)
+		}
+		pl.steps = append(pl.steps, st)
 	}
 	return pl
 }
@@ -97,8 +108,19 @@ func (p *Policy) run(pl *plan, in *Input) Decision {
 		return pl.final
 	}
 	var act *activation
+	var c ncall
 	for _, st := range pl.steps {
-		d, matched := st.r.evalIn(in, &act)
+		var d *Decision
+		var matched, ok bool
+		if st.r.native != nil {
+			if c.server == nil { // made once, when a program first needs it
+				c = in.ncall()
+			}
+			matched, ok = pl.prog.run(c, st.from, st.to)
+		}
+		if !ok {
+			d, matched = st.r.evalCEL(in, &act)
+		}
 		if !matched {
 			continue
 		}

@@ -446,6 +446,11 @@ func (r *rule) evalIn(in *Input, act **activation) (d *Decision, matched bool) {
 			return nil, m
 		}
 	}
+	return r.evalCEL(in, act)
+}
+
+// evalCEL evaluates r's condition for in by CEL.
+func (r *rule) evalCEL(in *Input, act **activation) (d *Decision, matched bool) {
 	if *act == nil {
 		*act = in.activation()
 	}
