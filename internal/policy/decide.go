@@ -164,28 +164,25 @@ func (d *decl) digest() string {
 	return d.ts[0].digest
 }
 
-// ncall is the call as a native condition reads it (native.go): the same
-// values as activation's, the arguments not converted.
-func (in *Input) ncall() ncall {
-	c := ncall{args: in.Args, tool: in.Tool, server: emptyMap, dec: emptyMap}
-	if in.Snapshot != nil {
-		c.server = in.Snapshot.server
-		if ts := in.declared().list(); len(ts) == 1 && ts[0].value != nil {
-			c.dec = ts[0].value
-		}
+// serverValue is server as a condition reads it.
+func (in *Input) serverValue() ref.Val {
+	if in.Snapshot == nil {
+		return emptyMap
 	}
-	return c
+	return in.Snapshot.server
+}
+
+// declarationValue is declaration as a condition reads it: the tool's
+// declaration when the snapshot declares it once, else the empty map.
+func (in *Input) declarationValue() ref.Val {
+	if ts := in.declared().list(); len(ts) == 1 && ts[0].value != nil {
+		return ts[0].value
+	}
+	return emptyMap
 }
 
 func (in *Input) activation() *activation {
-	a := &activation{tool: types.String(in.Tool), raw: in.Args, server: emptyMap, dec: emptyMap}
-	if in.Snapshot != nil {
-		a.server = in.Snapshot.server
-		if ts := in.declared().list(); len(ts) == 1 && ts[0].value != nil {
-			a.dec = ts[0].value
-		}
-	}
-	return a
+	return &activation{tool: types.String(in.Tool), raw: in.Args, server: in.serverValue(), dec: in.declarationValue()}
 }
 
 // Engine decides calls under a policy, a lock, or both (the lock first: a

@@ -86,13 +86,6 @@ type instr struct {
 // maxDepth bounds a native program's stack (deeper conditions are CEL's).
 const maxDepth = 8
 
-// ncall is one call's input to a native condition.
-type ncall struct {
-	args        canon.Value // params.arguments; the zero Value: none (an empty map)
-	tool        string
-	server, dec ref.Val // the snapshot's, as CEL reads them (shared maps)
-}
-
 type nkind uint8
 
 const (
@@ -118,12 +111,12 @@ type nval struct {
 }
 
 // eval reports the condition's value, or ok false when CEL must decide.
-func (n *native) eval(c ncall) (matched, ok bool) {
-	return n.run(c, 0, int32(len(n.code)))
+func (n *native) eval(in *Input) (matched, ok bool) {
+	return n.run(in, 0, int32(len(n.code)))
 }
 
 // run runs the program n.code[from:to] (a plan's holds many conditions).
-func (n *native) run(c ncall, from, to int32) (matched, ok bool) {
+func (n *native) run(call *Input, from, to int32) (matched, ok bool) {
 	var st [maxDepth]nval
 	sp := 0 // st[:sp] is the stack
 	code := n.code[:to]
@@ -131,19 +124,21 @@ func (n *native) run(c ncall, from, to int32) (matched, ok bool) {
 		in := code[pc]
 		switch in.op {
 		case opArgs:
-			if c.args.Valid() {
-				st[sp] = fromJSON(c.args)
+			if call.Args.Valid() {
+				st[sp] = fromJSON(call.Args)
 			} else {
 				st[sp] = nval{k: nObject} // none: the empty map
 			}
 			sp++
 		case opTool:
-			st[sp] = nval{k: nString, s: c.tool}
+			st[sp] = nval{k: nString, s: call.Tool}
 			sp++
 		case opServer, opDecl:
-			r := c.server
+			var r ref.Val
 			if in.op == opDecl {
-				r = c.dec
+				r = call.declarationValue()
+			} else {
+				r = call.serverValue()
 			}
 			v, ok := fromRef(r)
 			if !ok {

@@ -122,7 +122,7 @@ func FuzzNative(f *testing.F) {
 		if doc, err := canon.Parse(args, canon.ParseOptions{AllowDuplicateKeys: true}); err == nil {
 			in.Args = doc.Root()
 		}
-		got, ok := nat.eval(in.ncall())
+		got, ok := nat.eval(&in)
 		out, _, err := prg.Eval(in.activation())
 		want, isBool := out.(types.Bool)
 		if !ok {
@@ -167,18 +167,18 @@ func TestNativeSubset(t *testing.T) {
 	}
 	_, _, nat, _ := compile(env, `args.text == "a"`)
 	doc, _ := canon.Parse([]byte(`{"n":1}`), canon.ParseOptions{})
-	if _, ok := nat.eval((&Input{Tool: "echo", Args: doc.Root()}).ncall()); ok {
+	if _, ok := nat.eval(&Input{Tool: "echo", Args: doc.Root()}); ok {
 		t.Fatal("a missing key was decided natively; CEL errs (no such key)")
 	}
 	_, _, nat, _ = compile(env, `args.n == 1`)
 	doc, _ = canon.Parse([]byte(`{"n":1.0}`), canon.ParseOptions{})
-	if _, ok := nat.eval((&Input{Tool: "echo", Args: doc.Root()}).ncall()); ok {
+	if _, ok := nat.eval(&Input{Tool: "echo", Args: doc.Root()}); ok {
 		t.Fatal("a double compared with an int was decided natively; CEL's heterogeneous equality decides it")
 	}
 	_, _, nat, _ = compile(env, `has(args.path) && args.path.startsWith("/etc") || size(args.o) > 1`)
 	for args, want := range map[string]bool{`{"path":"/etc/passwd"}`: true, `{"path":"/tmp","o":{"a":1}}`: false, `{"o":[1,2]}`: true} {
 		doc, _ = canon.Parse([]byte(args), canon.ParseOptions{})
-		if got, ok := nat.eval((&Input{Tool: "echo", Args: doc.Root()}).ncall()); !ok || got != want {
+		if got, ok := nat.eval(&Input{Tool: "echo", Args: doc.Root()}); !ok || got != want {
 			t.Errorf("%s: native %v (decided %v), want %v", args, got, ok, want)
 		}
 	}

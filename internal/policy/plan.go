@@ -108,15 +108,11 @@ func (p *Policy) run(pl *plan, in *Input) Decision {
 		return pl.final
 	}
 	var act *activation
-	var c ncall
 	for _, st := range pl.steps {
 		var d *Decision
 		var matched, ok bool
 		if st.r.native != nil {
-			if c.server == nil { // made once, when a program first needs it
-				c = in.ncall()
-			}
-			matched, ok = pl.prog.run(c, st.from, st.to)
+			matched, ok = pl.prog.run(in, st.from, st.to)
 		}
 		if !ok {
 			d, matched = st.r.evalCEL(in, &act)

@@ -442,7 +442,7 @@ func (r *rule) matchesTool(tool string) bool {
 // once per call (*act).
 func (r *rule) evalIn(in *Input, act **activation) (d *Decision, matched bool) {
 	if r.native != nil {
-		if m, ok := r.native.eval(in.ncall()); ok {
+		if m, ok := r.native.eval(in); ok {
 			return nil, m
 		}
 	}
