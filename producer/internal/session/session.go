@@ -200,6 +200,10 @@ type session struct {
 	// gone, SIGTERM) never waits out the approval timeout (approve.go).
 	ending    context.Context
 	endAsking context.CancelFunc
+	// asking counts the calls awaiting their approval off the reader
+	// (approveAsync); el is the client's elicitation (elicit.go).
+	asking sync.WaitGroup
+	el     elicitState
 }
 
 func (s *session) stop() {
