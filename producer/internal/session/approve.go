@@ -68,13 +68,13 @@ func refusalReason(ev approval.Evidence) string {
 // approveCall is Approve for the session core: the attempt made durable
 // first (wait), so the approver is asked only about a recorded call; the
 // client is asked when the recorder elicits and it declared elicitation.
-func (s *session) approveCall(ref AttemptRef, wait func() error, line []byte, d *transcript.Decision) (*transcript.Decision, error) {
+func (s *session) approveCall(ref AttemptRef, wait func() error, line []byte, m *mcpwire.Message, d *transcript.Decision) (*transcript.Decision, error) {
 	if wait != nil {
 		if err := wait(); err != nil {
 			return nil, err
 		}
 	}
-	return s.cfg.policy.Approve(s.ending, s.clientAsker(s.cfg.policy.engine.Approval()), ref, line, d)
+	return s.cfg.policy.Approve(s.ending, s.clientAsker(s.cfg.policy.engine.Approval(), m), ref, line, d)
 }
 
 // approveAsync puts the call (its attempt written, wait its durable wait)
@@ -95,7 +95,7 @@ func (s *session) approveAsync(ref AttemptRef, wait func() error, line []byte, d
 		defer s.leaveBusy()
 		m, _ := mcpwire.Read(line) // the bytes the gate read: the same message
 		key := m.IDText()
-		refusal, err := s.approveCall(ref, wait, line, d)
+		refusal, err := s.approveCall(ref, wait, line, m, d)
 		if err == nil && refusal != nil {
 			_ = s.denyCall(ref, nil, key, m.Kind, refusal)
 			return

@@ -65,36 +65,68 @@ func newElicitState() elicitState {
 	return elicitState{nonce: hex.EncodeToString(b[:]), waiting: map[string]chan []byte{}, ended: make(chan struct{})}
 }
 
+// The _meta keys under which a modern (stateless) request carries the
+// client's capabilities and its name: each request declares them.
+const (
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+)
+
+// formElicitation says whether capabilities (an object) declare form
+// elicitation: elicitation an object with form, or without url (an empty
+// one is form only, as MCP says).
+func formElicitation(caps canon.Value) bool {
+	if !caps.Valid() || caps.Kind() != canon.KindObject {
+		return false
+	}
+	el, ok := caps.Get("elicitation")
+	if !ok || el.Kind() != canon.KindObject {
+		return false
+	}
+	_, form := el.Get("form")
+	_, url := el.Get("url")
+	return form || !url
+}
+
 // noteClient reads the client's initialize request: whether it declared
-// form elicitation (capabilities.elicitation an object with form, or
-// without url: an empty one is form only, as MCP says), and its name.
+// form elicitation, and its name (clientInfo.name).
 func (s *session) noteClient(m *mcpwire.Message) {
 	if m.Kind != mcpwire.KindRequest || m.Method != mcpwire.MethodInitialize || !m.Params.Valid() {
 		return
 	}
-	declared := false
-	if caps, ok := m.Params.Get("capabilities"); ok {
-		if el, ok := caps.Get("elicitation"); ok && el.Kind() == canon.KindObject {
-			_, form := el.Get("form")
-			_, url := el.Get("url")
-			declared = form || !url
-		}
-	}
+	caps, _ := m.Params.Get("capabilities")
 	name := ""
 	if ci, ok := m.Params.Get("clientInfo"); ok {
 		name, _ = str(ci, "name")
 	}
 	e := &s.el
 	e.mu.Lock()
-	e.declared, e.by = declared, approval.ClientBy(name)
+	e.declared, e.by = formElicitation(caps), approval.ClientBy(name)
 	e.mu.Unlock()
 }
 
-// clientAsker is who asks the client, or nil when the client did not
-// declare elicitation (or the recorder does not elicit).
-func (s *session) clientAsker(g *approval.Gate) approval.Asker {
+// clientAsker is who asks the client about the call m, or nil when the
+// client did not declare elicitation (or the recorder does not elicit).
+// A call that carries the modern _meta clientCapabilities declares them
+// itself (and its clientInfo names the client); any other goes by the
+// client's initialize request.
+func (s *session) clientAsker(g *approval.Gate, m *mcpwire.Message) approval.Asker {
 	if g == nil || !g.Elicit {
 		return nil
+	}
+	if m != nil && m.Params.Valid() {
+		if meta, ok := m.Params.Get("_meta"); ok && meta.Kind() == canon.KindObject {
+			if caps, ok := meta.Get(metaClientCapabilities); ok {
+				if !formElicitation(caps) {
+					return nil
+				}
+				name := ""
+				if ci, ok := meta.Get(metaClientInfo); ok {
+					name, _ = str(ci, "name")
+				}
+				return &elicitor{s: s, by: approval.ClientBy(name), timeout: g.Timeout, after: g.After}
+			}
+		}
 	}
 	e := &s.el
 	e.mu.Lock()
