@@ -59,6 +59,13 @@ func (s *syncBuffer) String() string {
 }
 
 func startElicitClient(t *testing.T, ctx context.Context, argv []string, answer bool) *elicitClient {
+	return startElicitClientVersion(t, ctx, argv, answer, "")
+}
+
+// startElicitClientVersion: version "" is the SDK's latest (the modern
+// revision: each request declares the client's capabilities in _meta);
+// a legacy one declares them in initialize.
+func startElicitClientVersion(t *testing.T, ctx context.Context, argv []string, answer bool, version string) *elicitClient {
 	t.Helper()
 	c := &elicitClient{stderr: &syncBuffer{}, hanging: make(chan struct{}, 1), release: make(chan bool, 1)}
 	c.cmd = exec.Command(argv[0], argv[1:]...)
@@ -67,7 +74,7 @@ func startElicitClient(t *testing.T, ctx context.Context, argv []string, answer 
 	if answer {
 		opts.ElicitationHandler = c.answer
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: c.cmd}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: c.cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, c.stderr)
 	}
@@ -136,13 +143,21 @@ func transcriptOf(t *testing.T, bundle string) []byte {
 // executes; the call no rule matched is never asked about. The request
 // names the tool, the rule and the arguments; the client's answers are
 // committed as withheld client frames, never forwarded; the bundle
-// verifies, every approval via elicitation.
+// verifies, every approval via elicitation. Both ways a client declares
+// elicitation: in each request's _meta (the modern revision, the SDK's
+// default) and in initialize (2025-06-18).
 func TestApprovalElicitGoSDK(t *testing.T) {
+	for _, version := range []string{"", "2025-06-18"} {
+		t.Run("version "+version, func(t *testing.T) { testApprovalElicitGoSDK(t, version) })
+	}
+}
+
+func testApprovalElicitGoSDK(t *testing.T, version string) {
 	k := newApproveKit(t)
 	bundle := filepath.Join(k.dir, "b.trace")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := startElicitClient(t, ctx, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-elicit"}), true)
+	c := startElicitClientVersion(t, ctx, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-elicit"}), true, version)
 	msgs := []string{"ok go", "free", "no thanks", "decline it", "cancel it"}
 	errs := make([]error, len(msgs))
 	for i, m := range msgs {
@@ -191,6 +206,13 @@ func TestApprovalElicitGoSDK(t *testing.T) {
 	}
 	if n := bytes.Count(tr, []byte(`"direction":"client_to_server","disposition":"withheld"`)); n != 4 {
 		t.Errorf("%d client frames withheld, want the 4 answers", n)
+	}
+	wantProto := `"source":"request_meta"`
+	if version != "" {
+		wantProto = `"source":"initialize_response"`
+	}
+	if !bytes.Contains(tr, []byte(wantProto)) {
+		t.Errorf("transcript lacks %s: the session did not run the revision meant", wantProto)
 	}
 	rep := k.verified(t, bundle)
 	for _, want := range []string{"decisions_verified: 5 decisions (0 deny)", "counts: 5 attempts (2 responses, 0 transport failures, 0 unknown, 3 denied)", "frames_accounted"} {
