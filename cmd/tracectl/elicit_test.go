@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracectl/tracectl/internal/mcptest/tsclient"
 )
 
 // Approval through elicitation end to end (spec/policy.md, "Approval"):
@@ -405,5 +407,40 @@ func TestApprovalElicitProxyRefused(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--approve-elicit") {
 			t.Errorf("%v: %v, want exit 2 naming --approve-elicit:\n%s", argv[1:], err, out)
 		}
+	}
+}
+
+// TestApprovalElicitTypeScript: the TypeScript SDK v1 client, which
+// declares elicitation in initialize and answers with its request
+// handler: asked about each call, its approved call runs, its declined
+// one is rejected with -32094 naming the rule; the bundle verifies.
+func TestApprovalElicitTypeScript(t *testing.T) {
+	sdk := tsclient.V1(t)
+	k := newApproveKit(t)
+	bundle := filepath.Join(k.dir, "b.trace")
+	c := tsclient.Start(t, sdk, k.env(), "elicit", k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-elicit"})...)
+	c.Expect(t, "connected", 30*time.Second)
+	c.Expect(t, "listed", 10*time.Second)
+	if e := c.Expect(t, "asked", 10*time.Second); !strings.Contains(e.Message, `arguments: {"message":"through tracectl"}`) {
+		t.Errorf("the client was asked %q", e.Message)
+	}
+	c.Expect(t, "echo", 10*time.Second)
+	c.Expect(t, "asked", 10*time.Second)
+	e := c.Expect(t, "denied", 10*time.Second)
+	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"rule":"needs-ok"`) || !strings.Contains(e.Outcome, `"detail":"approval refused: the client declined"`) {
+		t.Fatalf("the declined call as the TypeScript client saw it: %s", e.Outcome)
+	}
+	c.Expect(t, "closed", 10*time.Second)
+	if err := c.Wait(t, 10*time.Second); err != nil {
+		t.Fatalf("client: %v\n%s", err, c.Stderr())
+	}
+	if got := k.executed(t); !strings.Contains(got, "through tracectl") || strings.Contains(got, "forbidden") {
+		t.Fatalf("the server executed:\n%s\nwant the approved call only", got)
+	}
+	if tr := transcriptOf(t, bundle); !bytes.Contains(tr, []byte(`"by":"client:tracectl-test-v1","outcome":"approved","reason":"the user said yes","via":"elicitation"}`)) {
+		t.Errorf("transcript:\n%s", tr)
+	}
+	if rep := k.verified(t, bundle); !strings.Contains(rep, "decisions_verified: 2 decisions (0 deny)") || !strings.Contains(rep, "1 denied)") {
+		t.Errorf("report:\n%s", rep)
 	}
 }
