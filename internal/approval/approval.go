@@ -3,11 +3,13 @@
 // the answer: an observation of kind "approval" bound to the attempt by its
 // id and by the digest of the exact arguments approved.
 //
-// The one asker so far is a command (--approve-cmd): run as argv, no
-// shell, with a minimal environment, a JSON request on stdin and a small
-// JSON answer on stdout. Whatever is not a clear approval within the
-// timeout (a refusal, a non-zero exit, output that is not the answer or is
-// too long, no answer in time) denies the call, and the evidence says why.
+// Two askers: a command (--approve-cmd), run as argv, no shell, with a
+// minimal environment, a JSON request on stdin and a small JSON answer on
+// stdout; and the MCP client itself (--approve-elicit), through an
+// elicitation/create request its session sends (elicit.go holds the
+// protocol's text). Whatever is not a clear approval within the timeout (a
+// refusal, a non-zero exit, output that is not the answer or is too long,
+// no answer in time) denies the call, and the evidence says why.
 package approval
 
 import (

@@ -12,7 +12,9 @@ import (
 
 // Approval (spec/policy.md, "Approval"). A call whose decision is approve
 // (a policy rule with action approve matched it) is, once its attempt is
-// durable, put to the recorder's approver (producer.Options.ApproveCommand):
+// durable, put to the recorder's approver (producer.Options.ApproveCommand,
+// or the client itself with ApproveElicit: elicit.go), off the client
+// reader (approveAsync):
 // the answer (who, the digest of the arguments approved, the outcome) is
 // recorded as the attempt's approval observation before anything else, and
 // only an approved call is forwarded. In enforce mode a refusal, a timeout
