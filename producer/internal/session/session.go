@@ -175,10 +175,11 @@ type session struct {
 	modernVer  string
 	sinkErr    error
 	stopped    bool // the session is over: late client input is not interpreted
-	// busy counts client frames being handled (guarded by mu; idle is
-	// broadcast when it drops to 0): a lifecycle waits for them before it
-	// settles what is in flight (waitIdle), so a call held for the
-	// session's own collection is settled before the session ends.
+	// busy counts client frames being handled, and calls awaiting their
+	// approval (guarded by mu; idle is broadcast when it drops to 0): a
+	// lifecycle waits for them before it settles what is in flight
+	// (waitIdle), so a call held for the session's own collection, or for
+	// its approval, is settled before the session ends.
 	busy int
 	idle *sync.Cond
 	// serverEnded: the server's output ended (guarded by mu); captures
