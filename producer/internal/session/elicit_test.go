@@ -9,27 +9,31 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tracectl/tracectl/internal/approval"
 	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
 
-// TestSessionElicitRaw: the session core asking a raw client (frames by
-// hand) through elicitation, against the Go SDK server. A call the
-// approve rule matched makes the session send elicitation/create under an
-// id of its own namespace; while it waits, the client's next call is read,
-// forwarded and answered (the approval is off the reader); a response
-// under an id of that namespace that answers no pending elicitation is
-// withheld too, never forwarded; the client's input ending while the
-// elicitation waits fails the approval at once ("the client's input ended
-// before it answered"), the call is denied and never reaches the server,
-// and Serve returns.
-func TestSessionElicitRaw(t *testing.T) {
+// rawElicitSession runs the session core between a raw client (frames
+// written and read here) and the Go SDK server, with an approve rule on
+// echo calls whose x is 1 and ApproveElicit.
+type rawElicitSession struct {
+	rec     *producer.Recorder
+	server  *teeWriter
+	clientW *io.PipeWriter
+	done    chan error
+	read    func() map[string]json.RawMessage
+	write   func(string)
+}
+
+func newRawElicitSession(t *testing.T) *rawElicitSession {
 	srv := mcptest.Build(t, "sdkserver")
 	cmd := exec.Command(srv)
 	stdin, err := cmd.StdinPipe()
@@ -83,10 +87,30 @@ func TestSessionElicitRaw(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
-	call := func(id, x string) string {
-		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"x":` + x + `},` + meta + `}}`
-	}
+	return &rawElicitSession{rec: rec, server: server, clientW: clientW, done: done, read: read, write: write}
+}
+
+// elicitMeta declares form elicitation in a modern call's _meta.
+const elicitMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+
+func elicitCall(id, x string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"x":` + x + `},` + elicitMeta + `}}`
+}
+
+// TestSessionElicitRaw: the session core asking a raw client (frames by
+// hand) through elicitation, against the Go SDK server. A call the
+// approve rule matched makes the session send elicitation/create under an
+// id of its own namespace; while it waits, the client's next call is read,
+// forwarded and answered (the approval is off the reader); a response
+// under an id of that namespace that answers no pending elicitation is
+// withheld too, never forwarded; the client's input ending while the
+// elicitation waits fails the approval at once ("the client's input ended
+// before it answered"), the call is denied and never reaches the server,
+// and Serve returns.
+func TestSessionElicitRaw(t *testing.T) {
+	r := newRawElicitSession(t)
+	rec, server, clientW, done, read, write := r.rec, r.server, r.clientW, r.done, r.read, r.write
+	call := elicitCall
 	write(call("1", "1"))
 	ask := read()
 	var id string
@@ -122,5 +146,50 @@ func TestSessionElicitRaw(t *testing.T) {
 		if !strings.Contains(b, want) {
 			t.Errorf("the transcript lacks %s:\n%s", want, b)
 		}
+	}
+}
+
+// TestSessionElicitBounded: at most approval.MaxPending elicitations wait
+// for the client at once in a session: past that, a call's approval fails
+// at once (the call denied, nothing sent to the client), and the client's
+// input ending fails those that waited.
+func TestSessionElicitBounded(t *testing.T) {
+	r := newRawElicitSession(t)
+	go func() {
+		var b strings.Builder
+		for i := range approval.MaxPending + 1 {
+			b.WriteString(elicitCall(strconv.Itoa(i+1), "1") + "\n")
+		}
+		_, _ = io.WriteString(r.clientW, b.String())
+	}()
+	asked, denied := 0, ""
+	for asked < approval.MaxPending || denied == "" {
+		m := r.read()
+		switch {
+		case string(m["method"]) == `"elicitation/create"`:
+			asked++
+		case m["error"] != nil:
+			if denied != "" {
+				t.Fatalf("a second denial: %v", m)
+			}
+			denied = string(m["error"])
+		default:
+			t.Fatalf("unexpected %v", m)
+		}
+	}
+	if asked != approval.MaxPending || !strings.Contains(denied, "elicitations wait for the client already") {
+		t.Fatalf("%d elicitations sent, and the denial %s", asked, denied)
+	}
+	r.clientW.Close()
+	for range approval.MaxPending {
+		if m := r.read(); !strings.Contains(string(m["error"]), "the client's input ended before it answered") {
+			t.Fatalf("a call that waited: %v", m)
+		}
+	}
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.server.String(), `"x":1`) {
+		t.Errorf("a call reached the server:\n%s", r.server.String())
 	}
 }
