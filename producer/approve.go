@@ -23,13 +23,13 @@ const (
 // options, and refuses a policy with an approve rule and nobody to ask.
 func (o Options) withApproval(engine *policy.Engine) error {
 	if engine == nil {
-		if len(o.ApproveCommand) > 0 {
-			return fmt.Errorf("%w: an approve command without a policy", ErrInvalidOptions)
+		if len(o.ApproveCommand) > 0 || o.ApproveElicit {
+			return fmt.Errorf("%w: an approver without a policy", ErrInvalidOptions)
 		}
 		return nil
 	}
-	if len(o.ApproveCommand) > 0 {
-		if o.ApproveCommand[0] == "" {
+	if len(o.ApproveCommand) > 0 || o.ApproveElicit {
+		if len(o.ApproveCommand) > 0 && o.ApproveCommand[0] == "" {
 			return fmt.Errorf("%w: the approve command is empty", ErrInvalidOptions)
 		}
 		if o.ApproveTimeout < 0 {
@@ -42,10 +42,15 @@ func (o Options) withApproval(engine *policy.Engine) error {
 				rules = redact.Default()
 			}
 		}
-		engine.WithApproval(&approval.Gate{
-			Asker:     &approval.Command{Argv: append([]string(nil), o.ApproveCommand...), Timeout: o.ApproveTimeout},
+		g := &approval.Gate{
+			Elicit:    o.ApproveElicit,
+			Timeout:   o.ApproveTimeout,
 			Arguments: func(line []byte) (json.RawMessage, []string, string) { return approverArguments(line, rules) },
-		})
+		}
+		if len(o.ApproveCommand) > 0 {
+			g.Asker = &approval.Command{Argv: append([]string(nil), o.ApproveCommand...), Timeout: o.ApproveTimeout}
+		}
+		engine.WithApproval(g)
 	}
 	if err := engine.CheckApproval(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)

@@ -75,6 +75,14 @@ type Options struct {
 	// refused (ErrInvalidOptions).
 	ApproveCommand []string
 	ApproveTimeout time.Duration
+	// ApproveElicit asks the MCP client itself (elicitation/create, on the
+	// session's client stream) when it declared the elicitation
+	// capability in its initialize request, within ApproveTimeout; a
+	// client that did not is asked through ApproveCommand when there is
+	// one, else the approval fails. The session core (wrap, the Go SDK
+	// adapter) elicits; the HTTP proxy does not (yet): there, only the
+	// command is asked.
+	ApproveElicit bool
 	// ToolUseMeta are _meta keys, beyond the known ones (Claude Code's
 	// claudecode/toolUseId), under which the agent host puts its own id
 	// of the tool use behind a call: recorded as correlation.tool_use_id

@@ -474,7 +474,7 @@ type Seal struct {
 const (
 	FrameForwarded = "forwarded" // passed on unchanged to the other peer
 	FrameRefused   = "refused"   // a client frame the gate did not understand: not forwarded, answered with an error
-	FrameWithheld  = "withheld"  // a server frame not delivered: the proxy had answered that id itself
+	FrameWithheld  = "withheld"  // a server frame not delivered (the proxy had answered that id itself), or the client's answer to the proxy's own request (an approval asked through elicitation), not forwarded
 )
 
 // Frame kinds: what the gate read.

@@ -219,8 +219,8 @@ func (f *Frame) validate() *invalid {
 		return e
 	}
 	switch {
-	case f.Disposition == FrameWithheld && f.Direction != ServerToClient:
-		return bad("only server frames are withheld")
+	case f.Disposition == FrameWithheld && f.Direction != ServerToClient && f.Kind != FrameResponse:
+		return bad("only server frames, and a client's answer to the recorder's own request, are withheld")
 	case f.Kind == FrameUnread && f.Rule == "":
 		return bad("an unread frame names the rule it broke")
 	case f.Kind != FrameUnread && f.Rule != "" && (f.Direction != ServerToClient || f.Disposition != FrameRefused):

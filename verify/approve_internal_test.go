@@ -70,3 +70,28 @@ func TestApprovalOutcome(t *testing.T) {
 		})
 	}
 }
+
+// A client frame is withheld only when it answers the recorder's own
+// elicitation request (an approval asked of the client): a response under
+// an id of its namespace. Any other client frame marked withheld (a
+// response under another id, hidden from the server's record) is
+// frame_misrecorded.
+func TestWithheldClientFrame(t *testing.T) {
+	for _, tc := range []struct {
+		kind, id string
+		bad      bool
+	}{
+		{transcript.FrameResponse, `"tracectl-approval-0123abcd-a1"`, false},
+		{transcript.FrameResponse, `"\u0074racectl-approval-0123abcd-a1"`, false}, // the producer reads it decoded
+		{transcript.FrameResponse, `7`, true},
+		{transcript.FrameResponse, `"approval-a1"`, true},
+		{transcript.FrameRequest, `"tracectl-approval-0123abcd-a1"`, true},
+	} {
+		b := &bundleCheck{r: &Report{}}
+		f := &transcript.Frame{Direction: transcript.ClientToServer, Disposition: transcript.FrameWithheld, Kind: tc.kind, RPCID: &transcript.JSONRPCID{Present: true, Kind: "string", Text: tc.id}}
+		b.frameRules(f, tc.kind, "", "frame client_to_server 3")
+		if got := b.fr.bad > 0; got != tc.bad {
+			t.Errorf("%s %s: misrecorded %v, want %v: %+v", tc.kind, tc.id, got, tc.bad, b.r.Findings)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 package verify
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/approval"
 	"github.com/tracectl/tracectl/mcpwire"
 	"github.com/tracectl/tracectl/transcript"
 )
@@ -338,7 +341,23 @@ func (b *bundleCheck) frameRules(f *transcript.Frame, kind, method, subject stri
 		bad(fmt.Sprintf("frame_too_large on %d bytes, within the gate's limit of %d", f.Payload.Length, mcpwire.MaxFrameBytes))
 	case f.Disposition == transcript.FrameWithheld && kind != transcript.FrameResponse && f.Rule != string(mcpwire.RuleTooLarge):
 		bad("a withheld frame that is neither a response nor too large to spool: the proxy withholds only a response to an id it answered itself, or a frame it cannot hold whole")
+	case c2s && f.Disposition == transcript.FrameWithheld && !recorderElicitID(f.RPCID):
+		bad("a client response withheld under an id not of the recorder's own elicitation requests (\"" + approval.ElicitIDPrefix + "...\"): a client's answer is withheld only when it answers the recorder's own request, any other is forwarded")
 	}
+}
+
+// recorderElicitID says whether a frame's id is a JSON string in the
+// recorder's namespace of elicitation request ids (approval.ElicitIDPrefix),
+// as the producer reads it (decoded).
+func recorderElicitID(id *transcript.JSONRPCID) bool {
+	if id == nil {
+		return false
+	}
+	var s string
+	if err := json.Unmarshal([]byte(id.Text), &s); err != nil {
+		return false
+	}
+	return strings.HasPrefix(s, approval.ElicitIDPrefix)
 }
 
 func terminatorBytes(t string) []byte {

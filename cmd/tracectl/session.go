@@ -187,7 +187,7 @@ func recordSession(ctx context.Context, s streams, o sessionOptions) (*sessionSu
 		Limits:          producer.Limits{MaxFrameBytes: o.maxFrame, CallTimeout: o.callTimeout},
 		FramesCommitted: true,
 		PolicyFile:      o.policy.policy, LockFile: o.policy.lock, PolicyMode: o.policy.mode, ToolUseMeta: o.policy.correlationMeta,
-		ApproveCommand: o.policy.approve.argv, ApproveTimeout: o.policy.approve.timeout,
+		ApproveCommand: o.policy.approve.argv, ApproveTimeout: o.policy.approve.timeout, ApproveElicit: o.policy.approve.elicit,
 	}
 	untap := o.live.tap(&ropts)
 	rec, err := producer.Open(o.bundle, ropts)

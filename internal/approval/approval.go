@@ -3,11 +3,13 @@
 // the answer: an observation of kind "approval" bound to the attempt by its
 // id and by the digest of the exact arguments approved.
 //
-// The one asker so far is a command (--approve-cmd): run as argv, no
-// shell, with a minimal environment, a JSON request on stdin and a small
-// JSON answer on stdout. Whatever is not a clear approval within the
-// timeout (a refusal, a non-zero exit, output that is not the answer or is
-// too long, no answer in time) denies the call, and the evidence says why.
+// Two askers: a command (--approve-cmd), run as argv, no shell, with a
+// minimal environment, a JSON request on stdin and a small JSON answer on
+// stdout; and the MCP client itself (--approve-elicit), through an
+// elicitation/create request its session sends (elicit.go holds the
+// protocol's text). Whatever is not a clear approval within the timeout (a
+// refusal, a non-zero exit, output that is not the answer or is too long,
+// no answer in time) denies the call, and the evidence says why.
 package approval
 
 import (
@@ -30,7 +32,8 @@ const (
 
 // Vias: how the approver was asked.
 const (
-	ViaCommand = "command"
+	ViaCommand     = "command"     // the approve command (--approve-cmd)
+	ViaElicitation = "elicitation" // the MCP client, through elicitation/create (--approve-elicit)
 )
 
 // Bounds.
@@ -50,7 +53,7 @@ type Evidence struct {
 	By         string `json:"by,omitempty"`     // who, as the approver said (Approved: required)
 	Reason     string `json:"reason,omitempty"` // the approver's reason, or why it failed
 	ArgsDigest string `json:"args_digest"`      // the attempt's arguments digest (ArgsDigestOf) the approver was shown
-	Via        string `json:"via"`              // ViaCommand
+	Via        string `json:"via"`              // ViaCommand or ViaElicitation
 }
 
 // Check says what is wrong with e ("" when nothing): the transcript's
@@ -59,8 +62,8 @@ func (e *Evidence) Check() string {
 	switch {
 	case e.Outcome != Approved && e.Outcome != Refused && e.Outcome != Timeout && e.Outcome != Failed:
 		return "approval.outcome: want approved, refused, timeout or failed"
-	case e.Via != ViaCommand:
-		return "approval.via: want command"
+	case e.Via != ViaCommand && e.Via != ViaElicitation:
+		return "approval.via: want command or elicitation"
 	case !isDigest(e.ArgsDigest):
 		return "approval.args_digest: want sha256:<64 hex>"
 	case len(e.By) > MaxByBytes || !utf8.ValidString(e.By):
@@ -125,7 +128,15 @@ type Asker interface {
 // Gate is the approval in force for a recording: who is asked and how the
 // arguments they are shown are redacted.
 type Gate struct {
-	Asker Asker
+	Asker Asker // the approve command, or nil
+	// Elicit: ask the MCP client itself (elicitation/create) when it
+	// declared the capability; else Asker, or, with none, the approval
+	// fails.
+	Elicit bool
+	// Timeout bounds an elicitation (0: DefaultTimeout); After is its
+	// timer (nil: time.After), tests inject their own.
+	Timeout time.Duration
+	After   func(time.Duration) <-chan time.Time
 	// Arguments returns params.arguments of the exact request line as the
 	// bundle would keep them (redacted), the pointers it hid, or why they
 	// are withheld.
@@ -133,21 +144,34 @@ type Gate struct {
 }
 
 // Ask asks the approver about the call: its evidence, bound to digest.
-func (g *Gate) Ask(ctx context.Context, attemptID, tool, rule, digest string, line []byte) Evidence {
+// client asks the MCP client (nil when the client did not declare
+// elicitation, or the transport cannot ask it): with Elicit, it is asked
+// when there is one; else the approve command; with neither, the
+// approval fails.
+func (g *Gate) Ask(ctx context.Context, client Asker, attemptID, tool, rule, digest string, line []byte) Evidence {
 	req := &Request{Version: 1, AttemptID: attemptID, Tool: tool, Rule: rule, ArgsDigest: digest}
 	if g.Arguments != nil {
 		req.Arguments, req.Redacted, req.ArgumentsWithheld = g.Arguments(line)
 	}
-	ev := g.Asker.Ask(ctx, req)
+	asker, via := g.Asker, ViaCommand
+	if g.Elicit && (client != nil || asker == nil) {
+		asker, via = client, ViaElicitation
+	}
+	var ev Evidence
+	if asker == nil {
+		ev = Evidence{Outcome: Failed, Reason: "the client did not declare elicitation", Via: ViaElicitation}
+	} else {
+		ev = asker.Ask(ctx, req)
+	}
 	ev.ArgsDigest = digest
 	ev.By = bound(ev.By, MaxByBytes)
 	ev.Reason = bound(ev.Reason, MaxReasonBytes)
 	if ev.Outcome == Approved && ev.By == "" {
-		ev = Evidence{Outcome: Failed, Reason: "the approver approved without saying who (by)", ArgsDigest: digest, Via: ev.Via}
+		ev = Evidence{Outcome: Failed, Reason: "the approver approved without saying who (by)", ArgsDigest: digest, Via: via}
 	}
 	if why := ev.Check(); why != "" {
 		// An asker's answer that is not evidence is no approval.
-		ev = Evidence{Outcome: Failed, Reason: bound("the approver's answer is not evidence: "+why, MaxReasonBytes), ArgsDigest: digest, Via: ViaCommand}
+		ev = Evidence{Outcome: Failed, Reason: bound("the approver's answer is not evidence: "+why, MaxReasonBytes), ArgsDigest: digest, Via: via}
 	}
 	return ev
 }

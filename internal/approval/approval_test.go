@@ -24,7 +24,7 @@ func ask(c *Command) Evidence {
 	g := &Gate{Asker: c, Arguments: func([]byte) (json.RawMessage, []string, string) {
 		return json.RawMessage(`{"to":"bob"}`), nil, ""
 	}}
-	return g.Ask(context.Background(), "a7", "transfer", "big", digest, []byte(`{"jsonrpc":"2.0"}`+"\n"))
+	return g.Ask(context.Background(), nil, "a7", "transfer", "big", digest, []byte(`{"jsonrpc":"2.0"}`+"\n"))
 }
 
 func TestCommandAnswers(t *testing.T) {
@@ -198,7 +198,7 @@ func (f fixed) Ask(context.Context, *Request) Evidence { return Evidence(f) }
 // failure, never an approval.
 func TestGateNormalizes(t *testing.T) {
 	g := &Gate{Asker: fixed{Outcome: "yes", By: "x", Via: ViaCommand}}
-	ev := g.Ask(context.Background(), "a1", "t", "r", digest, nil)
+	ev := g.Ask(context.Background(), nil, "a1", "t", "r", digest, nil)
 	if ev.Outcome != Failed || !strings.HasPrefix(ev.Reason, "the approver's answer is not evidence: approval.outcome") || ev.Check() != "" {
 		t.Fatalf("%+v", ev)
 	}

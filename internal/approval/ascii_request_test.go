@@ -22,7 +22,7 @@ func TestCommandRequestASCII(t *testing.T) {
 	args := "{\"path\":\"/tmp/\u202eexe.txt\",\"x\":\"\u009b31m\u007f\",\"e\":\"\U0001F600é\"}"
 	g := &Gate{Asker: &Command{Argv: []string{"/bin/sh", "-c", `cat > "$1"; echo '{"approve":false}'`, "approver", got}},
 		Arguments: func([]byte) (json.RawMessage, []string, string) { return json.RawMessage(args), nil, "" }}
-	if ev := g.Ask(context.Background(), "a1", "wr\u202ete", "r", digest, nil); ev.Outcome != Refused {
+	if ev := g.Ask(context.Background(), nil, "a1", "wr\u202ete", "r", digest, nil); ev.Outcome != Refused {
 		t.Fatalf("%+v", ev)
 	}
 	b, err := os.ReadFile(got)

@@ -59,5 +59,5 @@ func (e *Engine) CheckApproval() error {
 	if i < 0 {
 		return nil
 	}
-	return &Error{Rule: i, ID: id, Detail: fmt.Sprintf("action %q needs an approver: start with --approve-cmd (producer.Options.ApproveCommand)", Approve)}
+	return &Error{Rule: i, ID: id, Detail: fmt.Sprintf("action %q needs an approver: start with --approve-cmd or --approve-elicit (producer.Options.ApproveCommand, ApproveElicit)", Approve)}
 }

@@ -26,7 +26,7 @@ func (x *exchange) approve() bool {
 	pa, m := x.approving, x.msg
 	// Not the request's context: a client that hangs up does not decide
 	// for the approver.
-	refusal, err := x.b.sink.Approve(context.Background(), pa.ref, pa.line, pa.decision)
+	refusal, err := x.b.sink.Approve(context.Background(), nil, pa.ref, pa.line, pa.decision)
 	if err == nil && refusal != nil {
 		if err = x.b.sink.Denied(pa.ref); err == nil {
 			writeDenied(x.w, m, refusal)

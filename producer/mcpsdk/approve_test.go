@@ -82,3 +82,67 @@ func TestAdapterApproval(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
 }
+
+// TestAdapterApprovalElicit: the in-process adapter asks the Go SDK
+// client itself (producer.Options.ApproveElicit, no command): the session
+// core sends elicitation/create on the client's connection, its
+// ElicitationHandler answers; what it approves runs, what it declines is
+// denied (-32094) and never runs; the bundle verifies, its approvals via
+// elicitation by "client:my-agent".
+func TestAdapterApprovalElicit(t *testing.T) {
+	ctx := context.Background()
+	ran, serverIn, serverOut := calculator(t, ctx)
+	opts := producer.Options{
+		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
+		Producer:      transcript.Producer{Name: "my-agent", Version: "1.0"},
+		Server:        transcript.Server{Transport: transcript.TransportInProcess, Name: "calculator"},
+		PolicyFile:    []byte("version: 1\ndefault: allow\nrules:\n  - id: big-sums\n    tool: add\n    when: 'args.A > 100'\n    action: approve\n"),
+		ApproveElicit: true,
+	}
+	rec, err := producer.Open(filepath.Join(t.TempDir(), "run.trace"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	handler := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		if strings.Contains(req.Params.Message, `"A":1000,`) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	tr := &mcpsdk.Transport{Recorder: rec, ServerIn: serverIn, ServerOut: serverOut}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "my-agent", Version: "1.0"}, &mcp.ClientOptions{ElicitationHandler: handler}).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1000, "B": 2}}); err != nil {
+		t.Fatalf("the approved call: %v", err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 5000, "B": 2}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32094 || we.Message != "tracectl: denied by policy rule big-sums: approval refused: the client declined" {
+		t.Fatalf("the declined call: %v", err)
+	}
+	cs.Close()
+	if _, err := tr.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := ran.Load(); n != 1 || asked != 2 {
+		t.Fatalf("the server ran %d calls, want 1; the client was asked %d times, want 2", n, asked)
+	}
+	key, _ := sign.Generate(sign.Ed25519, rand.Reader)
+	signer, _ := sign.NewSigner(key)
+	if _, err := rec.Seal(ctx, sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("t"))}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(rec.Dir(), "transcript.jsonl"))
+	if err != nil || !strings.Contains(string(b), `"by":"client:my-agent","outcome":"approved","via":"elicitation"}`) {
+		t.Fatalf("transcript: %v\n%s", err, b)
+	}
+	v, _ := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
+	rep, err := v.Bundle(ctx, os.DirFS(rec.Dir()))
+	if err != nil || rep.Verdict != verify.Verified || rep.Counts.Denied != 1 || rep.Counts.Responses != 1 {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}

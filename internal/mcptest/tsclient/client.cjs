@@ -13,13 +13,14 @@ const path = require('node:path');
 const [sdkDir, scenario, command, ...args] = process.argv.slice(2);
 const pkg = require(path.join(sdkDir, 'package.json'));
 const v2 = pkg.name === '@modelcontextprotocol/client';
-let Client, StdioClientTransport;
+let Client, StdioClientTransport, ElicitRequestSchema;
 if (v2) {
-  ({ Client } = require(path.join(sdkDir, 'dist', 'index.cjs')));
+  ({ Client, ElicitRequestSchema } = require(path.join(sdkDir, 'dist', 'index.cjs')));
   ({ StdioClientTransport } = require(path.join(sdkDir, 'dist', 'stdio.cjs')));
 } else {
   ({ Client } = require(path.join(sdkDir, 'dist', 'cjs', 'client', 'index.js')));
   ({ StdioClientTransport } = require(path.join(sdkDir, 'dist', 'cjs', 'client', 'stdio.js')));
+  ({ ElicitRequestSchema } = require(path.join(sdkDir, 'dist', 'cjs', 'types.js')));
 }
 
 function emit(event, more) {
@@ -28,7 +29,22 @@ function emit(event, more) {
 
 async function main() {
   const opts = v2 ? { versionNegotiation: { mode: 'auto' } } : {};
+  if (scenario === 'elicit') {
+    // The client answers elicitation/create (tracectl --approve-elicit):
+    // it approves the call whose arguments say "through", declines any
+    // other, and reports each question it was asked.
+    opts.capabilities = { elicitation: {} };
+  }
   const client = new Client({ name: 'tracectl-test-' + (v2 ? 'v2' : 'v1'), version: '1.0.0' }, opts);
+  if (scenario === 'elicit') {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      emit('asked', { message: req.params.message });
+      if (req.params.message.includes('{"message":"through')) {
+        return { action: 'accept', content: { approve: true, reason: 'the user said yes' } };
+      }
+      return { action: 'decline' };
+    });
+  }
   const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
   await client.connect(transport);
   emit('connected', { sdk: pkg.name, version: pkg.version, pid: transport.pid ?? null });
@@ -62,6 +78,7 @@ async function main() {
       emit('cancelled', { outcome: await long });
       break;
     }
+    case 'elicit':
     case 'denied': {
       // A call a policy denies: what the client gets, as its application
       // sees it (a rejection carrying the JSON-RPC code, message and data).

@@ -25,6 +25,11 @@ import (
 // is queued is delivered before it returns.
 func (s *session) clientToServer() (err error) {
 	defer func() {
+		// The client's input ended: an elicitation waits in vain. Calls
+		// still awaiting their approval (a command's) are forwarded or
+		// denied before the queue closes, as if the reader had waited.
+		s.clientEnded()
+		s.asking.Wait()
 		if qerr := s.cq.close(); qerr != nil && (err == nil || errors.Is(err, io.EOF)) {
 			err = qerr
 		}
@@ -138,6 +143,7 @@ func (s *session) fromClient(f frame, index int64) error {
 	}
 	if m.Kind != mcpwire.KindResponse {
 		s.noteEra(m)
+		s.noteClient(m)
 	}
 	idKey := m.IDText()
 	unavailable := func() error {
@@ -155,11 +161,12 @@ func (s *session) fromClient(f frame, index int64) error {
 		}
 		return true
 	}
-	// wait, when pipelining, is the attempt's durable wait: the request is
-	// forwarded (by cq) only after it returned nil; fail runs instead.
-	var wait func() error
-	var fail func(error)
 	switch {
+	case s.ownAnswer(m):
+		// The client's answer to the recorder's own elicitation request
+		// (an approval): committed, handed over, never forwarded.
+		s.consumeAnswer(line, m, index)
+		return nil
 	case m.IsToolCall():
 		// Held (busy) from here until the call is tracked and queued: a
 		// lifecycle ending the session waits for it (waitIdle) rather
@@ -179,77 +186,13 @@ func (s *session) fromClient(f frame, index int64) error {
 		decide, decision := s.decider(m)
 		ref, w, err := s.attempt(Call{Line: line, Terminator: m.Terminator, Msg: m, Index: index, Decide: decide})
 		if err == nil && Approving(decision) {
-			// An approve rule matched: asked before anything else; a
-			// refusal in enforce mode denies the call (approve.go).
-			var refusal *transcript.Decision
-			if refusal, err = s.approveCall(ref, w, line, decision); err == nil && refusal != nil {
-				return s.denyCall(ref, nil, idKey, m.Kind, refusal)
-			}
-			w = nil
+			// An approve rule matched: asked before anything else, off
+			// this reader (approve.go); the call goes on, or is denied,
+			// when the approval ends.
+			s.approveAsync(ref, w, line, decision)
+			return nil
 		}
-		if err == nil && s.enforced(decision) {
-			// Denied by the policy or lock: recorded, settled, never
-			// forwarded (policy.go).
-			return s.denyCall(ref, w, idKey, m.Kind, decision)
-		}
-		if err == nil && m.Kind == mcpwire.KindRequest && s.serverGone() {
-			// The server went away while the session collected its list
-			// for this call: recorded, never forwarded, settled now.
-			return s.failUnforwarded(ref, w, idKey)
-		}
-		if err != nil {
-			// Fail closed: not forwarded; the client learns why. (A call
-			// the gate read but the recorder cannot record would be a
-			// bug: it is an audit failure too, never a plain frame.)
-			if errors.Is(err, errUnrecordable) {
-				err = fmt.Errorf("%w: the recorder refused a call the gate read: %w", ErrAuditUnavailable, err)
-			}
-			s.noteSinkErr(err)
-			return unavailable()
-		}
-		wait = w
-		if m.Kind == mcpwire.KindNotification {
-			if wait != nil {
-				fail = s.callNotForwarded(m.Kind, idKey, nil)
-			}
-			break // a tools/call without an id: recorded, forwarded, no response to wait for
-		}
-		// A second call in flight under the same id is still its own
-		// attempt, but a response to that id can then belong to either:
-		// the proxy does not guess. Both attempts stay without a recorded
-		// response (their outcome is unknown at seal), the responses are
-		// forwarded, and the transcript shows two overlapping attempts
-		// with one id.
-		s.mu.Lock()
-		p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params), match: mcpwire.MatchKey(m.ID)}
-		if p.token != "" {
-			s.progress[p.token] = ref
-		}
-		if first, dup := s.inflight[idKey]; dup && first.what == reqCall {
-			if first.timer != nil {
-				first.timer.Stop()
-			}
-			if !first.conflicted() {
-				first.unattributed = 1 // the first call's own response
-			}
-			first.conflict = append(first.conflict, ref)
-			first.unattributed++
-		} else if dup {
-			// Another request waits under this id: a response to it can
-			// answer either, so the call's is not guessed either.
-			p.ambiguous, p.unattributed = true, 2
-			s.inflight[idKey] = p
-		} else {
-			s.inflight[idKey] = p
-			delete(s.answered, idKey)
-			if s.cfg.CallTimeout > 0 {
-				p.timer = time.AfterFunc(s.cfg.CallTimeout, func() { s.timeout(idKey, p) })
-			}
-		}
-		s.mu.Unlock()
-		if wait != nil { // pipelined: made only when a durable wait can fail
-			fail = s.callNotForwarded(m.Kind, idKey, p)
-		}
+		return s.forwardCall(ref, w, err, line, m, idKey, decision)
 	case m.Kind == mcpwire.KindNotification && m.Method == mcpwire.NotifyCancelled:
 		handled, err := s.cancel(m, line, index)
 		if err != nil {
@@ -282,6 +225,86 @@ func (s *session) fromClient(f frame, index int64) error {
 			p.match = mcpwire.MatchKey(m.ID)
 			s.track(idKey, p)
 		}
+	}
+	return s.cq.toServer(line, nil, nil)
+}
+
+// forwardCall takes a recorded tools/call on (ref, w its durable wait, err
+// the recording's failure): denied when its decision denies it in enforce
+// mode, settled when the server is gone, else tracked and forwarded once
+// durable. Called by the reader, or, for a call that waited for its
+// approval, when the approval ended (approveAsync).
+func (s *session) forwardCall(ref AttemptRef, w func() error, err error, line []byte, m *mcpwire.Message, idKey string, decision *transcript.Decision) error {
+	unavailable := func() error {
+		if m.Kind != mcpwire.KindRequest {
+			return nil
+		}
+		return s.cq.toClient(errorLine(idKey, codeAuditUnavailable, "tracectl: not forwarded: "+ErrAuditUnavailable.Error()))
+	}
+	if err == nil && s.enforced(decision) {
+		// Denied by the policy or lock: recorded, settled, never
+		// forwarded (policy.go).
+		return s.denyCall(ref, w, idKey, m.Kind, decision)
+	}
+	if err == nil && m.Kind == mcpwire.KindRequest && s.serverGone() {
+		// The server went away while the session collected its list
+		// for this call: recorded, never forwarded, settled now.
+		return s.failUnforwarded(ref, w, idKey)
+	}
+	if err != nil {
+		// Fail closed: not forwarded; the client learns why. (A call
+		// the gate read but the recorder cannot record would be a
+		// bug: it is an audit failure too, never a plain frame.)
+		if errors.Is(err, errUnrecordable) {
+			err = fmt.Errorf("%w: the recorder refused a call the gate read: %w", ErrAuditUnavailable, err)
+		}
+		s.noteSinkErr(err)
+		return unavailable()
+	}
+	wait := w
+	var fail func(error)
+	if m.Kind == mcpwire.KindNotification {
+		if wait != nil {
+			fail = s.callNotForwarded(m.Kind, idKey, nil)
+		}
+		// a tools/call without an id: recorded, forwarded, no response to wait for
+		return s.cq.toServer(line, wait, fail)
+	}
+	// A second call in flight under the same id is still its own
+	// attempt, but a response to that id can then belong to either:
+	// the proxy does not guess. Both attempts stay without a recorded
+	// response (their outcome is unknown at seal), the responses are
+	// forwarded, and the transcript shows two overlapping attempts
+	// with one id.
+	s.mu.Lock()
+	p := &pending{what: reqCall, ref: ref, token: progressToken(m.Params), match: mcpwire.MatchKey(m.ID)}
+	if p.token != "" {
+		s.progress[p.token] = ref
+	}
+	if first, dup := s.inflight[idKey]; dup && first.what == reqCall {
+		if first.timer != nil {
+			first.timer.Stop()
+		}
+		if !first.conflicted() {
+			first.unattributed = 1 // the first call's own response
+		}
+		first.conflict = append(first.conflict, ref)
+		first.unattributed++
+	} else if dup {
+		// Another request waits under this id: a response to it can
+		// answer either, so the call's is not guessed either.
+		p.ambiguous, p.unattributed = true, 2
+		s.inflight[idKey] = p
+	} else {
+		s.inflight[idKey] = p
+		delete(s.answered, idKey)
+		if s.cfg.CallTimeout > 0 {
+			p.timer = time.AfterFunc(s.cfg.CallTimeout, func() { s.timeout(idKey, p) })
+		}
+	}
+	s.mu.Unlock()
+	if wait != nil { // pipelined: made only when a durable wait can fail
+		fail = s.callNotForwarded(m.Kind, idKey, p)
 	}
 	return s.cq.toServer(line, wait, fail)
 }

@@ -54,6 +54,7 @@ type outQueue struct {
 	async bool
 
 	mu     sync.Mutex
+	wmu    sync.Mutex // one write to the server at a time (run, or the callers of a queue that is not async)
 	cond   sync.Cond
 	items  []outItem
 	bytes  int
@@ -162,6 +163,8 @@ func (q *outQueue) deliver(it outItem) error {
 	case it.toClient:
 		return q.s.writeClient(it.line)
 	}
+	q.wmu.Lock()
+	defer q.wmu.Unlock()
 	_, err := q.s.serverIn.Write(it.line)
 	return err
 }

@@ -175,10 +175,11 @@ type session struct {
 	modernVer  string
 	sinkErr    error
 	stopped    bool // the session is over: late client input is not interpreted
-	// busy counts client frames being handled (guarded by mu; idle is
-	// broadcast when it drops to 0): a lifecycle waits for them before it
-	// settles what is in flight (waitIdle), so a call held for the
-	// session's own collection is settled before the session ends.
+	// busy counts client frames being handled, and calls awaiting their
+	// approval (guarded by mu; idle is broadcast when it drops to 0): a
+	// lifecycle waits for them before it settles what is in flight
+	// (waitIdle), so a call held for the session's own collection, or for
+	// its approval, is settled before the session ends.
 	busy int
 	idle *sync.Cond
 	// serverEnded: the server's output ended (guarded by mu); captures
@@ -200,6 +201,10 @@ type session struct {
 	// gone, SIGTERM) never waits out the approval timeout (approve.go).
 	ending    context.Context
 	endAsking context.CancelFunc
+	// asking counts the calls awaiting their approval off the reader
+	// (approveAsync); el is the client's elicitation (elicit.go).
+	asking sync.WaitGroup
+	el     elicitState
 }
 
 func (s *session) stop() {

@@ -40,7 +40,7 @@ func (cfg Config) withDefaults() Config {
 // the bytes.
 func newSession(cfg Config, st Streams) *session {
 	s := &session{cfg: cfg, inflight: map[string]*pending{}, answered: map[string]bool{}, progress: map[string]AttemptRef{},
-		clientIn: &countingReader{r: st.ClientIn}, clientOut: st.ClientOut, serverIn: st.ServerIn}
+		clientIn: &countingReader{r: st.ClientIn}, clientOut: st.ClientOut, serverIn: st.ServerIn, el: newElicitState()}
 	s.idle = sync.NewCond(&s.mu)
 	s.ending, s.endAsking = context.WithCancel(context.Background())
 	s.pipeline() // pipeline.go
