@@ -35,6 +35,11 @@ func (o Options) withApproval(engine *policy.Engine) error {
 		if o.ApproveTimeout < 0 {
 			return fmt.Errorf("%w: a negative approve timeout", ErrInvalidOptions)
 		}
+		if o.ApproveElicit && o.Server.Transport == transcript.TransportHTTP {
+			// The HTTP proxy cannot ask its clients yet (spec/policy.md,
+			// "Not done"): refused here rather than every approval failing.
+			return fmt.Errorf("%w: ApproveElicit: the HTTP proxy cannot ask its clients through elicitation yet; use ApproveCommand", ErrInvalidOptions)
+		}
 		var rules *redact.Rules
 		if !o.NoRedaction {
 			rules = o.Redact

@@ -102,3 +102,24 @@ func TestHandleApprove(t *testing.T) {
 		t.Fatalf("transcript:\n%s", tr)
 	}
 }
+
+// TestApproveElicitHTTPRefused: ApproveElicit for a recording of a
+// Streamable HTTP server is refused at Open, naming the option, rather
+// than every approval failing (the HTTP proxy cannot ask its clients).
+func TestApproveElicitHTTPRefused(t *testing.T) {
+	o := testOptions(t)
+	o.PolicyFile = []byte(approvePolicyFile)
+	o.ApproveElicit = true
+	o.Server.Transport = transcript.TransportHTTP
+	_, err := Open(filepath.Join(t.TempDir(), "run.trace"), o)
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "ApproveElicit") {
+		t.Fatalf("Open: %v; want ErrInvalidOptions naming ApproveElicit", err)
+	}
+	o.ApproveCommand = []string{"/bin/false"}
+	o.ApproveElicit = false
+	r, err := Open(filepath.Join(t.TempDir(), "run2.trace"), o)
+	if err != nil {
+		t.Fatalf("Open with the command: %v", err)
+	}
+	r.Close()
+}

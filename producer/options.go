@@ -80,8 +80,8 @@ type Options struct {
 	// capability in its initialize request, within ApproveTimeout; a
 	// client that did not is asked through ApproveCommand when there is
 	// one, else the approval fails. The session core (wrap, the Go SDK
-	// adapter) elicits; the HTTP proxy does not (yet): there, only the
-	// command is asked.
+	// adapter) elicits; the HTTP proxy does not (yet): Open refuses it
+	// for a Server whose Transport is streamable_http.
 	ApproveElicit bool
 	// ToolUseMeta are _meta keys, beyond the known ones (Claude Code's
 	// claudecode/toolUseId), under which the agent host puts its own id
