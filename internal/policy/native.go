@@ -526,20 +526,11 @@ func (c *nativeCompiler) call(call ast.CallExpr) bool {
 	return true
 }
 
-func nativeLiteral(v any) (nval, bool) {
-	switch x := v.(type) {
-	case types.String:
-		return nval{k: nString, s: string(x)}, true
-	case types.Int:
-		return nval{k: nInt, i: int64(x)}, true
-	case types.Double:
-		return nval{k: nDouble, f: float64(x)}, true
-	case types.Bool:
-		return nval{k: nBool, b: bool(x)}, true
-	case types.Null:
-		return nval{k: nNull}, true
-	}
-	return nval{}, false // uint, bytes: CEL
+// nativeLiteral reads a literal: a string, int, double, bool or null
+// (uint and bytes are CEL's).
+func nativeLiteral(v ref.Val) (nval, bool) {
+	n, ok := fromRef(v)
+	return n, ok && n.k <= nString
 }
 
 func constString(e ast.Expr) (string, bool) {
