@@ -74,3 +74,31 @@ func TestSessionElicitLongIDVerifies(t *testing.T) {
 	}
 	r.sealVerify(t)
 }
+
+// TestSessionElicitRefusedAnswerUnanswered: a client answer to the
+// recorder's elicitation that the gate refuses for a repeated member is
+// still shaped as a response (result, no method): it gets no answer at all
+// (spec/wrap.md), not an error under the recorder's own request id. The
+// approval goes on waiting; the client's next answer decides it.
+func TestSessionElicitRefusedAnswerUnanswered(t *testing.T) {
+	r := newRawElicitSession(t)
+	r.write(elicitCall("1", "1"))
+	ask := r.read()
+	var id string
+	if err := json.Unmarshal(ask["id"], &id); err != nil {
+		t.Fatal(err)
+	}
+	r.write(`{"jsonrpc":"2.0","id":"` + id + `","result":{"action":"accept","content":{"approve":true,"approve":true}}}`)
+	r.write(`{"jsonrpc":"2.0","id":"` + id + `","result":{"action":"decline"}}`)
+	if m := r.read(); string(m["id"]) != "1" || !strings.Contains(string(m["error"]), "the client declined") {
+		t.Fatalf("the client got %s, want the call denied", m["error"])
+	}
+	r.clientW.Close()
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.server.String(), `"x":1`) {
+		t.Errorf("the call reached the server:\n%s", r.server.String())
+	}
+	r.sealVerify(t)
+}
