@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -48,7 +49,15 @@ func ElicitParams(req *Request) []byte {
 	fmt.Fprintf(&b, "tracectl: approve the call of tool %s (policy rule %s, attempt %s)?\n", quote(req.Tool), quote(req.Rule), quote(req.AttemptID))
 	switch {
 	case req.Arguments != nil:
-		args := asciiJSON(req.Arguments)
+		// Compact, as the approve command gets them (json.Marshal compacts
+		// a RawMessage): white space between tokens (tabs the gate lets a
+		// request carry) is neither shown nor counted against the bound.
+		var c bytes.Buffer
+		raw := []byte(req.Arguments)
+		if json.Compact(&c, raw) == nil {
+			raw = c.Bytes()
+		}
+		args := asciiJSON(raw)
 		if len(args) > maxShownArguments {
 			args = append(args[:maxShownArguments:maxShownArguments], fmt.Sprintf("... (%d bytes more)", len(args)-maxShownArguments)...)
 		}

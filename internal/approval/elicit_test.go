@@ -94,3 +94,28 @@ func TestElicitParams(t *testing.T) {
 		t.Errorf("ClientBy")
 	}
 }
+
+// TestElicitParamsCompactArguments: the arguments quoted in the message are
+// the approve command's (compact JSON): white space between their tokens,
+// tabs included, which the gate lets a request carry, is not shown, so the
+// message holds no character but printable ASCII and its line breaks, and
+// padding does not push the arguments past the quoted bound.
+func TestElicitParamsCompactArguments(t *testing.T) {
+	pad := strings.Repeat("\t", maxShownArguments)
+	req := &Request{Tool: "t", Rule: "r", AttemptID: "a1", ArgsDigest: "sha256:00",
+		Arguments: json.RawMessage("{\"note\":\"fine\"," + pad + "\"cmd\":\"rm -rf /\"}")}
+	var p struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(ElicitParams(req), &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []byte(p.Message) {
+		if c != '\n' && (c < 0x20 || c > 0x7e) {
+			t.Fatalf("the message holds byte %#x: %q", c, p.Message)
+		}
+	}
+	if !strings.Contains(p.Message, `arguments: {"note":"fine","cmd":"rm -rf /"}`) {
+		t.Errorf("the message does not show the arguments as the command gets them: %q", p.Message)
+	}
+}

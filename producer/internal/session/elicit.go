@@ -139,9 +139,11 @@ func (s *session) clientAsker(g *approval.Gate, m *mcpwire.Message) approval.Ask
 
 // ownAnswer says whether a client response answers one of the session's
 // own elicitation requests (pending or given up): by its id alone, in the
-// session's namespace.
+// session's namespace, and no longer than the transcript keeps an id's
+// text (the recorder's own are far shorter): a withheld frame's id is
+// kept whole, so verify can tell it is of the namespace.
 func (s *session) ownAnswer(m *mcpwire.Message) bool {
-	return m.Kind == mcpwire.KindResponse && strings.HasPrefix(elicitID(m), s.el.prefix())
+	return m.Kind == mcpwire.KindResponse && len(m.IDText()) <= transcript.MaxRPCIDTextBytes && strings.HasPrefix(elicitID(m), s.el.prefix())
 }
 
 // answerElicit hands a client response (its line; nil when it could not

@@ -419,12 +419,15 @@ func RefusalID(r *mcpwire.Refusal, line []byte, open Open) (id string, answer bo
 }
 
 // responseShaped says whether line parses as one JSON object with a
-// result or error member and no method.
+// result or error member and no method. A repeated member (a reason the
+// gate refuses the frame) does not change its shape: a client's answer
+// with one is still an answer (to a server's request, or to the recorder's
+// own elicitation), which gets none.
 func responseShaped(line []byte) bool {
 	if len(line) == 0 {
 		return false
 	}
-	doc, err := canon.Parse(bytes.TrimRight(line, "\r\n"), canon.ParseOptions{})
+	doc, err := canon.Parse(bytes.TrimRight(line, "\r\n"), canon.ParseOptions{AllowDuplicateKeys: true})
 	if err != nil || doc.Root().Kind() != canon.KindObject {
 		return false
 	}
