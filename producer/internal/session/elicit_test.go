@@ -1,24 +1,15 @@
 package session
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tracectl/tracectl/internal/approval"
-	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/producer"
-	"github.com/tracectl/tracectl/snapshot"
-	"github.com/tracectl/tracectl/transcript"
 )
 
 // rawElicitSession runs the session core between a raw client (frames
@@ -34,41 +25,11 @@ type rawElicitSession struct {
 }
 
 func newRawElicitSession(t *testing.T) *rawElicitSession {
-	srv := mcptest.Build(t, "sdkserver")
-	cmd := exec.Command(srv)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); pr.Close() })
+	srv, stdin, stdout := sdkServer(t)
 	policy := "version: 1\ndefault: allow\nrules:\n  - id: ask-x1\n    tool: echo\n    when: 'args.x == 1'\n    action: approve\n"
-	rec, err := producer.Open(filepath.Join(t.TempDir(), "run.trace"), producer.Options{Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
-		Producer: transcript.Producer{Name: "elicit-test", Version: "0"}, Server: transcript.Server{Transport: transcript.TransportStdio, Executable: srv},
-		PolicyFile: []byte(policy), ApproveElicit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := &teeWriter{w: stdin}
-	fromClient, clientW := io.Pipe()
-	clientR, toClient := io.Pipe()
-	sink := NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
-	sess := New(Config{Sink: sink}, Streams{ClientIn: fromClient, ClientOut: toClient, ServerIn: server, ServerOut: pr})
-	done := make(chan error, 1)
-	go func() {
-		_, err := sess.Serve(context.Background())
-		toClient.Close()
-		done <- err
-	}()
-	lines := bufio.NewReader(clientR)
+	rec := openSDKRecorder(t, srv, "elicit-test", func(o *producer.Options) { o.PolicyFile, o.ApproveElicit = []byte(policy), true })
+	c := serveRaw(rec, stdin, stdout)
+	server, clientW, done, lines := c.server, c.clientW, c.done, c.lines
 	read := func() map[string]json.RawMessage {
 		t.Helper()
 		line, err := lines.ReadString('\n')

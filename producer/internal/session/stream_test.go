@@ -7,14 +7,11 @@ import (
 	"crypto/rand"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tracectl/tracectl/internal/mcptest"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
@@ -49,27 +46,8 @@ type streamSession struct {
 
 func startStream(t *testing.T, ctx context.Context) *streamSession {
 	t.Helper()
-	srv := mcptest.Build(t, "sdkserver")
-	cmd := exec.Command(srv)
-	serverIn, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); pr.Close() })
-	rec, err := producer.Open(filepath.Join(t.TempDir(), "run.trace"), producer.Options{Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
-		Producer: transcript.Producer{Name: "stream-test", Version: "0"}, Server: transcript.Server{Transport: transcript.TransportStdio, Executable: srv}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, serverIn, pr := sdkServer(t)
+	rec := openSDKRecorder(t, srv, "stream-test", nil)
 	x := &streamSession{attempts: make(chan string, 8), rec: rec, done: make(chan struct{})}
 	sink := attemptSignal{NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{}), x.attempts}
 	fromClient, clientW := io.Pipe()
