@@ -6,10 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestApprovalElicitCancelWhileAsking: the client cancels a call still
@@ -19,10 +17,7 @@ import (
 // the call is forwarded and runs; the bundle verifies.
 func TestApprovalElicitCancelWhileAsking(t *testing.T) {
 	k := newApproveKit(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	bundle := filepath.Join(k.dir, "b.trace")
-	c := startElicitClient(t, ctx, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-elicit"}), true)
+	ctx, bundle, c := k.elicitWrap(t, "--key", k.key)
 	callCtx, cancelCall := context.WithCancel(ctx)
 	held := make(chan error, 1)
 	go func() { held <- c.call(callCtx, "hang on") }()

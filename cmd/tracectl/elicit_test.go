@@ -64,6 +64,16 @@ func startElicitClient(t *testing.T, ctx context.Context, argv []string, answer 
 	return startElicitClientVersion(t, ctx, argv, answer, "")
 }
 
+// elicitWrap starts wrap recording into k.dir/b.trace with --policy,
+// --approve-elicit and flags, and a Go SDK client that answers
+// elicitation through its handler; ctx ends with the test (60 s at most).
+func (k *approveKit) elicitWrap(t *testing.T, flags ...string) (ctx context.Context, bundle string, c *elicitClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	bundle = filepath.Join(k.dir, "b.trace")
+	return ctx, bundle, startElicitClient(t, ctx, k.wrap(bundle, append([]string{"--policy", k.policy, "--approve-elicit"}, flags...)), true)
+}
+
 // startElicitClientVersion: version "" is the SDK's latest (the modern
 // revision: each request declares the client's capabilities in _meta);
 // a legacy one declares them in initialize.
@@ -271,10 +281,7 @@ func TestApprovalElicitUndeclared(t *testing.T) {
 // elicitation is no longer awaited.
 func TestApprovalElicitAsync(t *testing.T) {
 	k := newApproveKit(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	bundle := filepath.Join(k.dir, "b.trace")
-	c := startElicitClient(t, ctx, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-elicit"}), true)
+	ctx, bundle, c := k.elicitWrap(t, "--key", k.key)
 	held := make(chan error, 1)
 	go func() { held <- c.call(ctx, "hang on") }()
 	<-c.hanging // the client is being asked
@@ -323,10 +330,7 @@ func TestApprovalElicitAsync(t *testing.T) {
 // failed, and the bundle verifies.
 func TestApprovalElicitSIGTERM(t *testing.T) {
 	k := newApproveKit(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	bundle := filepath.Join(k.dir, "b.trace")
-	c := startElicitClient(t, ctx, k.wrap(bundle, []string{"--key", k.key, "--policy", k.policy, "--approve-elicit"}), true)
+	ctx, bundle, c := k.elicitWrap(t, "--key", k.key)
 	held := make(chan error, 1)
 	go func() { held <- c.call(ctx, "hang on") }()
 	<-c.hanging
@@ -360,10 +364,7 @@ func TestApprovalElicitSIGTERM(t *testing.T) {
 // call, and verify fails with approval_mismatch on it.
 func TestApprovalElicitHostileProducer(t *testing.T) {
 	k := newApproveKit(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	bundle := filepath.Join(k.dir, "b.trace")
-	c := startElicitClient(t, ctx, k.wrap(bundle, []string{"--policy", k.policy, "--approve-elicit"}), true)
+	ctx, bundle, c := k.elicitWrap(t)
 	_ = c.call(ctx, "ok go")
 	_ = c.call(ctx, "decline that")
 	c.close(t, "unsigned")
