@@ -15,10 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tracectl/tracectl/canon"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/mcpsdk"
-	"github.com/tracectl/tracectl/sign"
 	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
@@ -71,13 +69,7 @@ func TestAdapterApproval(t *testing.T) {
 	if n := ran.Load(); n != 2 {
 		t.Fatalf("the server ran %d calls, want 2", n)
 	}
-	key, _ := sign.Generate(sign.Ed25519, rand.Reader)
-	signer, _ := sign.NewSigner(key)
-	if _, err := rec.Seal(ctx, sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("t"))}}); err != nil {
-		t.Fatal(err)
-	}
-	v, _ := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
-	rep, err := v.Bundle(ctx, os.DirFS(rec.Dir()))
+	rep, err := sealVerify(t, ctx, rec)
 	if err != nil || rep.Verdict != verify.Verified || rep.Counts.Denied != 1 || rep.Counts.Responses != 2 {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
@@ -131,18 +123,11 @@ func TestAdapterApprovalElicit(t *testing.T) {
 	if n := ran.Load(); n != 1 || asked != 2 {
 		t.Fatalf("the server ran %d calls, want 1; the client was asked %d times, want 2", n, asked)
 	}
-	key, _ := sign.Generate(sign.Ed25519, rand.Reader)
-	signer, _ := sign.NewSigner(key)
-	if _, err := rec.Seal(ctx, sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("t"))}}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(rec.Dir(), "transcript.jsonl"))
-	if err != nil || !strings.Contains(string(b), `"by":"client:my-agent","outcome":"approved","via":"elicitation"}`) {
-		t.Fatalf("transcript: %v\n%s", err, b)
-	}
-	v, _ := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
-	rep, err := v.Bundle(ctx, os.DirFS(rec.Dir()))
+	rep, err := sealVerify(t, ctx, rec)
 	if err != nil || rep.Verdict != verify.Verified || rep.Counts.Denied != 1 || rep.Counts.Responses != 1 {
 		t.Fatalf("verify: %v %+v", err, rep)
+	}
+	if b, err := os.ReadFile(filepath.Join(rec.Dir(), "transcript.jsonl")); err != nil || !strings.Contains(string(b), `"by":"client:my-agent","outcome":"approved","via":"elicitation"}`) {
+		t.Fatalf("transcript: %v\n%s", err, b)
 	}
 }

@@ -67,14 +67,23 @@ func TestAdapterPolicy(t *testing.T) {
 	if n := ran.Load(); n != 1 {
 		t.Fatalf("the server ran %d calls, want 1", n)
 	}
+	rep, err := sealVerify(t, ctx, rec)
+	if err != nil || rep.Verdict != verify.Verified || rep.Counts.Denied != 1 {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
+
+// sealVerify seals rec with a fresh key and verifies the bundle with it.
+func sealVerify(t *testing.T, ctx context.Context, rec *producer.Recorder) (*verify.Report, error) {
+	t.Helper()
 	key, _ := sign.Generate(sign.Ed25519, rand.Reader)
 	signer, _ := sign.NewSigner(key)
 	if _, err := rec.Seal(ctx, sign.TranscriptSigner{Key: signer, Record: sign.RecordOptions{Digest: canon.SHA256([]byte("t"))}}); err != nil {
 		t.Fatal(err)
 	}
-	v, _ := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
-	rep, err := v.Bundle(ctx, os.DirFS(rec.Dir()))
-	if err != nil || rep.Verdict != verify.Verified || rep.Counts.Denied != 1 {
-		t.Fatalf("verify: %v %+v", err, rep)
+	v, err := verify.New(verify.Options{TrustedKey: signer.Public(), At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return v.Bundle(ctx, os.DirFS(rec.Dir()))
 }
