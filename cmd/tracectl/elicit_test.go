@@ -445,3 +445,44 @@ func TestApprovalElicitTypeScript(t *testing.T) {
 		t.Errorf("report:\n%s", rep)
 	}
 }
+
+// TestApprovalElicitTypeScriptV2: the TypeScript SDK v2 client in auto
+// negotiation speaks the 2026-07-28 revision, which has no server-to-client
+// JSON-RPC request: it drops the recorder's elicitation/create by design
+// (asking through an input_required result is not implemented; spec/policy.md,
+// "Not done"). So its approve call waits out --approve-timeout and is denied,
+// fail closed: the client gets -32094 saying the approval timed out, the
+// server never sees the call, and the bundle (one per start: v2 probes
+// first) records the timeout via elicitation and verifies.
+func TestApprovalElicitTypeScriptV2(t *testing.T) {
+	sdk := tsclient.V2(t)
+	k := newApproveKit(t)
+	dir := filepath.Join(k.dir, "bundles")
+	argv := k.wrap("", []string{"--key", k.key, "--policy", k.policy, "--approve-elicit", "--approve-timeout", "1s"})
+	argv[2], argv[3] = "--bundle-dir", dir
+	c := tsclient.Start(t, sdk, k.env(), "elicit-dropped", argv...)
+	c.Expect(t, "connected", 30*time.Second)
+	c.Expect(t, "listed", 10*time.Second)
+	e := c.Expect(t, "first", 20*time.Second)
+	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"detail":"approval timed out"`) {
+		t.Fatalf("the call as the TypeScript v2 client saw it: %s", e.Outcome)
+	}
+	c.Expect(t, "closed", 10*time.Second)
+	if err := c.Wait(t, 10*time.Second); err != nil {
+		t.Fatalf("client: %v\n%s", err, c.Stderr())
+	}
+	if got := k.executed(t); strings.Contains(got, "through tracectl") {
+		t.Fatalf("the server executed:\n%s", got)
+	}
+	bundles, _ := filepath.Glob(filepath.Join(dir, "*.trace"))
+	n := 0
+	for _, b := range bundles {
+		if tr := transcriptOf(t, b); bytes.Contains(tr, []byte(`"outcome":"timeout"`)) && bytes.Contains(tr, []byte(`"via":"elicitation"}`)) {
+			n++
+			k.verified(t, b)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d of the bundles %q record the timed-out approval, want 1", n, bundles)
+	}
+}

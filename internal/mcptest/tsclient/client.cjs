@@ -15,7 +15,7 @@ const pkg = require(path.join(sdkDir, 'package.json'));
 const v2 = pkg.name === '@modelcontextprotocol/client';
 let Client, StdioClientTransport, ElicitRequestSchema;
 if (v2) {
-  ({ Client, ElicitRequestSchema } = require(path.join(sdkDir, 'dist', 'index.cjs')));
+  ({ Client } = require(path.join(sdkDir, 'dist', 'index.cjs')));
   ({ StdioClientTransport } = require(path.join(sdkDir, 'dist', 'stdio.cjs')));
 } else {
   ({ Client } = require(path.join(sdkDir, 'dist', 'cjs', 'client', 'index.js')));
@@ -29,15 +29,17 @@ function emit(event, more) {
 
 async function main() {
   const opts = v2 ? { versionNegotiation: { mode: 'auto' } } : {};
-  if (scenario === 'elicit') {
+  const eliciting = scenario === 'elicit' || scenario === 'elicit-dropped';
+  if (eliciting) {
     // The client answers elicitation/create (tracectl --approve-elicit):
     // it approves the call whose arguments say "through", declines any
     // other, and reports each question it was asked.
     opts.capabilities = { elicitation: {} };
   }
   const client = new Client({ name: 'tracectl-test-' + (v2 ? 'v2' : 'v1'), version: '1.0.0' }, opts);
-  if (scenario === 'elicit') {
-    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  if (eliciting) {
+    // v1 takes the request's schema; v2 the method's name.
+    client.setRequestHandler(v2 ? 'elicitation/create' : ElicitRequestSchema, async (req) => {
       emit('asked', { message: req.params.message });
       if (req.params.message.includes('{"message":"through')) {
         return { action: 'accept', content: { approve: true, reason: 'the user said yes' } };
@@ -50,11 +52,22 @@ async function main() {
   emit('connected', { sdk: pkg.name, version: pkg.version, pid: transport.pid ?? null });
   const tools = await client.listTools();
   emit('listed', { tools: tools.tools.length });
-  const echo = await client.callTool({ name: 'echo', arguments: { message: 'through tracectl' } });
-  emit('echo', { text: echo.content[0].text });
+  if (scenario === 'elicit-dropped') {
+    // The first call, whatever becomes of it (v2 on a 2026-07-28
+    // connection drops a server's JSON-RPC request by design).
+    const r = await client.callTool({ name: 'echo', arguments: { message: 'through tracectl' } }).then(
+      (res) => 'result: ' + JSON.stringify(res.content),
+      (e) => 'rejected: code=' + e.code + ' message=' + e.message + ' data=' + JSON.stringify(e.data),
+    );
+    emit('first', { outcome: r });
+  } else {
+    const echo = await client.callTool({ name: 'echo', arguments: { message: 'through tracectl' } });
+    emit('echo', { text: echo.content[0].text });
+  }
 
   switch (scenario) {
     case 'session':
+    case 'elicit-dropped':
       break;
     case 'invented-tool': {
       // An agent inventing a tool name: what the client gets back, as its
