@@ -4,20 +4,17 @@ package mcpsdk_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/producer/mcpsdk"
-	"github.com/tracectl/tracectl/transcript"
 	"github.com/tracectl/tracectl/verify"
 )
 
@@ -29,12 +26,7 @@ import (
 func TestAdapterApproval(t *testing.T) {
 	ctx := context.Background()
 	ran, serverIn, serverOut := calculator(t, ctx)
-	opts := producer.Options{
-		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
-		Producer:   transcript.Producer{Name: "my-agent", Version: "1.0"},
-		Server:     transcript.Server{Transport: transcript.TransportInProcess, Name: "calculator"},
-		PolicyFile: []byte("version: 1\ndefault: allow\nrules:\n  - id: big-sums\n    tool: add\n    when: 'args.A > 100'\n    action: approve\n"),
-	}
+	opts := adapterOptions([]byte(bigSumsPolicy))
 	if _, err := producer.Open(filepath.Join(t.TempDir(), "no.trace"), opts); !errors.Is(err, producer.ErrInvalidOptions) || !strings.Contains(err.Error(), `rule 0 ("big-sums"): action "approve" needs an approver`) {
 		t.Fatalf("an approve rule without an approver: %v", err)
 	}
@@ -51,14 +43,7 @@ func TestAdapterApproval(t *testing.T) {
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1000, "B": 2}}); err != nil {
-		t.Fatalf("the approved call: %v", err)
-	}
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 5000, "B": 2}})
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != -32094 || we.Message != "tracectl: denied by policy rule big-sums: approval refused: too big" {
-		t.Fatalf("the refused call: %v", err)
-	}
+	approvedThenRefused(t, ctx, cs, "too big")
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1, "B": 2}}); err != nil {
 		t.Fatalf("a call no approve rule matched: %v", err)
 	}
@@ -84,13 +69,8 @@ func TestAdapterApproval(t *testing.T) {
 func TestAdapterApprovalElicit(t *testing.T) {
 	ctx := context.Background()
 	ran, serverIn, serverOut := calculator(t, ctx)
-	opts := producer.Options{
-		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
-		Producer:      transcript.Producer{Name: "my-agent", Version: "1.0"},
-		Server:        transcript.Server{Transport: transcript.TransportInProcess, Name: "calculator"},
-		PolicyFile:    []byte("version: 1\ndefault: allow\nrules:\n  - id: big-sums\n    tool: add\n    when: 'args.A > 100'\n    action: approve\n"),
-		ApproveElicit: true,
-	}
+	opts := adapterOptions([]byte(bigSumsPolicy))
+	opts.ApproveElicit = true
 	rec, err := producer.Open(filepath.Join(t.TempDir(), "run.trace"), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -108,14 +88,7 @@ func TestAdapterApprovalElicit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1000, "B": 2}}); err != nil {
-		t.Fatalf("the approved call: %v", err)
-	}
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 5000, "B": 2}})
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != -32094 || we.Message != "tracectl: denied by policy rule big-sums: approval refused: the client declined" {
-		t.Fatalf("the declined call: %v", err)
-	}
+	approvedThenRefused(t, ctx, cs, "the client declined")
 	cs.Close()
 	if _, err := tr.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -129,5 +102,22 @@ func TestAdapterApprovalElicit(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(rec.Dir(), "transcript.jsonl")); err != nil || !strings.Contains(string(b), `"by":"client:my-agent","outcome":"approved","via":"elicitation"}`) {
 		t.Fatalf("transcript: %v\n%s", err, b)
+	}
+}
+
+// bigSumsPolicy asks before any sum with A over 100.
+const bigSumsPolicy = "version: 1\ndefault: allow\nrules:\n  - id: big-sums\n    tool: add\n    when: 'args.A > 100'\n    action: approve\n"
+
+// approvedThenRefused calls add with A 1000, which the approver approves,
+// then with A 5000, which it refuses for why: the client gets -32094.
+func approvedThenRefused(t *testing.T, ctx context.Context, cs *mcp.ClientSession, why string) {
+	t.Helper()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 1000, "B": 2}}); err != nil {
+		t.Fatalf("the approved call: %v", err)
+	}
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"A": 5000, "B": 2}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != -32094 || we.Message != "tracectl: denied by policy rule big-sums: approval refused: "+why {
+		t.Fatalf("the refused call: %v", err)
 	}
 }

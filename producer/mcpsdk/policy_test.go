@@ -29,11 +29,7 @@ import (
 func TestAdapterPolicy(t *testing.T) {
 	ctx := context.Background()
 	ran, serverIn, serverOut := calculator(t, ctx)
-	opts := producer.Options{
-		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
-		Producer: transcript.Producer{Name: "my-agent", Version: "1.0"},
-		Server:   transcript.Server{Transport: transcript.TransportInProcess, Name: "calculator"},
-	}
+	opts := adapterOptions(nil)
 	bad := opts
 	bad.PolicyFile = []byte("version: 1\ndefault: allow\nrules:\n  - id: broken\n    when: 'args.A +'\n    action: deny\n")
 	if _, err := producer.Open(filepath.Join(t.TempDir(), "bad.trace"), bad); !errors.Is(err, producer.ErrInvalidOptions) || !strings.Contains(err.Error(), `rule 0 ("broken")`) {
@@ -86,4 +82,15 @@ func sealVerify(t *testing.T, ctx context.Context, rec *producer.Recorder) (*ver
 		t.Fatal(err)
 	}
 	return v.Bundle(ctx, os.DirFS(rec.Dir()))
+}
+
+// adapterOptions are the options of a recorder of the in-process
+// calculator, under policy (nil: none).
+func adapterOptions(policy []byte) producer.Options {
+	return producer.Options{
+		Clock: time.Now, Entropy: rand.Reader, FramesCommitted: true,
+		Producer:   transcript.Producer{Name: "my-agent", Version: "1.0"},
+		Server:     transcript.Server{Transport: transcript.TransportInProcess, Name: "calculator"},
+		PolicyFile: policy,
+	}
 }
