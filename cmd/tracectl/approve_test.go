@@ -277,22 +277,8 @@ func TestApprovalHostileProducer(t *testing.T) {
 			if !bytes.Contains(orig, []byte(from)) {
 				t.Fatalf("the transcript has no %s:\n%s", from, orig)
 			}
-			dir := filepath.Join(t.TempDir(), "b.trace")
-			if err := os.CopyFS(dir, os.DirFS(bundle)); err != nil {
-				t.Fatal(err)
-			}
 			tampered := bytes.Replace(orig, []byte(from), []byte(to), 1)
-			if err := os.WriteFile(filepath.Join(dir, "transcript.jsonl"), tampered, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := exec.Command(k.bin, "seal", "--bundle", dir, "--key", k.key).CombinedOutput(); err != nil {
-				t.Fatalf("re-sign: %v\n%s", err, out)
-			}
-			out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", dir).CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-				t.Fatalf("verify: %v, want exit 1\n%s", err, out)
-			}
+			out := k.resignFails(t, bundle, tampered)
 			if !strings.Contains(string(out), "signature_valid") || !strings.Contains(string(out), "fail        approval_mismatch [attempt "+tc.attempt+"]") || !strings.Contains(string(out), tc.why) {
 				t.Fatalf("want a valid signature and approval_mismatch on %s (%s):\n%s", tc.attempt, tc.why, out)
 			}

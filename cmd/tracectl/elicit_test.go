@@ -375,21 +375,7 @@ func TestApprovalElicitHostileProducer(t *testing.T) {
 		t.Fatalf("no declined approval:\n%s", orig)
 	}
 	tampered := append(append(bytes.Clone(orig[:loc[0]]), `"by":"client:elicit-test","outcome":"approved","via":"elicitation"`...), orig[loc[1]:]...)
-	dir := filepath.Join(t.TempDir(), "b.trace")
-	if err := os.CopyFS(dir, os.DirFS(bundle)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "transcript.jsonl"), tampered, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(k.bin, "seal", "--bundle", dir, "--key", k.key).CombinedOutput(); err != nil {
-		t.Fatalf("re-sign: %v\n%s", err, out)
-	}
-	out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", dir).CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("verify: %v, want exit 1\n%s", err, out)
-	}
+	out := k.resignFails(t, bundle, tampered)
 	if !strings.Contains(string(out), "signature_valid") || !strings.Contains(string(out), "fail        approval_mismatch [attempt a2]") || !strings.Contains(string(out), "although its approval approved it") {
 		t.Fatalf("want a valid signature and approval_mismatch on a2:\n%s", out)
 	}

@@ -64,6 +64,29 @@ func (k *policyKit) wrap(bundle string, flags []string, serverArgs ...string) []
 	return append(append(args, "--", k.server, "-call-log", k.callLog), serverArgs...)
 }
 
+// resignFails is a producer holding the key rewriting bundle's transcript
+// as tampered and signing it again: verify, given the trusted key, must
+// exit 1 (failed); its report.
+func (k *policyKit) resignFails(t *testing.T, bundle string, tampered []byte) []byte {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "b.trace")
+	if err := os.CopyFS(dir, os.DirFS(bundle)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "transcript.jsonl"), tampered, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(k.bin, "seal", "--bundle", dir, "--key", k.key).CombinedOutput(); err != nil {
+		t.Fatalf("re-sign: %v\n%s", err, out)
+	}
+	out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", dir).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("verify: %v, want exit 1\n%s", err, out)
+	}
+	return out
+}
+
 // executed is what the server logged it executed.
 func (k *policyKit) executed(t *testing.T) string {
 	t.Helper()
@@ -340,22 +363,8 @@ func TestPolicyHostileProducer(t *testing.T) {
 			if bytes.Count(orig, []byte(tc.from)) != 1 {
 				t.Fatalf("the transcript has %d %s decisions, want 1", bytes.Count(orig, []byte(tc.from)), tc.from)
 			}
-			dir := filepath.Join(t.TempDir(), "b.trace")
-			if err := os.CopyFS(dir, os.DirFS(bundle)); err != nil {
-				t.Fatal(err)
-			}
 			tampered := bytes.Replace(orig, []byte(tc.from), []byte(tc.to), 1)
-			if err := os.WriteFile(filepath.Join(dir, "transcript.jsonl"), tampered, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := exec.Command(k.bin, "seal", "--bundle", dir, "--key", k.key).CombinedOutput(); err != nil {
-				t.Fatalf("re-sign: %v\n%s", err, out)
-			}
-			out, err := exec.Command(k.bin, "verify", "--trusted-key", k.key+".pub", dir).CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-				t.Fatalf("verify: %v, want exit 1\n%s", err, out)
-			}
+			out := k.resignFails(t, bundle, tampered)
 			if !strings.Contains(string(out), "signature_valid") || !strings.Contains(string(out), "fail        decision_mismatch [attempt "+tc.attempt+"]") {
 				t.Fatalf("want a valid signature and decision_mismatch on %s:\n%s", tc.attempt, out)
 			}
