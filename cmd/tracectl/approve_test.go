@@ -331,10 +331,7 @@ func TestApprovalStdioTypeScript(t *testing.T) {
 	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"rule":"needs-ok"`) || !strings.Contains(e.Outcome, `"detail":"approval refused: not that"`) {
 		t.Fatalf("the refused call as the TypeScript client saw it: %s", e.Outcome)
 	}
-	c.Expect(t, "closed", 10*time.Second)
-	if err := c.Wait(t, 10*time.Second); err != nil {
-		t.Fatalf("client: %v\n%s", err, c.Stderr())
-	}
+	c.Closed(t)
 	if got := k.executed(t); !strings.Contains(got, "through tracectl") || strings.Contains(got, "forbidden") {
 		t.Fatalf("the server executed:\n%s\nwant the approved call only", got)
 	}

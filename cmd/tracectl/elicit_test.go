@@ -417,10 +417,7 @@ func TestApprovalElicitTypeScript(t *testing.T) {
 	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"rule":"needs-ok"`) || !strings.Contains(e.Outcome, `"detail":"approval refused: the client declined"`) {
 		t.Fatalf("the declined call as the TypeScript client saw it: %s", e.Outcome)
 	}
-	c.Expect(t, "closed", 10*time.Second)
-	if err := c.Wait(t, 10*time.Second); err != nil {
-		t.Fatalf("client: %v\n%s", err, c.Stderr())
-	}
+	c.Closed(t)
 	if got := k.executed(t); !strings.Contains(got, "through tracectl") || strings.Contains(got, "forbidden") {
 		t.Fatalf("the server executed:\n%s\nwant the approved call only", got)
 	}
@@ -453,10 +450,7 @@ func TestApprovalElicitTypeScriptV2(t *testing.T) {
 	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"detail":"approval timed out"`) {
 		t.Fatalf("the call as the TypeScript v2 client saw it: %s", e.Outcome)
 	}
-	c.Expect(t, "closed", 10*time.Second)
-	if err := c.Wait(t, 10*time.Second); err != nil {
-		t.Fatalf("client: %v\n%s", err, c.Stderr())
-	}
+	c.Closed(t)
 	if got := k.executed(t); strings.Contains(got, "through tracectl") {
 		t.Fatalf("the server executed:\n%s", got)
 	}

@@ -126,10 +126,7 @@ func TestTSv1InventedToolWarns(t *testing.T) {
 	c.Expect(t, "echo", 10*time.Second)
 	e := c.Expect(t, "invented", 10*time.Second)
 	t.Logf("the client got: %s", e.Outcome)
-	c.Expect(t, "closed", 10*time.Second)
-	if err := c.Wait(t, 10*time.Second); err != nil {
-		t.Fatalf("client: %v\n%s", err, c.Stderr())
-	}
+	c.Closed(t)
 	b := k.bundleList(t)
 	if len(b) != 1 {
 		t.Fatalf("bundles %q, want 1", b)
@@ -232,10 +229,7 @@ func TestTSv2AutoNegotiation(t *testing.T) {
 	if e := c.Expect(t, "echo", 10*time.Second); e.Text != "Echo: through tracectl" {
 		t.Fatalf("echo: %q", e.Text)
 	}
-	c.Expect(t, "closed", 10*time.Second)
-	if err := c.Wait(t, 10*time.Second); err != nil {
-		t.Fatalf("client: %v\n%s", err, c.Stderr())
-	}
+	c.Closed(t)
 	b := k.bundleList(t)
 	if len(b) == 0 || len(b) > 2 {
 		t.Fatalf("bundles %q, want the session's (and the probe's, if it sent anything)", b)

@@ -214,10 +214,7 @@ func TestPolicyStdioTypeScript(t *testing.T) {
 	if !strings.HasPrefix(e.Outcome, "rejected: code=-32094 ") || !strings.Contains(e.Outcome, `"rule":"no-forbidden"`) {
 		t.Fatalf("the denied call as the TypeScript client saw it: %s", e.Outcome)
 	}
-	c.Expect(t, "closed", 10*time.Second)
-	if err := c.Wait(t, 10*time.Second); err != nil {
-		t.Fatalf("client: %v\n%s", err, c.Stderr())
-	}
+	c.Closed(t)
 	if got := k.executed(t); !strings.Contains(got, "through tracectl") || strings.Contains(got, "forbidden") {
 		t.Fatalf("the server executed:\n%s\nwant the allowed call only", got)
 	}

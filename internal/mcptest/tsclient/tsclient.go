@@ -235,6 +235,16 @@ func (c *Client) Stderr() string {
 	return c.stderr.String()
 }
 
+// Closed waits for the client to report its close and to exit cleanly,
+// failing the test (with the client's stderr) otherwise.
+func (c *Client) Closed(t testing.TB) {
+	t.Helper()
+	c.Expect(t, "closed", 10*time.Second)
+	if err := c.Wait(t, 10*time.Second); err != nil {
+		t.Fatalf("client: %v\n%s", err, c.Stderr())
+	}
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
