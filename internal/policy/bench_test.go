@@ -1,45 +1,13 @@
 package policy
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/policytest"
 )
-
-// benchPolicy20 is a 20-rule policy that denies none of the bench's calls.
-// scoped: every rule names a tool (16 others, 4 echo with a condition);
-// otherwise ten rules apply to any tool, so ten CEL conditions are
-// evaluated on every call, and ten name other tools.
-func benchPolicy20(scoped bool) string {
-	var b strings.Builder
-	b.WriteString("version: 1\ndefault: allow\nrules:\n")
-	conds := []string{
-		`args.text == "forbidden"`, `size(args.text) > 4096`, `args.text.startsWith("rm -rf")`,
-		`has(args.path) && args.path.startsWith("/etc")`, `tool == "shell" && size(args) > 0`,
-		`has(args.amount) && args.amount > 100`, `args.text.contains("BEGIN PRIVATE KEY")`,
-		`has(declaration.annotations) && declaration.annotations.destructiveHint == true`,
-		`has(server.name) && server.name == "evil"`, `size(args) > 64`,
-	}
-	n := len(conds)
-	if scoped {
-		n = 4
-	}
-	for i, c := range conds[:n] {
-		tool := ""
-		if scoped {
-			tool = "    tool: echo\n"
-		}
-		fmt.Fprintf(&b, "  - id: cond-%d\n%s    when: '%s'\n    action: deny\n", i, tool, c)
-	}
-	for i := range 20 - n {
-		fmt.Fprintf(&b, "  - id: other-%d\n    tool: \"other_%d*\"\n    when: 'args.x == 1'\n    action: deny\n", i, i)
-	}
-	return b.String()
-}
 
 // BenchmarkDecide: one call's decision under a 20-rule policy (scoped, and
 // any-tool with ten conditions evaluated), timed call by call against the
@@ -61,7 +29,7 @@ func BenchmarkDecide(b *testing.B) {
 			name = "scoped"
 		}
 		b.Run(name, func(b *testing.B) {
-			p, err := Parse([]byte(benchPolicy20(scoped)))
+			p, err := Parse(policytest.Bench20(scoped))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -104,7 +72,7 @@ func BenchmarkDecideCold(b *testing.B) {
 			name = "scoped"
 		}
 		b.Run(name, func(b *testing.B) {
-			p, err := Parse([]byte(benchPolicy20(scoped)))
+			p, err := Parse(policytest.Bench20(scoped))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracectl/tracectl/canon"
+	"github.com/tracectl/tracectl/internal/policytest"
 	"github.com/tracectl/tracectl/snapshot"
 )
 
@@ -292,7 +293,7 @@ func TestDecideConcurrently(t *testing.T) {
 // tool, the declaration and the server are decided once (false), and the
 // ten rules for other tools are left out.
 func TestPlanFolds(t *testing.T) {
-	p, err := Parse([]byte(benchPolicy20(false)))
+	p, err := Parse(policytest.Bench20(false))
 	if err != nil {
 		t.Fatal(err)
 	}

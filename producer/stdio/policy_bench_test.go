@@ -1,49 +1,14 @@
 package stdio
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tracectl/tracectl/internal/mcptest"
+	"github.com/tracectl/tracectl/internal/policytest"
 	"github.com/tracectl/tracectl/transcript"
 )
-
-// benchPolicy is a 20-rule policy none of whose rules denies the bench's
-// echo call (the same as session's benchPolicy20). scoped: every rule
-// names a tool (16 others, 4 echo with a condition on the arguments), as
-// policies usually are; otherwise ten rules apply to any tool, so ten
-// conditions are read on every call (seven of them evaluated: a plan
-// decides the three that do not read the arguments once), and ten name
-// other tools.
-func benchPolicy(scoped bool) []byte {
-	var b strings.Builder
-	b.WriteString("version: 1\ndefault: allow\nrules:\n")
-	conds := []string{
-		`args.text == "forbidden"`, `size(args.text) > 4096`, `args.text.startsWith("rm -rf")`,
-		`has(args.path) && args.path.startsWith("/etc")`, `tool == "shell" && size(args) > 0`,
-		`has(args.amount) && args.amount > 100`, `args.text.contains("BEGIN PRIVATE KEY")`,
-		`has(declaration.annotations) && declaration.annotations.destructiveHint == true`,
-		`has(server.name) && server.name == "evil"`, `size(args) > 64`,
-	}
-	n := len(conds)
-	if scoped {
-		n = 4
-	}
-	for i, c := range conds[:n] {
-		tool := ""
-		if scoped {
-			tool = "    tool: echo\n"
-		}
-		fmt.Fprintf(&b, "  - id: cond-%d\n%s    when: '%s'\n    action: deny\n", i, tool, c)
-	}
-	for i := range 20 - n {
-		fmt.Fprintf(&b, "  - id: other-%d\n    tool: \"other_%d*\"\n    when: 'args.x == 1'\n    action: deny\n", i, i)
-	}
-	return []byte(b.String())
-}
 
 // BenchmarkPolicyRoundTrip: wrap's round trip (durability none, one call
 // in flight) with a 20-rule policy against the same without a policy, in
@@ -71,7 +36,7 @@ func BenchmarkPolicyRoundTrip(b *testing.B) {
 		if scoped {
 			name = "scoped"
 		}
-		b.Run(name, func(b *testing.B) { policyRoundTrip(b, srv, benchPolicy(scoped)) })
+		b.Run(name, func(b *testing.B) { policyRoundTrip(b, srv, policytest.Bench20(scoped)) })
 	}
 }
 

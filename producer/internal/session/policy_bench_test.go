@@ -3,47 +3,14 @@ package session
 import (
 	"bytes"
 	"crypto/rand"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/tracectl/tracectl/internal/policytest"
 	"github.com/tracectl/tracectl/producer"
 	"github.com/tracectl/tracectl/snapshot"
 	"github.com/tracectl/tracectl/transcript"
 )
-
-// benchPolicy20 returns a 20-rule policy that denies none of the bench's
-// echo calls. scoped: every rule names a tool (16 others, 4 echo with a
-// condition), as policies usually are; otherwise ten rules apply to any
-// tool, so ten CEL conditions are evaluated on every call (the worst case
-// short of comprehensions), and ten name other tools.
-func benchPolicy20(scoped bool) []byte {
-	var b strings.Builder
-	b.WriteString("version: 1\ndefault: allow\nrules:\n")
-	conds := []string{
-		`args.text == "forbidden"`, `size(args.text) > 4096`, `args.text.startsWith("rm -rf")`,
-		`has(args.path) && args.path.startsWith("/etc")`, `tool == "shell" && size(args) > 0`,
-		`has(args.amount) && args.amount > 100`, `args.text.contains("BEGIN PRIVATE KEY")`,
-		`has(declaration.annotations) && declaration.annotations.destructiveHint == true`,
-		`has(server.name) && server.name == "evil"`, `size(args) > 64`,
-	}
-	n := len(conds)
-	if scoped {
-		n = 4
-	}
-	for i, c := range conds[:n] {
-		tool := ""
-		if scoped {
-			tool = "    tool: echo\n"
-		}
-		fmt.Fprintf(&b, "  - id: cond-%d\n%s    when: '%s'\n    action: deny\n", i, tool, c)
-	}
-	for i := range 20 - n {
-		fmt.Fprintf(&b, "  - id: other-%d\n    tool: \"other_%d*\"\n    when: 'args.x == 1'\n    action: deny\n", i, i)
-	}
-	return []byte(b.String())
-}
 
 // BenchmarkPolicyHop: the session's CPU for one tools/call round trip
 // (BenchmarkHopCPU's frames and recording, durability none) with a 20-rule
@@ -76,7 +43,7 @@ func BenchmarkPolicyHop(b *testing.B) {
 				sink := NewRecordingSink(rec, func() (string, error) { return snapshot.NewCaptureID(rand.Reader) }, snapshot.Limits{})
 				return newSession(Config{Sink: sink, Capture: CaptureNever}.withDefaults(), Streams{ClientOut: discard{}, ServerIn: discard{}})
 			}
-			plain, decided := open(nil), open(benchPolicy20(scoped))
+			plain, decided := open(nil), open(policytest.Bench20(scoped))
 			const block = 500
 			reqs, resps := make([][]byte, block), make([][]byte, block)
 			dreqs, dresps := make([][]byte, block), make([][]byte, block)
